@@ -1,0 +1,133 @@
+// The messages between the client, the scheduler actor, worker actors and operation actors inside one
+// process. Payloads travel by value through CAF mailboxes; Values inside them are references, not copies.
+#pragma once
+
+#include <caf/all.hpp>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "graph/errors.hpp"
+#include "graph/operation.hpp"
+#include "graph/task_state.hpp"
+
+namespace tessera {
+
+class ResultSink;
+
+// Client -> scheduler: operations to run and which of their tasks the sink wants.
+struct Watch {
+  OpId op;
+  std::uint32_t first_task;
+  std::uint32_t count;
+  std::uint32_t first_slot;  // sink slot of first_task; the range maps one to one
+};
+struct Submission {
+  std::vector<OperationPtr> operations;
+  std::vector<Watch> watches;
+  std::shared_ptr<ResultSink> sink;
+};
+
+// Scheduler -> worker: run tasks [first_task, first_task + count) of `op` in local slots from first_slot.
+// An `adopt` run does not compute: its slots receive a finished result moved from a retiring worker.
+struct AssignRun {
+  OperationPtr op;
+  std::uint32_t first_task;
+  std::uint32_t count;
+  std::uint32_t first_slot;
+  bool adopt = false;
+};
+struct AssignBatch {
+  std::vector<AssignRun> runs;
+};
+
+// Where one task result must go: column `column` of slot `slot` of operation `op` on `worker`.
+inline constexpr std::uint16_t kAdoptColumn = 0xffff;  // the whole result, for an adopt slot
+struct Destination {
+  caf::actor worker;
+  OpId op;
+  std::uint32_t slot;
+  std::uint16_t column;
+};
+// Scheduler -> worker: when slot `slot` of `op` is done (or now, if it is), send its result to `to`.
+struct Subscription {
+  OpId op;
+  std::uint32_t slot;
+  Destination to;
+};
+struct SubscribeBatch {
+  std::vector<Subscription> subscriptions;
+};
+
+// Operation actor -> worker (-> operation actor): task inputs, sent directly between workers.
+struct InputDelivery {
+  OpId op;
+  std::uint32_t slot;
+  std::uint16_t column;
+  Value value;
+};
+struct InputBatch {
+  std::vector<InputDelivery> inputs;
+};
+
+// Scheduler -> worker: slots whose results nobody needs any more, or tasks that must not run.
+struct SlotBatch {
+  OpId op;
+  std::vector<std::uint32_t> slots;
+};
+
+// Operation actor -> scheduler: finished tasks of one operation.
+struct TaskFailure {
+  std::uint32_t task;
+  std::shared_ptr<const TaskFailed> error;
+};
+struct DoneBatch {
+  std::uint32_t worker;
+  OpId op;
+  std::vector<std::uint32_t> tasks;
+  std::vector<Value> results;  // aligned with tasks
+  std::vector<TaskFailure> failures;
+  double busy_seconds = 0;  // compute time the batch took, for the duration estimate
+  std::uint32_t ran = 0;    // tasks that actually ran (tasks + failures)
+};
+
+// Scheduler -> cluster: a snapshot for status displays and tests.
+struct SchedulerStatus {
+  std::uint32_t workers = 0;           // live, not retiring
+  std::uint32_t retiring_workers = 0;  // draining before they leave
+  std::uint64_t operations = 0;        // live operation records
+  std::uint64_t tasks_pending = 0;     // submitted, not yet final
+  std::uint64_t results_held = 0;      // finished results still held on workers
+  std::uint64_t tasks_done = 0;        // since start
+  std::uint64_t tasks_erred = 0;
+  std::uint64_t tasks_cancelled = 0;
+};
+
+// Atoms (CAF 0.17: at most 10 characters).
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using assign_atom = caf::atom_constant<caf::atom("assign")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using input_atom = caf::atom_constant<caf::atom("input")>;
+using drop_atom = caf::atom_constant<caf::atom("drop")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using forget_atom = caf::atom_constant<caf::atom("forget")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using ran_atom = caf::atom_constant<caf::atom("ran")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using welcome_atom = caf::atom_constant<caf::atom("welcome")>;
+using retire_atom = caf::atom_constant<caf::atom("retire")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+
+}  // namespace tessera
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::Submission)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::AssignBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::AssignRun)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SubscribeBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::InputBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SlotBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<tessera::ResultSink>)

@@ -1,0 +1,323 @@
+#include "actors/operation_actor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+
+#include "actors/held_results.hpp"
+
+namespace tessera {
+namespace {
+
+// Inputs and subscribers of a slot; allocated only for tasks that have references or dependents.
+struct SlotExtra {
+  std::vector<Value> inputs;  // indexed by column
+  std::vector<Destination> subscribers;
+};
+
+struct Slot {
+  std::uint32_t task = 0;
+  // Atomic because a compute thread moves ready -> running while the actor may move ready -> cancelled.
+  std::atomic<TaskState> state{TaskState::waiting};
+  bool assigned = false;
+  bool adopt = false;          // receives a finished result instead of running
+  bool holds_result = false;   // counted in HeldResults
+  std::uint16_t missing = 0;   // inputs still expected, once assigned
+  std::uint16_t received = 0;  // inputs that arrived before the assignment
+  Value result;                // written by the compute thread that ran the task
+  std::unique_ptr<SlotExtra> extra;
+
+  SlotExtra& more() {
+    if (!extra) extra = std::make_unique<SlotExtra>();
+    return *extra;
+  }
+};
+
+// Slots never move (a deque only appends), so compute threads can hold pointers to them.
+using SlotTable = std::deque<Slot>;
+
+}  // namespace
+
+// What a compute job reports back: which slots finished and which threw.
+struct RanReport {
+  std::vector<std::uint32_t> finished;
+  std::vector<TaskFailure> failures;  // TaskFailure::task holds the slot here
+  double seconds = 0;
+};
+
+}  // namespace tessera
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::RanReport)
+
+namespace tessera {
+namespace {
+
+// A compute job should take about this long, so that tiny tasks share one job's overhead.
+constexpr double kTargetJobSeconds = 50e-6;
+constexpr std::size_t kMaxJobTasks = 4096;
+
+struct OperationState {
+  OperationActorArgs args;
+  std::shared_ptr<SlotTable> slots = std::make_shared<SlotTable>();
+  std::vector<std::uint32_t> ready;
+  double average_task_seconds = -1;  // unknown until the first job reports
+  std::int64_t held_count = 0, held_bytes = 0;
+
+  ~OperationState() {
+    auto& held = HeldResults::instance();
+    held.count -= held_count;
+    held.bytes -= held_bytes;
+  }
+
+  Slot& slot(std::uint32_t index) {
+    while (slots->size() <= index) slots->emplace_back();
+    return (*slots)[index];
+  }
+
+  void keep_result(Slot& s) {
+    s.holds_result = true;
+    const auto bytes = static_cast<std::int64_t>(s.result.payload_bytes());
+    held_count += 1;
+    held_bytes += bytes;
+    HeldResults::instance().count += 1;
+    HeldResults::instance().bytes += bytes;
+  }
+
+  void drop_result(Slot& s) {
+    if (s.holds_result) {
+      const auto bytes = static_cast<std::int64_t>(s.result.payload_bytes());
+      held_count -= 1;
+      held_bytes -= bytes;
+      HeldResults::instance().count -= 1;
+      HeldResults::instance().bytes -= bytes;
+      s.holds_result = false;
+    }
+    s.result = Value{};
+    s.extra.reset();
+  }
+};
+
+using OperationActor = caf::stateful_actor<OperationState>;
+
+void mark_ready(OperationState& st, std::uint32_t index, Slot& s) {
+  TaskState expected = TaskState::waiting;
+  if (s.state.compare_exchange_strong(expected, TaskState::ready)) st.ready.push_back(index);
+}
+
+// An input (or, for an adopt slot, the whole result) arrives for one slot.
+void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, Value value);
+
+void send_result(OperationActor* self, const Value& result, const Destination& to,
+                 std::unordered_map<caf::actor, InputBatch>& outgoing) {
+  auto& st = self->state;
+  if (to.op == st.args.op->id() && to.worker == st.args.worker) {
+    accept_input(self, to.slot, to.column, result);  // same operation on this worker: no message
+  } else {
+    outgoing[to.worker].inputs.push_back(InputDelivery{to.op, to.slot, to.column, result});
+  }
+}
+
+void flush_outgoing(OperationActor* self, std::unordered_map<caf::actor, InputBatch>& outgoing) {
+  for (auto& [worker, batch] : outgoing) self->send(worker, input_atom::value, std::move(batch));
+  outgoing.clear();
+}
+
+void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, Value value) {
+  auto& st = self->state;
+  Slot& s = st.slot(index);
+  if (is_final(s.state.load())) return;
+  if (column == kAdoptColumn) {
+    // A result moved here from a retiring worker: it is done without running.
+    s.result = std::move(value);
+    s.state.store(TaskState::done);
+    st.keep_result(s);
+    if (s.extra && !s.extra->subscribers.empty()) {
+      std::unordered_map<caf::actor, InputBatch> outgoing;
+      for (const auto& to : s.extra->subscribers) send_result(self, s.result, to, outgoing);
+      s.extra->subscribers.clear();
+      flush_outgoing(self, outgoing);
+    }
+    return;
+  }
+  auto& extra = s.more();
+  if (extra.inputs.size() <= column) extra.inputs.resize(st.args.op->columns().size());
+  extra.inputs[column] = std::move(value);
+  if (!s.assigned) {
+    ++s.received;
+  } else if (--s.missing == 0) {
+    mark_ready(st, index, s);
+  }
+}
+
+// Hands the ready slots to the compute pool in jobs sized by the measured task duration.
+void start_ready(OperationActor* self) {
+  auto& st = self->state;
+  if (st.ready.empty()) return;
+  std::size_t per_job = 1;
+  if (st.average_task_seconds >= 0)
+    per_job = static_cast<std::size_t>(
+        std::clamp(kTargetJobSeconds / std::max(st.average_task_seconds, 1e-9), 1.0, double(kMaxJobTasks)));
+  const auto op = st.args.op;
+  const auto slots = st.slots;
+  const caf::actor me = caf::actor_cast<caf::actor>(self);
+  for (std::size_t begin = 0; begin < st.ready.size(); begin += per_job) {
+    const std::size_t end = std::min(st.ready.size(), begin + per_job);
+    std::vector<std::uint32_t> indexes(st.ready.begin() + begin, st.ready.begin() + end);
+    std::vector<Slot*> targets;
+    targets.reserve(indexes.size());
+    for (auto i : indexes) targets.push_back(&(*slots)[i]);
+    st.args.pool->submit([op, slots, me, indexes = std::move(indexes), targets = std::move(targets)] {
+      const TaskFunction& fn = op->function();
+      const std::size_t arity = op->columns().size();
+      thread_local std::vector<Value> arguments;
+      RanReport report;
+      report.finished.reserve(indexes.size());
+      const auto start = std::chrono::steady_clock::now();
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        Slot& s = *targets[k];
+        TaskState expected = TaskState::ready;
+        if (!s.state.compare_exchange_strong(expected, TaskState::running)) continue;  // cancelled meanwhile
+        arguments.resize(arity);
+        for (std::size_t j = 0; j < arity; ++j) {
+          const Arg& arg = op->arg(s.task, j);
+          if (const Value* literal = std::get_if<Value>(&arg)) {
+            arguments[j] = *literal;
+          } else {
+            arguments[j] = s.extra->inputs[j];
+          }
+        }
+        try {
+          s.result = fn.invoke(arguments);
+          report.finished.push_back(indexes[k]);
+        } catch (const std::exception& e) {
+          report.failures.push_back(
+              TaskFailure{indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), e.what(), false)});
+        } catch (...) {
+          report.failures.push_back(TaskFailure{
+              indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), "unknown exception", false)});
+        }
+        for (std::size_t j = 0; j < arity; ++j) arguments[j] = Value{};
+      }
+      report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      caf::anon_send(me, ran_atom::value, std::move(report));
+    });
+  }
+  st.ready.clear();
+}
+
+void on_ran(OperationActor* self, RanReport& report) {
+  auto& st = self->state;
+  const auto ran = report.finished.size() + report.failures.size();
+  if (ran > 0) {
+    const double per_task = report.seconds / static_cast<double>(ran);
+    st.average_task_seconds =
+        st.average_task_seconds < 0 ? per_task : 0.7 * st.average_task_seconds + 0.3 * per_task;
+  }
+  DoneBatch done;
+  done.worker = st.args.worker_id;
+  done.op = st.args.op->id();
+  done.busy_seconds = report.seconds;
+  done.ran = static_cast<std::uint32_t>(ran);
+  done.tasks.reserve(report.finished.size());
+  done.results.reserve(report.finished.size());
+  std::unordered_map<caf::actor, InputBatch> outgoing;
+  for (auto index : report.finished) {
+    Slot& s = (*st.slots)[index];
+    s.state.store(TaskState::done);
+    st.keep_result(s);
+    done.tasks.push_back(s.task);
+    done.results.push_back(s.result);
+    if (s.extra) {
+      s.extra->inputs.clear();
+      s.extra->inputs.shrink_to_fit();
+      for (const auto& to : s.extra->subscribers) send_result(self, s.result, to, outgoing);
+      s.extra->subscribers.clear();
+    }
+  }
+  for (auto& failure : report.failures) {
+    Slot& s = (*st.slots)[failure.task];
+    s.state.store(TaskState::erred);
+    s.extra.reset();
+    done.failures.push_back(TaskFailure{s.task, std::move(failure.error)});
+  }
+  flush_outgoing(self, outgoing);
+  self->send(st.args.scheduler, done_atom::value, std::move(done));
+}
+
+caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
+  self->state.args = std::move(args);
+  // Leave when the worker does.
+  self->link_to(self->state.args.worker);
+  return {
+      [=](assign_atom, const AssignRun& run) {
+        auto& st = self->state;
+        for (std::uint32_t k = 0; k < run.count; ++k) {
+          const std::uint32_t index = run.first_slot + k;
+          Slot& s = st.slot(index);
+          s.task = run.first_task + k;
+          s.assigned = true;
+          if (run.adopt) {
+            s.adopt = true;
+            continue;
+          }
+          const std::uint32_t refs = st.args.op->reference_count(s.task);
+          s.missing = static_cast<std::uint16_t>(refs - s.received);
+          if (s.missing == 0) mark_ready(st, index, s);
+        }
+        start_ready(self);
+      },
+      [=](input_atom, InputBatch& batch) {
+        for (auto& input : batch.inputs) accept_input(self, input.slot, input.column, std::move(input.value));
+        start_ready(self);
+      },
+      [=](subscribe_atom, SubscribeBatch& batch) {
+        auto& st = self->state;
+        std::unordered_map<caf::actor, InputBatch> outgoing;
+        for (auto& sub : batch.subscriptions) {
+          Slot& s = st.slot(sub.slot);
+          const TaskState state = s.state.load();
+          if (state == TaskState::done) {
+            send_result(self, s.result, sub.to, outgoing);
+          } else if (!is_final(state)) {
+            s.more().subscribers.push_back(std::move(sub.to));
+          }  // erred or cancelled: the scheduler cancels the subscriber itself
+        }
+        flush_outgoing(self, outgoing);
+        start_ready(self);
+      },
+      [=](drop_atom, const SlotBatch& batch) {
+        auto& st = self->state;
+        for (auto index : batch.slots)
+          if (index < st.slots->size() && (*st.slots)[index].state.load() == TaskState::done)
+            st.drop_result((*st.slots)[index]);
+      },
+      [=](cancel_atom, const SlotBatch& batch) {
+        auto& st = self->state;
+        for (auto index : batch.slots) {
+          Slot& s = st.slot(index);
+          for (TaskState from : {TaskState::waiting, TaskState::ready}) {
+            TaskState expected = from;
+            if (s.state.compare_exchange_strong(expected, TaskState::cancelled)) {
+              s.extra.reset();
+              break;
+            }
+          }
+        }
+      },
+      [=](ran_atom, RanReport& report) {
+        on_ran(self, report);
+        start_ready(self);
+      },
+      [=](shutdown_atom) { self->quit(); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_operation_actor(caf::actor_system& system, OperationActorArgs args) {
+  return system.spawn(operation_actor, std::move(args));
+}
+
+}  // namespace tessera

@@ -1,0 +1,25 @@
+// The operation actor: one per operation (graph layer) on each worker that runs some of its tasks. It
+// receives its tasks' inputs as messages, fires a task when its last input arrives, runs it on the
+// worker's compute pool, keeps the result in its result table, sends it straight to the tasks that
+// need it (on this worker or another), and reports finished tasks to the scheduler in batches.
+#pragma once
+
+#include <caf/all.hpp>
+#include <memory>
+
+#include "actors/compute_pool.hpp"
+#include "actors/messages.hpp"
+
+namespace tessera {
+
+struct OperationActorArgs {
+  OperationPtr op;
+  std::uint32_t worker_id;
+  caf::actor worker;
+  caf::actor scheduler;
+  std::shared_ptr<ComputePool> pool;
+};
+
+caf::actor spawn_operation_actor(caf::actor_system& system, OperationActorArgs args);
+
+}  // namespace tessera

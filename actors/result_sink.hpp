@@ -1,0 +1,87 @@
+// ResultSink: where the scheduler delivers the results a client asked for (one slot per wanted task),
+// and where the client's future handles count their references. When a slot's last reference goes, the
+// slot is queued for release and the scheduler is told once per burst, so dropping a million futures
+// costs a handful of messages.
+#pragma once
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "graph/errors.hpp"
+#include "graph/task_state.hpp"
+#include "graph/value.hpp"
+
+namespace tessera {
+
+// The scheduler a sink reports to; owned by the cluster, which resets it when it shuts down.
+struct SchedulerLink {
+  caf::actor scheduler;
+};
+
+// Receives (sink, slot) for every slot that reaches a final state; as_completed listens to these.
+struct CompletionQueue {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::pair<const void*, std::uint32_t>> finished;
+};
+
+class ResultSink : public std::enable_shared_from_this<ResultSink> {
+ public:
+  struct Delivery {
+    std::uint32_t slot;
+    TaskState state;  // done, erred or cancelled
+    Value value;
+    std::shared_ptr<const TaskFailed> error;
+  };
+
+  // Every slot starts with one reference, owned by whoever created the sink. `watches` say which
+  // task each slot stands for (sorted by first_slot).
+  ResultSink(std::uint32_t size, std::weak_ptr<const SchedulerLink> link, std::vector<Watch> watches);
+  std::uint32_t size() const { return size_; }
+  const std::vector<Watch>& watches() const { return watches_; }
+  // The task a slot stands for.
+  TaskRef task(std::uint32_t slot) const;
+
+  // Scheduler side.
+  void deliver(std::vector<Delivery>& batch);
+  std::vector<std::uint32_t> take_released();
+
+  // Client side.
+  TaskState state(std::uint32_t slot) const;
+  // Waits until the slot is final; false when the deadline passed first.
+  bool wait(std::uint32_t slot, std::chrono::steady_clock::time_point deadline =
+                                    std::chrono::steady_clock::time_point::max()) const;
+  // Waits for the slot; returns its value or throws its TaskFailed.
+  Value result(std::uint32_t slot) const;
+  std::shared_ptr<const TaskFailed> error(std::uint32_t slot) const;
+  void hold(std::uint32_t slot);
+  void release(std::uint32_t slot);
+  void listen(const std::shared_ptr<CompletionQueue>& queue);
+
+ private:
+  void notify_scheduler();
+  const std::uint32_t size_;
+  std::weak_ptr<const SchedulerLink> link_;
+  std::vector<Watch> watches_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> references_;
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::vector<TaskState> states_;
+  std::vector<Value> values_;
+  std::vector<std::shared_ptr<const TaskFailed>> errors_;  // sized on first failure
+  std::vector<std::weak_ptr<CompletionQueue>> listeners_;
+
+  std::mutex release_mutex_;
+  std::vector<std::uint32_t> released_;
+};
+
+}  // namespace tessera

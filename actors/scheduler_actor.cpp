@@ -1,0 +1,586 @@
+#include "actors/scheduler_actor.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/messages.hpp"
+#include "actors/result_sink.hpp"
+
+namespace tessera {
+namespace {
+
+constexpr std::uint32_t kNoWorker = std::numeric_limits<std::uint32_t>::max();
+
+// A task that consumes another's result (stored on the producer).
+struct Edge {
+  OpId consumer;
+  std::uint32_t task;
+};
+
+struct SinkRecord;
+
+// Which tasks of an operation a sink wants: tasks [first_task, first_task + count) -> slots from first_slot.
+struct WatchRange {
+  std::shared_ptr<SinkRecord> sink;
+  OpId op;
+  std::uint32_t first_task, count, first_slot;
+};
+
+struct SinkRecord {
+  std::shared_ptr<ResultSink> sink;  // reset once every slot is released
+  std::vector<WatchRange> watches;   // sorted by first_slot
+  std::uint64_t unreleased = 0;
+};
+
+// The scheduler's view of one operation: a dense array per field, indexed by task.
+struct OpRecord {
+  OperationPtr op;
+  std::vector<TaskState> state;  // waiting = not yet placed; ready = placed on `worker`, not finished
+  std::vector<std::uint32_t> worker;
+  std::vector<std::uint32_t> slot;
+  std::vector<std::uint32_t> unplaced_inputs;     // producers not yet placed (operations with references)
+  std::vector<std::uint32_t> holds;               // sink slots + unfinished consumers that need the result
+  std::vector<std::vector<Edge>> dependents;      // sized on the first edge
+  std::vector<WatchRange> watches;
+  std::uint32_t unfinished = 0;
+  std::uint64_t holds_total = 0;
+  double average_task_seconds = -1;
+  std::vector<std::uint32_t> workers_used;
+
+  void add_edge(std::uint32_t producer_task, Edge edge) {
+    if (dependents.empty()) dependents.resize(op->size());
+    dependents[producer_task].push_back(edge);
+  }
+  void used(std::uint32_t w) {
+    if (std::find(workers_used.begin(), workers_used.end(), w) == workers_used.end()) workers_used.push_back(w);
+  }
+};
+
+struct WorkerRecord {
+  caf::actor actor;
+  std::uint32_t threads = 1;
+  std::uint64_t occupancy = 0;  // placed tasks not yet finished
+  bool retiring = false;
+  bool gone = false;
+  std::unordered_map<OpId, std::uint32_t> next_slot;
+  // Messages collected during one handler, sent together at its end.
+  AssignBatch assign;
+  SubscribeBatch subscribe;
+  std::unordered_map<OpId, std::vector<std::uint32_t>> drop, cancel;
+  bool dirty = false;
+};
+
+struct Range {
+  OpId op;
+  std::uint32_t begin, end;
+};
+
+struct SchedulerState {
+  SchedulerOptions options;
+  std::unordered_map<OpId, std::unique_ptr<OpRecord>> ops;
+  std::unordered_map<const ResultSink*, std::shared_ptr<SinkRecord>> sinks;
+  std::vector<WorkerRecord> workers;
+  std::deque<Range> placeable;  // tasks whose producers are all placed
+  std::vector<Range> newly_placeable;
+  std::unordered_set<OpId> maybe_finished;
+  std::unordered_map<SinkRecord*, std::vector<ResultSink::Delivery>> deliveries;
+  SchedulerStatus stats;
+
+  OpRecord* find(OpId id) {
+    auto it = ops.find(id);
+    return it == ops.end() ? nullptr : it->second.get();
+  }
+
+  WorkerRecord& touch(std::uint32_t w) {
+    workers[w].dirty = true;
+    return workers[w];
+  }
+
+  std::uint64_t capacity(const WorkerRecord& w, const OpRecord& rec) const {
+    std::uint64_t per_thread = options.initial_tasks_per_thread;
+    if (rec.average_task_seconds >= 0)
+      per_thread = static_cast<std::uint64_t>(std::clamp(
+          options.backlog_seconds_per_thread / std::max(rec.average_task_seconds, 1e-9), 1.0, double(1 << 20)));
+    return w.threads * per_thread + 1;
+  }
+
+  bool usable(std::uint32_t w) const { return w != kNoWorker && !workers[w].gone && !workers[w].retiring; }
+
+  // The least loaded usable worker with room for another task of `rec`; kNoWorker if none.
+  std::uint32_t least_loaded(const OpRecord& rec) const {
+    std::uint32_t best = kNoWorker;
+    double best_load = 0;
+    for (std::uint32_t w = 0; w < workers.size(); ++w) {
+      if (!usable(w) || workers[w].occupancy >= capacity(workers[w], rec)) continue;
+      const double load = double(workers[w].occupancy) / workers[w].threads;
+      if (best == kNoWorker || load < best_load) best = w, best_load = load;
+    }
+    return best;
+  }
+
+  void deliver(const OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
+               const std::shared_ptr<const TaskFailed>& error) {
+    for (const auto& watch : rec.watches) {
+      if (task < watch.first_task || task >= watch.first_task + watch.count || !watch.sink->sink) continue;
+      deliveries[watch.sink.get()].push_back(
+          ResultSink::Delivery{watch.first_slot + (task - watch.first_task), state, value, error});
+    }
+  }
+
+  void flush_deliveries() {
+    for (auto& [sink, batch] : deliveries)
+      if (sink->sink) sink->sink->deliver(batch);
+    deliveries.clear();
+  }
+};
+
+using SchedulerActor = caf::stateful_actor<SchedulerState>;
+
+void release_hold(SchedulerState& st, OpRecord& rec, std::uint32_t task);
+
+// Gives up the holds a task had on its inputs' producers (it finished, or will never run).
+void release_inputs(SchedulerState& st, OpRecord& rec, std::uint32_t task) {
+  if (!rec.op->has_references()) return;
+  const auto& columns = rec.op->columns();
+  for (std::size_t j = 0; j < columns.size(); ++j)
+    if (const auto* ref = std::get_if<TaskRef>(&columns[j].at(task)))
+      if (OpRecord* producer = st.find(ref->op)) release_hold(st, *producer, ref->index);
+}
+
+// A task that will never run: placed ones are withdrawn from their worker.
+void withdraw(SchedulerState& st, OpRecord& rec, std::uint32_t task) {
+  if (rec.state[task] == TaskState::ready) {
+    auto& w = st.touch(rec.worker[task]);
+    w.occupancy -= 1;
+    w.cancel[rec.op->id()].push_back(rec.slot[task]);
+  }
+  rec.state[task] = TaskState::cancelled;
+  rec.unfinished -= 1;
+  st.stats.tasks_cancelled += 1;
+  st.maybe_finished.insert(rec.op->id());
+}
+
+void release_hold(SchedulerState& st, OpRecord& rec, std::uint32_t task) {
+  rec.holds[task] -= 1;
+  rec.holds_total -= 1;
+  st.maybe_finished.insert(rec.op->id());
+  if (rec.holds[task] != 0) return;
+  const TaskState state = rec.state[task];
+  if (state == TaskState::done) {
+    st.touch(rec.worker[task]).drop[rec.op->id()].push_back(rec.slot[task]);
+    st.stats.results_held -= 1;
+  } else if (!is_final(state)) {
+    // Nobody wants it any more: cancel it, as Dask does when the last future goes.
+    withdraw(st, rec, task);
+    release_inputs(st, rec, task);
+  }
+}
+
+// Cancels every unfinished task downstream of a failed one, naming the failure as the cause.
+void cancel_dependents(SchedulerState& st, OpRecord& failed_rec, std::uint32_t failed_task,
+                       const std::shared_ptr<const TaskFailed>& cause) {
+  std::vector<std::pair<OpId, std::uint32_t>> stack{{failed_rec.op->id(), failed_task}};
+  while (!stack.empty()) {
+    auto [op, task] = stack.back();
+    stack.pop_back();
+    OpRecord* rec = st.find(op);
+    if (!rec || rec->dependents.empty()) continue;
+    auto edges = std::move(rec->dependents[task]);
+    rec->dependents[task] = {};
+    for (const Edge& edge : edges) {
+      OpRecord* consumer = st.find(edge.consumer);
+      if (!consumer || is_final(consumer->state[edge.task])) continue;
+      withdraw(st, *consumer, edge.task);
+      auto error = std::make_shared<const TaskFailed>(
+          consumer->op->function().name, consumer->op->key(edge.task),
+          "its dependency " + cause->key() + " failed: " + cause->message(), true);
+      st.deliver(*consumer, edge.task, TaskState::cancelled, Value{}, error);
+      release_inputs(st, *consumer, edge.task);
+      stack.emplace_back(edge.consumer, edge.task);
+    }
+  }
+}
+
+// Places one task on worker w: assignment, subscriptions to its producers, and newly placeable consumers.
+void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t w) {
+  WorkerRecord& worker = st.touch(w);
+  const OpId op = rec.op->id();
+  const std::uint32_t slot = worker.next_slot[op]++;
+  rec.state[task] = TaskState::ready;
+  rec.worker[task] = w;
+  rec.slot[task] = slot;
+  rec.used(w);
+  worker.occupancy += 1;
+  auto& runs = worker.assign.runs;
+  if (!runs.empty() && !runs.back().adopt && runs.back().op == rec.op &&
+      runs.back().first_task + runs.back().count == task && runs.back().first_slot + runs.back().count == slot) {
+    runs.back().count += 1;
+  } else {
+    runs.push_back(AssignRun{rec.op, task, 1, slot, false});
+  }
+  if (rec.op->has_references()) {
+    const auto& columns = rec.op->columns();
+    for (std::size_t j = 0; j < columns.size(); ++j) {
+      const auto* ref = std::get_if<TaskRef>(&columns[j].at(task));
+      if (!ref) continue;
+      OpRecord* producer = st.find(ref->op);
+      st.touch(producer->worker[ref->index])
+          .subscribe.subscriptions.push_back(Subscription{
+              ref->op, producer->slot[ref->index],
+              Destination{worker.actor, op, slot, static_cast<std::uint16_t>(j)}});
+    }
+  }
+  if (!rec.dependents.empty()) {
+    for (const Edge& edge : rec.dependents[task]) {
+      OpRecord* consumer = st.find(edge.consumer);
+      if (consumer && --consumer->unplaced_inputs[edge.task] == 0 &&
+          consumer->state[edge.task] == TaskState::waiting)
+        st.newly_placeable.push_back(Range{edge.consumer, edge.task, edge.task + 1});
+    }
+  }
+}
+
+void flush_workers(SchedulerActor* self) {
+  auto& st = self->state;
+  for (auto& w : st.workers) {
+    if (!w.dirty) continue;
+    w.dirty = false;
+    if (w.gone && !w.actor) continue;
+    // Assignments first: a subscription in this flush may name a slot assigned in it.
+    if (!w.assign.runs.empty()) self->send(w.actor, assign_atom::value, std::exchange(w.assign, {}));
+    if (!w.subscribe.subscriptions.empty())
+      self->send(w.actor, subscribe_atom::value, std::exchange(w.subscribe, {}));
+    for (auto& [op, slots] : w.cancel) self->send(w.actor, cancel_atom::value, SlotBatch{op, std::move(slots)});
+    for (auto& [op, slots] : w.drop) self->send(w.actor, drop_atom::value, SlotBatch{op, std::move(slots)});
+    w.cancel.clear();
+    w.drop.clear();
+  }
+}
+
+void forget_finished(SchedulerActor* self) {
+  auto& st = self->state;
+  for (OpId id : st.maybe_finished) {
+    OpRecord* rec = st.find(id);
+    if (!rec || rec->unfinished != 0 || rec->holds_total != 0) continue;
+    for (auto w : rec->workers_used)
+      if (!st.workers[w].gone) self->send(st.workers[w].actor, forget_atom::value, id);
+    st.ops.erase(id);
+  }
+  st.maybe_finished.clear();
+}
+
+void try_finish_retirement(SchedulerActor* self, std::uint32_t w);
+
+void dispatch(SchedulerActor* self) {
+  auto& st = self->state;
+  while (!st.placeable.empty()) {
+    Range range = st.placeable.front();
+    st.placeable.pop_front();
+    OpRecord* rec = st.find(range.op);
+    if (!rec) continue;
+    while (range.begin < range.end && rec->state[range.begin] != TaskState::waiting) ++range.begin;
+    if (range.begin == range.end) continue;
+    bool placed_any = false;
+    if (!rec->op->has_references()) {
+      const std::uint32_t w = st.least_loaded(*rec);
+      if (w != kNoWorker) {
+        const std::uint64_t room = st.capacity(st.workers[w], *rec) - st.workers[w].occupancy;
+        const std::uint32_t end = static_cast<std::uint32_t>(std::min<std::uint64_t>(range.end, range.begin + room));
+        for (std::uint32_t t = range.begin; t < end; ++t)
+          if (rec->state[t] == TaskState::waiting) place(st, *rec, t, w);
+        range.begin = end;
+        placed_any = true;
+      }
+    } else {
+      // Data locality first: the worker that holds (or will hold) its first input, if it has room.
+      const std::uint32_t task = range.begin;
+      std::uint32_t w = kNoWorker;
+      for (const auto& column : rec->op->columns()) {
+        const auto* ref = std::get_if<TaskRef>(&column.at(task));
+        if (!ref) continue;
+        const std::uint32_t home = st.find(ref->op)->worker[ref->index];
+        if (st.usable(home) && st.workers[home].occupancy < st.capacity(st.workers[home], *rec)) w = home;
+        break;
+      }
+      if (w == kNoWorker) w = st.least_loaded(*rec);
+      if (w != kNoWorker) {
+        place(st, *rec, task, w);
+        range.begin += 1;
+        placed_any = true;
+      }
+    }
+    if (range.begin < range.end) st.placeable.push_front(range);
+    // Depth first: consumers that just became placeable go before anything else.
+    for (auto it = st.newly_placeable.rbegin(); it != st.newly_placeable.rend(); ++it) st.placeable.push_front(*it);
+    st.newly_placeable.clear();
+    if (!placed_any) break;
+  }
+  flush_workers(self);
+}
+
+// Fails the tasks of a submission that reference something the scheduler does not have.
+void reject_task(SchedulerState& st, OpRecord& rec, std::uint32_t task, const std::string& why) {
+  auto error = std::make_shared<const TaskFailed>(rec.op->function().name, rec.op->key(task), why, false);
+  rec.state[task] = TaskState::erred;
+  rec.unfinished -= 1;
+  st.stats.tasks_erred += 1;
+  st.deliver(rec, task, TaskState::erred, Value{}, error);
+  cancel_dependents(st, rec, task, error);
+}
+
+void on_submit(SchedulerActor* self, Submission& submission) {
+  auto& st = self->state;
+  auto sink = std::make_shared<SinkRecord>();
+  sink->sink = submission.sink;
+  std::vector<OpRecord*> created;
+  for (auto& op : submission.operations) {
+    if (st.find(op->id())) continue;  // a shared layer submitted before
+    auto rec = std::make_unique<OpRecord>();
+    const std::uint32_t n = op->size();
+    rec->op = op;
+    rec->state.assign(n, TaskState::waiting);
+    rec->worker.assign(n, kNoWorker);
+    rec->slot.assign(n, 0);
+    rec->holds.assign(n, 0);
+    rec->unfinished = n;
+    if (op->has_references()) rec->unplaced_inputs.assign(n, 0);
+    st.stats.tasks_pending += n;
+    created.push_back(rec.get());
+    st.ops.emplace(op->id(), std::move(rec));
+  }
+  std::vector<std::tuple<OpRecord*, std::uint32_t, std::string>> rejected;
+  std::vector<std::tuple<OpRecord*, std::uint32_t, std::shared_ptr<const TaskFailed>>> doomed;
+  for (OpRecord* rec : created) {
+    if (!rec->op->has_references()) continue;
+    const auto& columns = rec->op->columns();
+    for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
+      for (std::size_t j = 0; j < columns.size(); ++j) {
+        const auto* ref = std::get_if<TaskRef>(&columns[j].at(t));
+        if (!ref) continue;
+        OpRecord* producer = st.find(ref->op);
+        if (!producer || ref->index >= producer->op->size()) {
+          rejected.emplace_back(rec, t, "argument " + std::to_string(j) + " depends on task " +
+                                            std::to_string(ref->op) + "/" + std::to_string(ref->index) +
+                                            ", which the scheduler does not have (released or never submitted)");
+          continue;
+        }
+        producer->holds[ref->index] += 1;
+        producer->holds_total += 1;
+        const TaskState state = producer->state[ref->index];
+        if (state == TaskState::waiting) rec->unplaced_inputs[t] += 1;
+        if (!is_final(state)) producer->add_edge(ref->index, Edge{rec->op->id(), t});
+        if (state == TaskState::erred || state == TaskState::cancelled)
+          doomed.emplace_back(rec, t,
+                              std::make_shared<const TaskFailed>(producer->op->function().name,
+                                                                 producer->op->key(ref->index),
+                                                                 "it failed or was cancelled earlier", false));
+      }
+    }
+  }
+  for (const Watch& watch : submission.watches) {
+    OpRecord* rec = st.find(watch.op);
+    if (!rec) continue;
+    WatchRange range{sink, watch.op, watch.first_task, watch.count, watch.first_slot};
+    rec->watches.push_back(range);
+    sink->watches.push_back(range);
+    sink->unreleased += watch.count;
+    for (std::uint32_t t = watch.first_task; t < watch.first_task + watch.count; ++t) rec->holds[t] += 1;
+    rec->holds_total += watch.count;
+  }
+  std::sort(sink->watches.begin(), sink->watches.end(),
+            [](const WatchRange& a, const WatchRange& b) { return a.first_slot < b.first_slot; });
+  st.sinks[submission.sink.get()] = sink;
+  for (OpRecord* rec : created) {
+    const std::uint32_t n = rec->op->size();
+    if (!rec->op->has_references()) {
+      if (n > 0) st.placeable.push_back(Range{rec->op->id(), 0, n});
+      continue;
+    }
+    for (std::uint32_t t = 0; t < n;) {
+      if (rec->unplaced_inputs[t] != 0) {
+        ++t;
+        continue;
+      }
+      std::uint32_t end = t + 1;
+      while (end < n && rec->unplaced_inputs[end] == 0) ++end;
+      st.placeable.push_back(Range{rec->op->id(), t, end});
+      t = end;
+    }
+  }
+  for (auto& [rec, task, why] : rejected)
+    if (!is_final(rec->state[task])) {
+      reject_task(st, *rec, task, why);
+      release_inputs(st, *rec, task);
+    }
+  for (auto& [rec, task, cause] : doomed)
+    if (!is_final(rec->state[task])) {
+      withdraw(st, *rec, task);
+      auto error = std::make_shared<const TaskFailed>(rec->op->function().name, rec->op->key(task),
+                                                      "its dependency " + cause->key() + " " + cause->message(), true);
+      st.deliver(*rec, task, TaskState::cancelled, Value{}, error);
+      release_inputs(st, *rec, task);
+      cancel_dependents(st, *rec, task, error);
+    }
+  // Tasks nobody watches and nothing consumes would never be released: they are cancelled at once.
+  for (OpRecord* rec : created)
+    for (std::uint32_t t = 0; t < rec->op->size(); ++t)
+      if (rec->holds[t] == 0 && !is_final(rec->state[t])) {
+        withdraw(st, *rec, t);
+        release_inputs(st, *rec, t);
+      }
+  st.flush_deliveries();
+  dispatch(self);
+  forget_finished(self);
+}
+
+void on_done(SchedulerActor* self, DoneBatch& batch) {
+  auto& st = self->state;
+  OpRecord* rec = st.find(batch.op);
+  if (!rec) return;
+  WorkerRecord& worker = st.workers[batch.worker];
+  if (batch.ran > 0) {
+    const double per_task = batch.busy_seconds / batch.ran;
+    rec->average_task_seconds =
+        rec->average_task_seconds < 0 ? per_task : 0.7 * rec->average_task_seconds + 0.3 * per_task;
+  }
+  for (std::size_t i = 0; i < batch.tasks.size(); ++i) {
+    const std::uint32_t t = batch.tasks[i];
+    if (rec->state[t] != TaskState::ready || rec->worker[t] != batch.worker) continue;  // cancelled meanwhile
+    rec->state[t] = TaskState::done;
+    worker.occupancy -= 1;
+    rec->unfinished -= 1;
+    st.stats.tasks_done += 1;
+    st.stats.results_held += 1;
+    st.deliver(*rec, t, TaskState::done, batch.results[i], nullptr);
+    release_inputs(st, *rec, t);
+    if (!rec->dependents.empty()) rec->dependents[t] = {};
+    if (rec->holds[t] == 0) {
+      st.touch(batch.worker).drop[rec->op->id()].push_back(rec->slot[t]);
+      st.stats.results_held -= 1;
+    }
+  }
+  for (auto& failure : batch.failures) {
+    const std::uint32_t t = failure.task;
+    if (rec->state[t] != TaskState::ready || rec->worker[t] != batch.worker) continue;
+    rec->state[t] = TaskState::erred;
+    worker.occupancy -= 1;
+    rec->unfinished -= 1;
+    st.stats.tasks_erred += 1;
+    st.deliver(*rec, t, TaskState::erred, Value{}, failure.error);
+    release_inputs(st, *rec, t);
+    cancel_dependents(st, *rec, t, failure.error);
+  }
+  st.maybe_finished.insert(batch.op);
+  st.flush_deliveries();
+  dispatch(self);
+  forget_finished(self);
+  try_finish_retirement(self, batch.worker);
+}
+
+void on_release(SchedulerActor* self, const std::shared_ptr<ResultSink>& sink) {
+  auto& st = self->state;
+  auto it = st.sinks.find(sink.get());
+  if (it == st.sinks.end()) return;
+  auto record = it->second;
+  for (std::uint32_t slot : sink->take_released()) {
+    auto watch = std::upper_bound(record->watches.begin(), record->watches.end(), slot,
+                                  [](std::uint32_t s, const WatchRange& w) { return s < w.first_slot; });
+    if (watch == record->watches.begin()) continue;
+    --watch;
+    if (slot >= watch->first_slot + watch->count) continue;
+    if (OpRecord* rec = st.find(watch->op)) release_hold(st, *rec, watch->first_task + (slot - watch->first_slot));
+    record->unreleased -= 1;
+  }
+  if (record->unreleased == 0) {
+    record->sink.reset();
+    st.sinks.erase(it);
+  }
+  st.flush_deliveries();
+  dispatch(self);
+  forget_finished(self);
+}
+
+// A retiring worker with nothing left to run hands its held results to other workers, then leaves.
+void try_finish_retirement(SchedulerActor* self, std::uint32_t w) {
+  auto& st = self->state;
+  WorkerRecord& leaving = st.workers[w];
+  if (!leaving.retiring || leaving.gone || leaving.occupancy != 0) return;
+  for (auto& [id, rec_ptr] : st.ops) {
+    OpRecord& rec = *rec_ptr;
+    if (std::find(rec.workers_used.begin(), rec.workers_used.end(), w) == rec.workers_used.end()) continue;
+    for (std::uint32_t t = 0; t < rec.op->size(); ++t) {
+      if (rec.worker[t] != w || rec.state[t] != TaskState::done || rec.holds[t] == 0) continue;
+      std::uint32_t target = kNoWorker;
+      for (std::uint32_t c = 0; c < st.workers.size(); ++c)
+        if (st.usable(c) && (target == kNoWorker || st.workers[c].occupancy < st.workers[target].occupancy))
+          target = c;
+      if (target == kNoWorker) return;  // nowhere to move it: stay until a worker joins
+      WorkerRecord& home = st.touch(target);
+      const std::uint32_t slot = home.next_slot[id]++;
+      home.assign.runs.push_back(AssignRun{rec.op, t, 1, slot, true});
+      st.touch(w).subscribe.subscriptions.push_back(
+          Subscription{id, rec.slot[t], Destination{home.actor, id, slot, kAdoptColumn}});
+      rec.worker[t] = target;
+      rec.slot[t] = slot;
+      rec.used(target);
+    }
+  }
+  leaving.gone = true;
+  st.stats.retiring_workers -= 1;
+  flush_workers(self);
+  self->send(leaving.actor, shutdown_atom::value);
+  leaving.actor = nullptr;
+}
+
+caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
+  self->state.options = options;
+  return {
+      [=](submit_atom, Submission& submission) { on_submit(self, submission); },
+      [=](done_atom, DoneBatch& batch) { on_done(self, batch); },
+      [=](release_atom, const std::shared_ptr<ResultSink>& sink) { on_release(self, sink); },
+      [=](register_atom, caf::actor worker, std::uint32_t threads) -> std::uint32_t {
+        auto& st = self->state;
+        const auto id = static_cast<std::uint32_t>(st.workers.size());
+        WorkerRecord record;
+        record.actor = worker;
+        record.threads = std::max<std::uint32_t>(1, threads);
+        st.workers.push_back(std::move(record));
+        st.stats.workers += 1;
+        self->send(worker, welcome_atom::value, id);
+        dispatch(self);
+        return id;
+      },
+      [=](retire_atom, std::uint32_t id) {
+        auto& st = self->state;
+        if (id >= st.workers.size() || st.workers[id].retiring || st.workers[id].gone) return;
+        st.workers[id].retiring = true;
+        st.stats.workers -= 1;
+        st.stats.retiring_workers += 1;
+        try_finish_retirement(self, id);
+        dispatch(self);
+      },
+      [=](status_atom) -> SchedulerStatus {
+        auto status = self->state.stats;
+        status.operations = self->state.ops.size();
+        status.tasks_pending = 0;
+        for (auto& [id, rec] : self->state.ops) status.tasks_pending += rec->unfinished;
+        return status;
+      },
+      [=](shutdown_atom) {
+        for (auto& w : self->state.workers)
+          if (!w.gone) self->send(w.actor, shutdown_atom::value);
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options) {
+  return system.spawn(scheduler_actor, options);
+}
+
+}  // namespace tessera

@@ -1,0 +1,103 @@
+#include "actors/worker_actor.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/messages.hpp"
+#include "actors/operation_actor.hpp"
+
+namespace tessera {
+namespace {
+
+struct WorkerState {
+  std::uint32_t id = 0;
+  caf::actor scheduler;
+  std::shared_ptr<ComputePool> pool;
+  std::unordered_map<OpId, caf::actor> operations;
+  // Inputs that arrived before this worker heard of their operation (they travel worker to worker,
+  // the assignment travels from the scheduler: either may come first).
+  std::unordered_map<OpId, std::vector<InputDelivery>> early_inputs;
+  std::unordered_set<OpId> forgotten;
+};
+
+using WorkerActor = caf::stateful_actor<WorkerState>;
+
+caf::actor* find_operation(WorkerActor* self, OpId op) {
+  auto it = self->state.operations.find(op);
+  return it == self->state.operations.end() ? nullptr : &it->second;
+}
+
+caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOptions options) {
+  self->state.scheduler = std::move(scheduler);
+  self->state.pool = std::make_shared<ComputePool>(options.threads);
+  self->set_down_handler([](const caf::down_msg&) {});
+  return {
+      [=](welcome_atom, std::uint32_t id) { self->state.id = id; },
+      [=](assign_atom, AssignBatch& batch) {
+        auto& st = self->state;
+        for (auto& run : batch.runs) {
+          const OpId op = run.op->id();
+          caf::actor* target = find_operation(self, op);
+          if (!target) {
+            auto actor = spawn_operation_actor(
+                self->home_system(),
+                OperationActorArgs{run.op, st.id, caf::actor_cast<caf::actor>(self), st.scheduler, st.pool});
+            target = &st.operations.emplace(op, std::move(actor)).first->second;
+            if (auto early = st.early_inputs.find(op); early != st.early_inputs.end()) {
+              self->send(*target, input_atom::value, InputBatch{std::move(early->second)});
+              st.early_inputs.erase(early);
+            }
+          }
+          self->send(*target, assign_atom::value, std::move(run));
+        }
+      },
+      [=](subscribe_atom, SubscribeBatch& batch) {
+        std::unordered_map<OpId, SubscribeBatch> by_op;
+        for (auto& sub : batch.subscriptions) by_op[sub.op].subscriptions.push_back(std::move(sub));
+        for (auto& [op, part] : by_op)
+          if (caf::actor* target = find_operation(self, op)) self->send(*target, subscribe_atom::value, std::move(part));
+      },
+      [=](input_atom, InputBatch& batch) {
+        auto& st = self->state;
+        std::unordered_map<OpId, InputBatch> by_op;
+        for (auto& input : batch.inputs) by_op[input.op].inputs.push_back(std::move(input));
+        for (auto& [op, part] : by_op) {
+          if (caf::actor* target = find_operation(self, op)) {
+            self->send(*target, input_atom::value, std::move(part));
+          } else if (!st.forgotten.count(op)) {
+            auto& early = st.early_inputs[op];
+            for (auto& input : part.inputs) early.push_back(std::move(input));
+          }
+        }
+      },
+      [=](drop_atom, SlotBatch& batch) {
+        if (caf::actor* target = find_operation(self, batch.op)) self->send(*target, drop_atom::value, std::move(batch));
+      },
+      [=](cancel_atom, SlotBatch& batch) {
+        if (caf::actor* target = find_operation(self, batch.op)) self->send(*target, cancel_atom::value, std::move(batch));
+      },
+      [=](forget_atom, OpId op) {
+        auto& st = self->state;
+        if (caf::actor* target = find_operation(self, op)) {
+          self->send(*target, shutdown_atom::value);
+          st.operations.erase(op);
+        }
+        st.early_inputs.erase(op);
+        st.forgotten.insert(op);
+      },
+      [=](shutdown_atom) {
+        // Messages already forwarded to operation actors are handled before their shutdown (FIFO).
+        for (auto& [op, actor] : self->state.operations) self->send(actor, shutdown_atom::value);
+        self->state.operations.clear();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options) {
+  return system.spawn(worker_actor, std::move(scheduler), options);
+}
+
+}  // namespace tessera

@@ -1,0 +1,17 @@
+// The worker actor: owns a compute pool of `threads` threads and one operation actor per operation that
+// has tasks here. It routes the scheduler's assignments, subscriptions, releases and cancellations, and
+// other workers' inputs, to the right operation actor, creating it on first use.
+#pragma once
+
+#include <caf/all.hpp>
+#include <cstdint>
+
+namespace tessera {
+
+struct WorkerOptions {
+  std::uint32_t threads = 1;  // compute threads: how many task functions run at once here
+};
+
+caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options);
+
+}  // namespace tessera

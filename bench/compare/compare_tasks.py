@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Runs Tessera's task benchmarks and their Dask peers in one go and compares them.
+
+Tessera side (binaries in <build-dir>/bin, one JSON object per stdout line):
+  tessera-bench-tasks --mode map     --tasks 1000000  --workers 1 --threads 2   no-op tasks, client.map
+  tessera-bench-tasks --mode delayed --tasks 1000000  --workers 1 --threads 2   no-op tasks, delayed API
+  tessera-bench-tasks --mode map     --tasks 10000000 --workers 1 --threads 2   only with --big (peak RSS)
+  tessera-bench-sims  --tasks 500 --workers 10 --threads 4 --max-sleep 0.05     embarrassingly parallel sims
+Dask side: bench/compare/dask_tasks.py, run with /usr/bin/python3 (see its docstring).
+
+Ratios printed: Tessera map rate / dask-threaded rate (target >= 100x), Tessera map rate /
+dask-distributed rate, and the sims wall times (Tessera target <= 0.35 s; ideal 0.3125 s).
+Everything goes to stdout as markdown (raw JSON lines, then the table), ready to paste into
+bench/RESULTS.md; progress and the children's stderr go to stderr.
+
+  /usr/bin/python3 bench/compare/compare_tasks.py [--build-dir build] [--repeat 3] [--big]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SIMS_TARGET_S = 0.35
+MAP_RATIO_TARGET = 100.0
+
+
+def log(msg):
+    print(f"[compare_tasks] {msg}", file=sys.stderr, flush=True)
+
+
+def json_lines(text):
+    """The JSON objects among the lines of text; anything else is ignored."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+def run(cmd, timeout):
+    """Runs cmd, returns its JSON records ([] on failure, which is logged)."""
+    log("$ " + " ".join(map(str, cmd)))
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        log(f"error: timed out after {timeout} s: {cmd[0]}")
+        out = e.stdout or ""
+        return json_lines(out.decode(errors="replace") if isinstance(out, bytes) else out)
+    records = json_lines(proc.stdout)
+    if proc.returncode != 0:
+        log(f"error: {cmd[0]} exited with status {proc.returncode}")
+    elif not records:
+        log(f"error: {cmd[0]} printed no JSON lines")
+    log(f"  {len(records)} record(s) in {time.monotonic() - t0:.1f} s")
+    return records
+
+
+def pick(records, **match):
+    """The record matching all fields; with several (e.g. one per repetition), the median by seconds."""
+    hits = [r for r in records if all(r.get(k) == v for k, v in match.items()) and "seconds" in r]
+    if not hits:
+        return None
+    hits.sort(key=lambda r: r["seconds"])
+    return hits[(len(hits) - 1) // 2]
+
+
+def fmt_rate(rate):
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if rate >= div:
+            return f"{rate / div:.3g}{unit}/s"
+    return f"{rate:.3g}/s"
+
+
+def describe(rec):
+    if rec is None:
+        return "n/a"
+    text = f"{rec.get('tasks', '?'):,} tasks: {rec['seconds']:.3f} s"
+    if rec.get("rate"):
+        text += f", {fmt_rate(rec['rate'])}"
+    if rec.get("peak_rss_mb") is not None:
+        text += f", peak RSS {rec['peak_rss_mb']:.0f} MB"
+    return text
+
+
+def rate_ratio(tess, dask, target=None):
+    if tess is None or dask is None or not tess.get("rate") or not dask.get("rate"):
+        return "n/a", "" if target is None else f">= {target:g}x: n/a"
+    ratio = tess["rate"] / dask["rate"]
+    verdict = "" if target is None else f">= {target:g}x: {'pass' if ratio >= target else 'FAIL'}"
+    return f"{ratio:,.1f}x rate", verdict
+
+
+def sims_ratio(tess, dask):
+    verdict = "n/a" if tess is None else ("pass" if tess["seconds"] <= SIMS_TARGET_S else "FAIL")
+    ratio = "n/a" if tess is None or dask is None else f"Dask {dask['seconds'] / tess['seconds']:.2f}x slower"
+    return ratio, f"<= {SIMS_TARGET_S} s: {verdict}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", type=Path, default=REPO / "build", help="Tessera build folder (binaries in bin/)")
+    ap.add_argument("--tasks", type=int, default=1_000_000, help="tasks for Tessera map/delayed")
+    ap.add_argument("--big-tasks", type=int, default=10_000_000, help="tasks for the --big Tessera map run")
+    ap.add_argument("--big", action="store_true", help="also run Tessera map with --big-tasks (reports peak RSS)")
+    ap.add_argument("--repeat", type=int, default=3, help="repetitions, passed to every benchmark")
+    ap.add_argument("--dask-tasks", type=int, default=100_000, help="tasks for the dask threaded runs")
+    ap.add_argument("--dask-distributed-tasks", type=int, default=5_000, help="tasks for the dask distributed run")
+    ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with dask + distributed")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to each command")
+    args = ap.parse_args()
+
+    bin_dir = args.build_dir.resolve() / "bin"
+    tasks_bin, sims_bin = bin_dir / "tessera-bench-tasks", bin_dir / "tessera-bench-sims"
+    peer = HERE / "dask_tasks.py"
+    missing = [p for p in (tasks_bin, sims_bin, peer, Path(args.python)) if not os.access(p, os.R_OK)]
+    missing += [p for p in (tasks_bin, sims_bin) if p.exists() and not os.access(p, os.X_OK)]
+    if missing:
+        for p in missing:
+            log(f"error: required file missing or not executable: {p}")
+        log("build Tessera first (binaries expected in <build-dir>/bin) or pass --build-dir")
+        return 2
+
+    rep = ["--repeat", args.repeat]
+    cfg = ["--workers", 1, "--threads", 2]
+    tessera = []
+    tessera += run([tasks_bin, "--mode", "map", "--tasks", args.tasks, *cfg, *rep], args.timeout)
+    tessera += run([tasks_bin, "--mode", "delayed", "--tasks", args.tasks, *cfg, *rep], args.timeout)
+    if args.big:
+        tessera += run([tasks_bin, "--mode", "map", "--tasks", args.big_tasks, *cfg, *rep], args.timeout)
+    tessera += run([sims_bin, "--tasks", 500, "--workers", 10, "--threads", 4, "--max-sleep", 0.05, *rep],
+                   args.timeout)
+    dask = run([args.python, peer, "--tasks", args.dask_tasks,
+                "--distributed-tasks", args.dask_distributed_tasks, *rep], args.timeout)
+
+    t_map = pick(tessera, bench="tasks", mode="map", tasks=args.tasks)
+    t_delayed = pick(tessera, bench="tasks", mode="delayed", tasks=args.tasks)
+    t_big = pick(tessera, bench="tasks", mode="map", tasks=args.big_tasks) if args.big else None
+    t_sims = {api: pick(tessera, bench="sims", api=api) for api in ("map", "delayed", "bag")}
+    d_thr = pick(dask, bench="tasks_map", impl="dask-threaded", mode="map")
+    d_graph = pick(dask, bench="tasks_map", impl="dask-threaded", mode="graph")
+    d_dist = pick(dask, bench="tasks_map", impl="dask-distributed", mode="map")
+    d_sims_map = pick(dask, bench="sims", impl="dask-distributed-map")
+    d_bag = pick(dask, bench="sims", impl="dask-bag")
+
+    rows = [
+        ("no-op map, 1 worker x 2 threads", "map", t_map, "dask-threaded, delayed + compute", d_thr,
+         *rate_ratio(t_map, d_thr, MAP_RATIO_TARGET)),
+        ("no-op map, 1 worker x 2 threads", "map", t_map, "dask-threaded, raw graph", d_graph,
+         *rate_ratio(t_map, d_graph)),
+        ("no-op map vs distributed", "map", t_map, "dask-distributed, 2 procs x 1 thread", d_dist,
+         *rate_ratio(t_map, d_dist)),
+        ("no-op delayed, 1 worker x 2 threads", "delayed", t_delayed, "dask-threaded, delayed + compute", d_thr,
+         *rate_ratio(t_delayed, d_thr)),
+    ]
+    if args.big:
+        rows.append(("no-op map, big", "map", t_big, "(none)", None, "", ""))
+    rows += [
+        ("sims, 500 x sleep U(0,0.05), 10 x 4", "map", t_sims["map"], "dask-distributed, client.map", d_sims_map,
+         *sims_ratio(t_sims["map"], d_sims_map)),
+        ("sims, 500 x sleep U(0,0.05), 10 x 4", "delayed", t_sims["delayed"], "dask-distributed, client.map",
+         d_sims_map, *sims_ratio(t_sims["delayed"], d_sims_map)),
+        ("sims, 500 x sleep U(0,0.05), 10 x 4", "bag", t_sims["bag"], "dask.bag, 100 partitions", d_bag,
+         *sims_ratio(t_sims["bag"], d_bag)),
+    ]
+
+    version = next((r.get("dask_version") for r in dask if "dask_version" in r), "?")
+    print(f"### Tessera vs Dask, tasks ({time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
+          f"{os.cpu_count()} CPUs, Dask {version}, median of {args.repeat} after a warm-up)\n")
+    print("Raw JSON lines:\n\n```json")
+    for rec in tessera:
+        print(json.dumps({"impl": "tessera", **rec}))
+    for rec in dask:
+        print(json.dumps(rec))
+    print("```\n")
+    print("| Workload | Tessera API | Tessera | Dask peer | Dask | Ratio | Target |")
+    print("|---|---|---|---|---|---|---|")
+    for workload, api, tess, peer_name, peer_rec, ratio, target in rows:
+        print(f"| {workload} | {api} | {describe(tess)} | {peer_name} | {describe(peer_rec)} | {ratio} | {target} |")
+    print("\nSims ideal (expected total sleep / 40 threads): 500 x 0.025 / 40 = 0.3125 s. "
+          "Rates are tasks/s; task counts differ per row (Dask runs fewer tasks).")
+    failed = any(r is None for r in (t_map, t_delayed, t_sims["map"], d_thr, d_dist, d_sims_map)) \
+        or (args.big and t_big is None)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""Dask peer measurements for Tessera's task benchmarks.
+
+Prints one JSON object per measurement on stdout (progress goes to stderr):
+
+  tasks_map / map   / dask-threaded     N no-op tasks via dask.delayed + dask.compute(scheduler="threads"), 2 threads
+  tasks_map / graph / dask-threaded     N no-op tasks as a raw graph dict via dask.threaded.get, 2 threads
+  tasks_map / map   / dask-distributed  client.map(noop, range(N), pure=False) on LocalCluster(2 procs x 1 thread)
+  sims      / map   / dask-distributed-map  500 simulations (sleep U(0, 0.05) s) via client.map, LocalCluster(10 x 4)
+  sims      / bag   / dask-bag              the same through dask.bag.from_sequence(npartitions=100) on that cluster
+
+"seconds" is the median of --repeat timed runs after one untimed warm-up run; "rate" is tasks/s.
+Timings cover graph construction + submission + execution + gathering, not cluster start-up.
+The sims records also carry "ideal_seconds": the expected total sleep spread over 40 threads
+(500 * 0.025 / 40 = 0.3125 s).
+
+Run (Debian's python, Dask 2022.12):
+  /usr/bin/python3 bench/compare/dask_tasks.py [--tasks 100000] [--distributed-tasks 5000] [--repeat 3]
+  /usr/bin/python3 bench/compare/dask_tasks.py --tasks 2000 --distributed-tasks 200 --repeat 1   # quick check
+"""
+import argparse
+import json
+import logging
+import random
+import statistics
+import sys
+import time
+
+import dask
+import dask.bag
+import dask.threaded
+
+SIM_TASKS, SIM_WORKERS, SIM_THREADS, SIM_MAX_SLEEP = 500, 10, 4, 0.05
+
+
+def noop(x):
+    return x
+
+
+def costly_simulation(p):
+    time.sleep(random.random() * SIM_MAX_SLEEP)
+    return sum(p)
+
+
+def timed(fn, repeat, before=lambda: None):
+    """Run fn once untimed, then `repeat` times timed; returns (median seconds, all timings).
+    `before` runs untimed ahead of every call."""
+    before()
+    fn()
+    runs = []
+    for _ in range(repeat):
+        before()
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs), runs
+
+
+def emit(bench, mode, impl, tasks, workers, threads, seconds, runs, **extra):
+    record = {"bench": bench, "mode": mode, "impl": impl, "peer": "dask", "tasks": tasks,
+              "workers": workers, "threads": threads, "seconds": round(seconds, 6),
+              "rate": round(tasks / seconds, 1), "runs": [round(r, 6) for r in runs],
+              "dask_version": dask.__version__, **extra}
+    print(json.dumps(record), flush=True)
+
+
+def log(msg):
+    print(f"[dask_tasks] {msg}", file=sys.stderr, flush=True)
+
+
+def bench_threaded(n, repeat):
+    def delayed_map():
+        tasks = [dask.delayed(noop)(i) for i in range(n)]
+        dask.compute(tasks, scheduler="threads", num_workers=2)
+
+    def raw_graph():
+        dsk = {("noop", i): (noop, i) for i in range(n)}
+        dask.threaded.get(dsk, list(dsk), num_workers=2)
+
+    log(f"threaded delayed map, {n} tasks")
+    emit("tasks_map", "map", "dask-threaded", n, 1, 2, *timed(delayed_map, repeat))
+    log(f"threaded raw graph, {n} tasks")
+    emit("tasks_map", "graph", "dask-threaded", n, 1, 2, *timed(raw_graph, repeat))
+
+
+def local_cluster(n_workers, threads):
+    from distributed import LocalCluster
+    return LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                        silence_logs=logging.ERROR, dashboard_address=None)
+
+
+def settled(client, timeout=30.0):
+    """A `before` hook: wait until the scheduler has forgotten the previous run's tasks.
+    Otherwise a rerun of a deterministic-key graph (dask.bag) can pick up results still held
+    in worker memory, and the release traffic of the last run leaks into the next timing."""
+    def hook():
+        deadline = time.monotonic() + timeout
+        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            if time.monotonic() > deadline:
+                raise RuntimeError("scheduler still holds tasks from the previous run")
+            time.sleep(0.01)
+    return hook
+
+
+def bench_distributed(n, repeat):
+    from distributed import Client
+
+    log(f"distributed map, {n} tasks, 2 processes x 1 thread")
+    with local_cluster(2, 1) as cluster, Client(cluster) as client:
+        def run():
+            client.gather(client.map(noop, range(n), pure=False))
+        emit("tasks_map", "map", "dask-distributed", n, 2, 1, *timed(run, repeat, settled(client)))
+
+
+def bench_sims(repeat):
+    import numpy as np
+    from distributed import Client
+
+    np.random.seed(0)
+    params = list(np.random.random((SIM_TASKS, 4)))
+    ideal = SIM_TASKS * SIM_MAX_SLEEP / 2 / (SIM_WORKERS * SIM_THREADS)
+    log(f"sims, {SIM_TASKS} tasks, {SIM_WORKERS} processes x {SIM_THREADS} threads")
+    with local_cluster(SIM_WORKERS, SIM_THREADS) as cluster, Client(cluster) as client:
+        def via_map():
+            client.gather(client.map(costly_simulation, params, pure=False))
+
+        def via_bag():
+            dask.bag.from_sequence(params, npartitions=100).map(costly_simulation).compute()
+
+        for mode, impl, fn in (("map", "dask-distributed-map", via_map), ("bag", "dask-bag", via_bag)):
+            emit("sims", mode, impl, SIM_TASKS, SIM_WORKERS, SIM_THREADS, *timed(fn, repeat, settled(client)),
+                 ideal_seconds=ideal, max_sleep=SIM_MAX_SLEEP)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", type=int, default=100_000, help="tasks for the threaded-scheduler runs")
+    ap.add_argument("--distributed-tasks", type=int, default=5_000, help="tasks for the distributed map run")
+    ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (after one warm-up)")
+    ap.add_argument("--only", choices=("threaded", "distributed", "sims"), action="append",
+                    help="run only these groups (repeatable); default all")
+    args = ap.parse_args()
+    groups = args.only or ("threaded", "distributed", "sims")
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if "threaded" in groups:
+        bench_threaded(args.tasks, args.repeat)
+    if "distributed" in groups:
+        bench_distributed(args.distributed_tasks, args.repeat)
+    if "sims" in groups:
+        bench_sims(args.repeat)
+
+
+if __name__ == "__main__":
+    main()

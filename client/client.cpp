@@ -1,0 +1,65 @@
+#include "tessera/client.hpp"
+
+namespace tessera {
+
+namespace {
+// Consecutive slots that stand for consecutive tasks of one operation share one watch.
+std::vector<Watch> coalesce(const std::vector<TaskRef>& tasks) {
+  std::vector<Watch> watches;
+  for (std::uint32_t slot = 0; slot < tasks.size(); ++slot) {
+    const TaskRef& t = tasks[slot];
+    if (!watches.empty()) {
+      Watch& last = watches.back();
+      if (last.op == t.op && last.first_task + last.count == t.index && last.first_slot + last.count == slot) {
+        last.count += 1;
+        continue;
+      }
+    }
+    watches.push_back(Watch{t.op, t.index, 1, slot});
+  }
+  return watches;
+}
+}  // namespace
+
+std::shared_ptr<ResultSink> Client::send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
+                                         std::uint32_t slots) {
+  auto sink = std::make_shared<ResultSink>(slots, cluster_->link(), watches);
+  caf::anon_send(cluster_->scheduler(), submit_atom::value,
+                 Submission{std::move(operations), std::move(watches), sink});
+  return sink;
+}
+
+std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots) {
+  for (std::size_t i = 0; i < roots.size(); ++i)
+    if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
+  LoweredDelayed lowered = lower_delayed(roots);
+  return send(std::move(lowered.operations), coalesce(lowered.roots), static_cast<std::uint32_t>(roots.size()));
+}
+
+void Client::release_all(ResultSink& sink) {
+  for (std::uint32_t i = 0; i < sink.size(); ++i) sink.release(i);
+}
+
+std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::string>& keys) {
+  LoweredGraph lowered = lower(graph);
+  std::vector<TaskRef> wanted;
+  wanted.reserve(keys.size());
+  for (const auto& key : keys) {
+    auto it = lowered.refs.find(key);
+    if (it == lowered.refs.end()) throw SubmissionError("get: key '" + key + "' is not in the graph");
+    wanted.push_back(it->second);
+  }
+  auto sink = send(std::move(lowered.operations), coalesce(wanted), static_cast<std::uint32_t>(keys.size()));
+  std::vector<Value> out;
+  out.reserve(keys.size());
+  try {
+    for (std::uint32_t i = 0; i < keys.size(); ++i) out.push_back(sink->result(i));
+  } catch (...) {
+    release_all(*sink);
+    throw;
+  }
+  release_all(*sink);
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,155 @@
+// Client: what user code talks to. Futures (submit, map, gather), delayed graphs (compute, persist)
+// and Dask-style dictionary graphs (get), all run by the cluster the client is bound to.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <ranges>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/graph_spec.hpp"
+#include "tessera/delayed.hpp"
+#include "tessera/future.hpp"
+#include "tessera/local_cluster.hpp"
+#include "tessera/task_function.hpp"
+
+namespace tessera {
+
+class Client {
+ public:
+  explicit Client(LocalCluster& cluster) : cluster_(&cluster) {}
+
+  // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
+  template <class F, class... X>
+  Future<detail::task_result_t<F>> submit(const F& fn, X&&... args) {
+    using Arguments = detail::task_arguments_t<F>;
+    static_assert(sizeof...(X) == std::tuple_size_v<Arguments>, "wrong number of arguments for this task function");
+    const TaskFunction& function = detail::resolve(fn);
+    std::vector<Column> columns;
+    columns.reserve(sizeof...(X));
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (columns.push_back(
+           Column{{}, detail::make_arg<std::tuple_element_t<I, Arguments>>(std::forward<X>(args), I)}),
+       ...);
+    }(std::index_sequence_for<X...>{});
+    auto op = std::make_shared<Operation>(function, 1, std::move(columns));
+    return Future<detail::task_result_t<F>>(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0);
+  }
+
+  // Runs fn over every element of the ranges (one task per element), as one operation.
+  template <class F, std::ranges::sized_range... Ranges>
+  std::vector<Future<detail::task_result_t<F>>> map(const F& fn, const Ranges&... inputs) {
+    using Arguments = detail::task_arguments_t<F>;
+    static_assert(sizeof...(Ranges) == std::tuple_size_v<Arguments>,
+                  "map needs one input range per argument of the task function");
+    const TaskFunction& function = detail::resolve(fn);
+    const std::size_t n = first_size(inputs...);
+    std::size_t position = 0;
+    for (std::size_t size : {static_cast<std::size_t>(std::ranges::size(inputs))...}) {
+      if (size != n)
+        throw SubmissionError("map(" + function.name + "): input " + std::to_string(position) + " has " +
+                              std::to_string(size) + " elements, input 0 has " + std::to_string(n));
+      ++position;
+    }
+    std::vector<Column> columns(sizeof...(Ranges));
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (fill_column<std::tuple_element_t<I, Arguments>>(columns[I], inputs, I), ...);
+    }(std::index_sequence_for<Ranges...>{});
+    auto op = std::make_shared<Operation>(function, static_cast<std::uint32_t>(n), std::move(columns));
+    auto sink = send({op}, {Watch{op->id(), 0, static_cast<std::uint32_t>(n), 0}}, static_cast<std::uint32_t>(n));
+    std::vector<Future<detail::task_result_t<F>>> futures;
+    futures.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) futures.emplace_back(sink, i);
+    return futures;
+  }
+
+  template <class T>
+  T gather(const Future<T>& future) {
+    return future.result();
+  }
+  // Waits for every future; rethrows the first failure (in input order).
+  template <class T>
+  std::vector<T> gather(const std::vector<Future<T>>& futures) {
+    std::vector<T> out;
+    out.reserve(futures.size());
+    for (const auto& f : futures) out.push_back(f.result());
+    return out;
+  }
+
+  // Computes delayed values and returns their results; one Delayed gives its value, several a tuple.
+  template <class T>
+  T compute(const Delayed<T>& value) {
+    return std::move(compute(std::vector<Delayed<T>>{value}).front());
+  }
+  template <class... T>
+    requires(sizeof...(T) > 1)
+  std::tuple<T...> compute(const Delayed<T>&... values) {
+    auto sink = submit_delayed({values.node().get()...});
+    auto out = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<T...>(from_value<T>(sink->result(I))...);
+    }(std::index_sequence_for<T...>{});
+    release_all(*sink);
+    return out;
+  }
+  template <class T>
+  std::vector<T> compute(const std::vector<Delayed<T>>& values) {
+    std::vector<const DelayedNode*> roots;
+    roots.reserve(values.size());
+    for (const auto& v : values) roots.push_back(v.node().get());
+    auto sink = submit_delayed(roots);
+    std::vector<T> out;
+    out.reserve(values.size());
+    try {
+      for (std::uint32_t i = 0; i < values.size(); ++i) out.push_back(from_value<T>(sink->result(i)));
+    } catch (...) {
+      release_all(*sink);
+      throw;
+    }
+    release_all(*sink);
+    return out;
+  }
+
+  // Starts computing delayed values and returns futures on their results (kept on the workers).
+  template <class T>
+  Future<T> persist(const Delayed<T>& value) {
+    return Future<T>(submit_delayed({value.node().get()}), 0);
+  }
+  template <class T>
+  std::vector<Future<T>> persist(const std::vector<Delayed<T>>& values) {
+    std::vector<const DelayedNode*> roots;
+    for (const auto& v : values) roots.push_back(v.node().get());
+    auto sink = submit_delayed(roots);
+    std::vector<Future<T>> out;
+    out.reserve(values.size());
+    for (std::uint32_t i = 0; i < values.size(); ++i) out.emplace_back(sink, i);
+    return out;
+  }
+
+  // Runs a dictionary graph (key -> function and arguments) and returns the values of `keys`.
+  std::vector<Value> get(const GraphSpec& graph, const std::vector<std::string>& keys);
+
+  LocalCluster& cluster() { return *cluster_; }
+
+ private:
+  template <class R0, class... R>
+  static std::size_t first_size(const R0& r0, const R&...) {
+    return static_cast<std::size_t>(std::ranges::size(r0));
+  }
+
+  template <class P, class Range>
+  static void fill_column(Column& column, const Range& input, std::size_t position) {
+    column.per_task.reserve(static_cast<std::size_t>(std::ranges::size(input)));
+    for (const auto& item : input) column.per_task.push_back(detail::make_arg<P>(item, position));
+  }
+
+  std::shared_ptr<ResultSink> send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
+                                   std::uint32_t slots);
+  std::shared_ptr<ResultSink> submit_delayed(const std::vector<const DelayedNode*>& roots);
+  static void release_all(ResultSink& sink);
+
+  LocalCluster* cluster_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,156 @@
+// The named-function registry: task functions are plain C++ callables registered under a name, so that
+// any process that links or loads them can run a task that names them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "graph/codec.hpp"
+
+namespace tessera {
+
+// One registered function: its name, its signature as type names, and a type-erased invoker.
+struct TaskFunction {
+  std::string name;
+  std::vector<std::string> argument_types;
+  std::string result_type;
+  // Whether a literal Value can be passed as argument i (checked at submission).
+  std::vector<bool (*)(const Value&)> argument_accepts;
+  // Runs the function; arguments are decoded, the result encoded. Throws what the function throws.
+  std::function<Value(std::span<const Value>)> invoke;
+
+  std::size_t arity() const { return argument_types.size(); }
+  std::string signature() const;
+};
+
+class Registry {
+ public:
+  static Registry& global();
+
+  // Registers fn under name; registering the same name twice is an error unless it is the same pointer.
+  const TaskFunction& add(TaskFunction fn, std::uintptr_t identity);
+  // nullptr when no function has that name.
+  const TaskFunction* find(std::string_view name) const;
+  // Throws SubmissionError naming the function when it is unknown.
+  const TaskFunction& get(std::string_view name) const;
+  // The function registered for a function pointer (nullptr if none).
+  const TaskFunction* find_by_identity(std::uintptr_t identity) const;
+  std::vector<std::string> names() const;
+
+ private:
+  Registry();
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+  Impl& impl() const { return *impl_; }
+};
+
+namespace detail {
+
+template <class F>
+struct callable_traits : callable_traits<decltype(&F::operator())> {};
+template <class R, class... A>
+struct callable_traits<R (*)(A...)> {
+  using result = R;
+  using arguments = std::tuple<std::remove_cvref_t<A>...>;
+};
+template <class R, class... A>
+struct callable_traits<R(A...)> : callable_traits<R (*)(A...)> {};
+template <class C, class R, class... A>
+struct callable_traits<R (C::*)(A...) const> : callable_traits<R (*)(A...)> {};
+template <class C, class R, class... A>
+struct callable_traits<R (C::*)(A...)> : callable_traits<R (*)(A...)> {};
+
+template <class T>
+struct codec_checked {
+  static_assert(HasCodec<T>,
+                "a task argument or result type has no tessera::Codec: specialize tessera::Codec<T> with "
+                "type_name(), encode() and decode()");
+  using type = T;
+};
+
+template <class R>
+std::string result_type_name() {
+  if constexpr (std::is_void_v<R>) {
+    return "none";
+  } else {
+    return Codec<typename codec_checked<std::remove_cvref_t<R>>::type>::type_name();
+  }
+}
+
+template <class F, class R, class... A>
+TaskFunction make_task_function(std::string name, F fn, std::tuple<A...>*) {
+  TaskFunction out;
+  out.name = std::move(name);
+  (out.argument_types.push_back(Codec<typename codec_checked<A>::type>::type_name()), ...);
+  (out.argument_accepts.push_back(&value_accepts<A>), ...);
+  out.result_type = result_type_name<R>();
+  out.invoke = [fn = std::move(fn), fn_name = out.name](std::span<const Value> args) -> Value {
+    if (args.size() != sizeof...(A))
+      throw TypeError(fn_name + " takes " + std::to_string(sizeof...(A)) + " arguments, got " +
+                      std::to_string(args.size()));
+    return [&]<std::size_t... I>(std::index_sequence<I...>) -> Value {
+      auto decode = [&]<class T>(std::size_t i, std::type_identity<T>) -> T {
+        try {
+          return Codec<T>::decode(args[i]);
+        } catch (const TypeError& e) {
+          throw TypeError(fn_name + ": argument " + std::to_string(i) + " expects " + Codec<T>::type_name() +
+                          ": " + e.what());
+        }
+      };
+      if constexpr (std::is_void_v<R>) {
+        fn(decode(I, std::type_identity<A>{})...);
+        return Value{};
+      } else {
+        return Codec<std::remove_cvref_t<R>>::encode(fn(decode(I, std::type_identity<A>{})...));
+      }
+    }(std::index_sequence_for<A...>{});
+  };
+  return out;
+}
+
+}  // namespace detail
+
+// A typed handle on a registered function; what submit/map/delayed take besides plain function pointers.
+template <class R, class... A>
+struct TaskHandle {
+  using result_type = R;
+  using argument_tuple = std::tuple<A...>;
+  const TaskFunction* function;
+};
+
+namespace detail {
+template <class R, class Args>
+struct handle_for;
+template <class R, class... A>
+struct handle_for<R, std::tuple<A...>> {
+  using type = TaskHandle<R, A...>;
+};
+}  // namespace detail
+
+// Registers a callable under a name and returns its typed handle.
+template <class F>
+auto register_task(std::string name, F fn) {
+  using traits = detail::callable_traits<std::remove_cvref_t<std::decay_t<F>>>;
+  using R = std::remove_cvref_t<typename traits::result>;
+  using Args = typename traits::arguments;
+  std::uintptr_t identity = 0;
+  if constexpr (std::is_pointer_v<std::decay_t<F>>) identity = reinterpret_cast<std::uintptr_t>(fn);
+  auto fn_copy = fn;
+  const TaskFunction& registered = Registry::global().add(
+      detail::make_task_function<std::decay_t<F>, R>(std::move(name), std::move(fn_copy), static_cast<Args*>(nullptr)),
+      identity);
+  return typename detail::handle_for<R, Args>::type{&registered};
+}
+
+}  // namespace tessera
+
+// Registers a free function under its own name at static-initialisation time.
+#define TESSERA_TASK(fn) \
+  [[maybe_unused]] static const auto tessera_task_registration_##fn = ::tessera::register_task(#fn, &fn)

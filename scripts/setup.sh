@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every dependency Tessera needs from Debian's packages. Idempotent: a package
+# already present is not fetched again, and apt-get update runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
+  librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# The peers the benchmarks compare against; only when asked (bench/compare needs them).
+if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then
+  packages+=(python3 python3-dask python3-distributed python3-numpy python3-pandas)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
