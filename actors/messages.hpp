@@ -91,6 +91,14 @@ struct DoneBatch {
   std::uint32_t ran = 0;    // tasks that actually ran (tasks + failures)
 };
 
+// Operation actor -> scheduler: tasks taken back from a worker's queue before they started, to run on an
+// idle worker instead (work stealing).
+struct StolenBatch {
+  std::uint32_t worker;
+  OpId op;
+  std::vector<std::uint32_t> tasks;
+};
+
 // Scheduler -> cluster: a snapshot for status displays and tests.
 struct SchedulerStatus {
   std::uint32_t workers = 0;           // live, not retiring
@@ -101,6 +109,7 @@ struct SchedulerStatus {
   std::uint64_t tasks_done = 0;        // since start
   std::uint64_t tasks_erred = 0;
   std::uint64_t tasks_cancelled = 0;
+  std::uint64_t tasks_stolen = 0;  // moved to an idle worker before they started
 };
 
 // Atoms (CAF 0.17: at most 10 characters).
@@ -119,6 +128,8 @@ using welcome_atom = caf::atom_constant<caf::atom("welcome")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
+using steal_atom = caf::atom_constant<caf::atom("steal")>;
+using stolen_atom = caf::atom_constant<caf::atom("stolen")>;
 
 }  // namespace tessera
 
@@ -130,4 +141,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::InputBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SlotBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StolenBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<tessera::ResultSink>)

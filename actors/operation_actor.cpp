@@ -62,6 +62,9 @@ struct OperationState {
   OperationActorArgs args;
   std::shared_ptr<SlotTable> slots = std::make_shared<SlotTable>();
   std::vector<std::uint32_t> ready;
+  // Slots handed to the compute pool, oldest first; the pool takes jobs in this order, so the back
+  // holds the tasks least likely to have started (what a steal takes).
+  std::deque<std::uint32_t> queued;
   double average_task_seconds = -1;  // unknown until the first job reports
   std::int64_t held_count = 0, held_bytes = 0;
 
@@ -165,6 +168,7 @@ void start_ready(OperationActor* self) {
   for (std::size_t begin = 0; begin < st.ready.size(); begin += per_job) {
     const std::size_t end = std::min(st.ready.size(), begin + per_job);
     std::vector<std::uint32_t> indexes(st.ready.begin() + begin, st.ready.begin() + end);
+    st.queued.insert(st.queued.end(), indexes.begin(), indexes.end());
     std::vector<Slot*> targets;
     targets.reserve(indexes.size());
     for (auto i : indexes) targets.push_back(&(*slots)[i]);
@@ -207,8 +211,32 @@ void start_ready(OperationActor* self) {
   st.ready.clear();
 }
 
+// Forgets queued slots that have started (or ended): they are at the front.
+void trim_queued(OperationState& st) {
+  while (!st.queued.empty() && (*st.slots)[st.queued.front()].state.load() != TaskState::ready) st.queued.pop_front();
+}
+
+// Takes back up to `most` queued tasks that have not started, newest first, and tells the scheduler.
+void steal(OperationActor* self, std::uint32_t most) {
+  auto& st = self->state;
+  trim_queued(st);
+  StolenBatch stolen{st.args.worker_id, st.args.op->id(), {}};
+  while (!st.queued.empty() && stolen.tasks.size() < most) {
+    const std::uint32_t index = st.queued.back();
+    st.queued.pop_back();
+    Slot& s = (*st.slots)[index];
+    TaskState expected = TaskState::ready;
+    if (s.state.compare_exchange_strong(expected, TaskState::cancelled)) {
+      s.extra.reset();
+      stolen.tasks.push_back(s.task);
+    }
+  }
+  self->send(st.args.scheduler, stolen_atom::value, std::move(stolen));
+}
+
 void on_ran(OperationActor* self, RanReport& report) {
   auto& st = self->state;
+  trim_queued(st);
   const auto ran = report.finished.size() + report.failures.size();
   if (ran > 0) {
     const double per_task = report.seconds / static_cast<double>(ran);
@@ -310,6 +338,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
         on_ran(self, report);
         start_ready(self);
       },
+      [=](steal_atom, OpId, std::uint32_t most) { steal(self, most); },
       [=](shutdown_atom) { self->quit(); },
   };
 }

@@ -44,7 +44,8 @@ struct OpRecord {
   std::vector<std::uint32_t> unplaced_inputs;     // producers not yet placed (operations with references)
   std::vector<std::uint32_t> holds;               // sink slots + unfinished consumers that need the result
   std::vector<std::vector<Edge>> dependents;      // sized on the first edge
-  std::vector<WatchRange> watches;
+  std::vector<WatchRange> watches;  // sorted by first_task
+  std::uint32_t longest_watch = 0;  // bounds the search for the watches covering a task
   std::uint32_t unfinished = 0;
   std::uint64_t holds_total = 0;
   double average_task_seconds = -1;
@@ -63,6 +64,8 @@ struct WorkerRecord {
   caf::actor actor;
   std::uint32_t threads = 1;
   std::uint64_t occupancy = 0;  // placed tasks not yet finished
+  std::unordered_map<OpId, std::uint64_t> occupancy_by_op;
+  bool steal_pending = false;  // a steal request is out; one at a time per victim
   bool retiring = false;
   bool gone = false;
   std::unordered_map<OpId, std::uint32_t> next_slot;
@@ -86,7 +89,10 @@ struct SchedulerState {
   std::deque<Range> placeable;  // tasks whose producers are all placed
   std::vector<Range> newly_placeable;
   std::unordered_set<OpId> maybe_finished;
-  std::unordered_map<SinkRecord*, std::vector<ResultSink::Delivery>> deliveries;
+  // Per sink, in the order the first delivery to it was made, so that a cause is reported before
+  // the cancellations it causes.
+  std::vector<std::pair<SinkRecord*, std::vector<ResultSink::Delivery>>> deliveries;
+  std::unordered_map<SinkRecord*, std::size_t> delivery_index;
   SchedulerStatus stats;
 
   OpRecord* find(OpId id) {
@@ -99,12 +105,14 @@ struct SchedulerState {
     return workers[w];
   }
 
+  // How many unfinished tasks of `rec` worker w may hold. Long tasks: one per thread, so every thread
+  // takes the next task only when it is free (greedy list scheduling balances best). Short tasks: enough
+  // queued work per thread to cover backlog_seconds_per_thread, plus one to hide the refill round trip.
   std::uint64_t capacity(const WorkerRecord& w, const OpRecord& rec) const {
-    std::uint64_t per_thread = options.initial_tasks_per_thread;
-    if (rec.average_task_seconds >= 0)
-      per_thread = static_cast<std::uint64_t>(std::clamp(
-          options.backlog_seconds_per_thread / std::max(rec.average_task_seconds, 1e-9), 1.0, double(1 << 20)));
-    return w.threads * per_thread + 1;
+    if (rec.average_task_seconds < 0) return std::uint64_t{w.threads} * options.initial_tasks_per_thread + 1;
+    const double per_thread = options.backlog_seconds_per_thread / std::max(rec.average_task_seconds, 1e-9);
+    if (per_thread < 1) return w.threads;
+    return w.threads * static_cast<std::uint64_t>(std::min(per_thread, double(1 << 20))) + 1;
   }
 
   bool usable(std::uint32_t w) const { return w != kNoWorker && !workers[w].gone && !workers[w].retiring; }
@@ -123,10 +131,18 @@ struct SchedulerState {
 
   void deliver(const OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
                const std::shared_ptr<const TaskFailed>& error) {
-    for (const auto& watch : rec.watches) {
-      if (task < watch.first_task || task >= watch.first_task + watch.count || !watch.sink->sink) continue;
-      deliveries[watch.sink.get()].push_back(
-          ResultSink::Delivery{watch.first_slot + (task - watch.first_task), state, value, error});
+    if (rec.watches.empty()) return;
+    // Watches are sorted by first_task; one covering `task` starts within longest_watch before it.
+    auto it = std::upper_bound(rec.watches.begin(), rec.watches.end(), task,
+                               [](std::uint32_t t, const WatchRange& w) { return t < w.first_task; });
+    while (it != rec.watches.begin()) {
+      --it;
+      if (it->first_task + rec.longest_watch <= task) break;
+      if (task >= it->first_task + it->count || !it->sink->sink) continue;
+      auto [index, fresh] = delivery_index.emplace(it->sink.get(), deliveries.size());
+      if (fresh) deliveries.emplace_back(it->sink.get(), std::vector<ResultSink::Delivery>{});
+      deliveries[index->second].second.push_back(
+          ResultSink::Delivery{it->first_slot + (task - it->first_task), state, value, error});
     }
   }
 
@@ -134,6 +150,7 @@ struct SchedulerState {
     for (auto& [sink, batch] : deliveries)
       if (sink->sink) sink->sink->deliver(batch);
     deliveries.clear();
+    delivery_index.clear();
   }
 };
 
@@ -155,6 +172,7 @@ void withdraw(SchedulerState& st, OpRecord& rec, std::uint32_t task) {
   if (rec.state[task] == TaskState::ready) {
     auto& w = st.touch(rec.worker[task]);
     w.occupancy -= 1;
+    w.occupancy_by_op[rec.op->id()] -= 1;
     w.cancel[rec.op->id()].push_back(rec.slot[task]);
   }
   rec.state[task] = TaskState::cancelled;
@@ -209,6 +227,9 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
   WorkerRecord& worker = st.touch(w);
   const OpId op = rec.op->id();
   const std::uint32_t slot = worker.next_slot[op]++;
+  // A task placed before and stolen back has already counted for its consumers.
+  const bool first_placement = rec.worker[task] == kNoWorker;
+  worker.occupancy_by_op[op] += 1;
   rec.state[task] = TaskState::ready;
   rec.worker[task] = w;
   rec.slot[task] = slot;
@@ -236,9 +257,22 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
   if (!rec.dependents.empty()) {
     for (const Edge& edge : rec.dependents[task]) {
       OpRecord* consumer = st.find(edge.consumer);
-      if (consumer && --consumer->unplaced_inputs[edge.task] == 0 &&
-          consumer->state[edge.task] == TaskState::waiting)
-        st.newly_placeable.push_back(Range{edge.consumer, edge.task, edge.task + 1});
+      if (!consumer) continue;
+      if (first_placement) {
+        if (--consumer->unplaced_inputs[edge.task] == 0 && consumer->state[edge.task] == TaskState::waiting)
+          st.newly_placeable.push_back(Range{edge.consumer, edge.task, edge.task + 1});
+      } else if (consumer->state[edge.task] == TaskState::ready) {
+        // The consumer subscribed to this task's old place: subscribe it to the new one.
+        const auto& columns = consumer->op->columns();
+        for (std::size_t j = 0; j < columns.size(); ++j) {
+          const auto* ref = std::get_if<TaskRef>(&columns[j].at(edge.task));
+          if (ref && ref->op == op && ref->index == task)
+            worker.subscribe.subscriptions.push_back(Subscription{
+                op, slot,
+                Destination{st.workers[consumer->worker[edge.task]].actor, edge.consumer,
+                            consumer->slot[edge.task], static_cast<std::uint16_t>(j)}});
+        }
+      }
     }
   }
 }
@@ -265,14 +299,63 @@ void forget_finished(SchedulerActor* self) {
   for (OpId id : st.maybe_finished) {
     OpRecord* rec = st.find(id);
     if (!rec || rec->unfinished != 0 || rec->holds_total != 0) continue;
-    for (auto w : rec->workers_used)
+    for (auto w : rec->workers_used) {
+      st.workers[w].occupancy_by_op.erase(id);
       if (!st.workers[w].gone) self->send(st.workers[w].actor, forget_atom::value, id);
+    }
     st.ops.erase(id);
   }
   st.maybe_finished.clear();
 }
 
 void try_finish_retirement(SchedulerActor* self, std::uint32_t w);
+
+// Work stealing: a worker with idle compute threads and nothing left to place takes queued, not yet
+// started tasks from the most backed-up worker (as Dask's work stealing does), so a long task never
+// holds up the ones queued behind it while threads elsewhere sit idle.
+void steal_for_idle_workers(SchedulerActor* self) {
+  auto& st = self->state;
+  if (!st.placeable.empty()) return;
+  for (std::uint32_t idle = 0; idle < st.workers.size(); ++idle) {
+    if (!st.usable(idle) || st.workers[idle].occupancy >= st.workers[idle].threads) continue;
+    std::uint32_t victim = kNoWorker;
+    std::uint64_t most_queued = 0;
+    for (std::uint32_t v = 0; v < st.workers.size(); ++v) {
+      const WorkerRecord& w = st.workers[v];
+      if (v == idle || w.gone || w.steal_pending || w.occupancy <= w.threads) continue;
+      if (w.occupancy - w.threads > most_queued) victim = v, most_queued = w.occupancy - w.threads;
+    }
+    if (victim == kNoWorker) return;
+    WorkerRecord& w = st.workers[victim];
+    auto busiest = std::max_element(w.occupancy_by_op.begin(), w.occupancy_by_op.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (busiest == w.occupancy_by_op.end() || busiest->second == 0) continue;
+    const std::uint64_t idle_threads = st.workers[idle].threads - st.workers[idle].occupancy;
+    const auto most = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(most_queued / 2 + 1, idle_threads * 64)));
+    w.steal_pending = true;
+    self->send(w.actor, steal_atom::value, busiest->first, most);
+  }
+}
+
+void on_stolen(SchedulerActor* self, const StolenBatch& batch) {
+  auto& st = self->state;
+  WorkerRecord& victim = st.workers[batch.worker];
+  victim.steal_pending = false;
+  OpRecord* rec = st.find(batch.op);
+  if (rec) {
+    // Back to the front of the queue, in order, for the idle worker to take.
+    for (auto it = batch.tasks.rbegin(); it != batch.tasks.rend(); ++it) {
+      const std::uint32_t t = *it;
+      if (rec->state[t] != TaskState::ready || rec->worker[t] != batch.worker) continue;
+      rec->state[t] = TaskState::waiting;  // worker[t] keeps the old place: see place()
+      victim.occupancy -= 1;
+      victim.occupancy_by_op[batch.op] -= 1;
+      st.stats.tasks_stolen += 1;
+      st.placeable.push_front(Range{batch.op, t, t + 1});
+    }
+  }
+  try_finish_retirement(self, batch.worker);
+}
 
 void dispatch(SchedulerActor* self) {
   auto& st = self->state;
@@ -318,6 +401,7 @@ void dispatch(SchedulerActor* self) {
     st.newly_placeable.clear();
     if (!placed_any) break;
   }
+  steal_for_idle_workers(self);
   flush_workers(self);
 }
 
@@ -370,7 +454,7 @@ void on_submit(SchedulerActor* self, Submission& submission) {
         producer->holds[ref->index] += 1;
         producer->holds_total += 1;
         const TaskState state = producer->state[ref->index];
-        if (state == TaskState::waiting) rec->unplaced_inputs[t] += 1;
+        if (state == TaskState::waiting && producer->worker[ref->index] == kNoWorker) rec->unplaced_inputs[t] += 1;
         if (!is_final(state)) producer->add_edge(ref->index, Edge{rec->op->id(), t});
         if (state == TaskState::erred || state == TaskState::cancelled)
           doomed.emplace_back(rec, t,
@@ -385,6 +469,7 @@ void on_submit(SchedulerActor* self, Submission& submission) {
     if (!rec) continue;
     WatchRange range{sink, watch.op, watch.first_task, watch.count, watch.first_slot};
     rec->watches.push_back(range);
+    rec->longest_watch = std::max(rec->longest_watch, watch.count);
     sink->watches.push_back(range);
     sink->unreleased += watch.count;
     for (std::uint32_t t = watch.first_task; t < watch.first_task + watch.count; ++t) rec->holds[t] += 1;
@@ -392,6 +477,9 @@ void on_submit(SchedulerActor* self, Submission& submission) {
   }
   std::sort(sink->watches.begin(), sink->watches.end(),
             [](const WatchRange& a, const WatchRange& b) { return a.first_slot < b.first_slot; });
+  for (OpRecord* rec : created)
+    std::stable_sort(rec->watches.begin(), rec->watches.end(),
+                     [](const WatchRange& a, const WatchRange& b) { return a.first_task < b.first_task; });
   st.sinks[submission.sink.get()] = sink;
   for (OpRecord* rec : created) {
     const std::uint32_t n = rec->op->size();
@@ -451,6 +539,7 @@ void on_done(SchedulerActor* self, DoneBatch& batch) {
     if (rec->state[t] != TaskState::ready || rec->worker[t] != batch.worker) continue;  // cancelled meanwhile
     rec->state[t] = TaskState::done;
     worker.occupancy -= 1;
+    worker.occupancy_by_op[batch.op] -= 1;
     rec->unfinished -= 1;
     st.stats.tasks_done += 1;
     st.stats.results_held += 1;
@@ -467,6 +556,7 @@ void on_done(SchedulerActor* self, DoneBatch& batch) {
     if (rec->state[t] != TaskState::ready || rec->worker[t] != batch.worker) continue;
     rec->state[t] = TaskState::erred;
     worker.occupancy -= 1;
+    worker.occupancy_by_op[batch.op] -= 1;
     rec->unfinished -= 1;
     st.stats.tasks_erred += 1;
     st.deliver(*rec, t, TaskState::erred, Value{}, failure.error);
@@ -541,6 +631,10 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
       [=](submit_atom, Submission& submission) { on_submit(self, submission); },
       [=](done_atom, DoneBatch& batch) { on_done(self, batch); },
       [=](release_atom, const std::shared_ptr<ResultSink>& sink) { on_release(self, sink); },
+      [=](stolen_atom, const StolenBatch& batch) {
+        on_stolen(self, batch);
+        dispatch(self);
+      },
       [=](register_atom, caf::actor worker, std::uint32_t threads) -> std::uint32_t {
         auto& st = self->state;
         const auto id = static_cast<std::uint32_t>(st.workers.size());

@@ -76,6 +76,13 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
       [=](cancel_atom, SlotBatch& batch) {
         if (caf::actor* target = find_operation(self, batch.op)) self->send(*target, cancel_atom::value, std::move(batch));
       },
+      [=](steal_atom, OpId op, std::uint32_t most) {
+        if (caf::actor* target = find_operation(self, op)) {
+          self->send(*target, steal_atom::value, op, most);
+        } else {
+          self->send(self->state.scheduler, stolen_atom::value, StolenBatch{self->state.id, op, {}});
+        }
+      },
       [=](forget_atom, OpId op) {
         auto& st = self->state;
         if (caf::actor* target = find_operation(self, op)) {
