@@ -196,11 +196,12 @@ void start_ready(OperationActor* self) {
           s.result = fn.invoke(arguments);
           report.finished.push_back(indexes[k]);
         } catch (const std::exception& e) {
-          report.failures.push_back(
-              TaskFailure{indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), e.what(), false)});
+          report.failures.push_back(TaskFailure{
+              indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), e.what(), false)});
         } catch (...) {
           report.failures.push_back(TaskFailure{
-              indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), "unknown exception", false)});
+              indexes[k],
+              std::make_shared<TaskFailed>(fn.name, op->key(s.task), "unknown exception", false)});
         }
         for (std::size_t j = 0; j < arity; ++j) arguments[j] = Value{};
       }
@@ -213,7 +214,8 @@ void start_ready(OperationActor* self) {
 
 // Forgets queued slots that have started (or ended): they are at the front.
 void trim_queued(OperationState& st) {
-  while (!st.queued.empty() && (*st.slots)[st.queued.front()].state.load() != TaskState::ready) st.queued.pop_front();
+  while (!st.queued.empty() && (*st.slots)[st.queued.front()].state.load() != TaskState::ready)
+    st.queued.pop_front();
 }
 
 // Takes back up to `most` queued tasks that have not started, newest first, and tells the scheduler.

@@ -5,7 +5,8 @@
 
 namespace tessera {
 
-ResultSink::ResultSink(std::uint32_t size, std::weak_ptr<const SchedulerLink> link, std::vector<Watch> watches)
+ResultSink::ResultSink(std::uint32_t size, std::weak_ptr<const SchedulerLink> link,
+                       std::vector<Watch> watches)
     : size_(size),
       link_(std::move(link)),
       watches_(std::move(watches)),
@@ -80,7 +81,9 @@ std::shared_ptr<const TaskFailed> ResultSink::error(std::uint32_t slot) const {
   return errors_.empty() ? nullptr : errors_[slot];
 }
 
-void ResultSink::hold(std::uint32_t slot) { references_[slot].fetch_add(1, std::memory_order_relaxed); }
+void ResultSink::hold(std::uint32_t slot) {
+  references_[slot].fetch_add(1, std::memory_order_relaxed);
+}
 
 void ResultSink::release(std::uint32_t slot) {
   if (references_[slot].fetch_sub(1, std::memory_order_acq_rel) != 1) return;

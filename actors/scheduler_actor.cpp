@@ -31,7 +31,7 @@ struct WatchRange {
 
 struct SinkRecord {
   std::shared_ptr<ResultSink> sink;  // reset once every slot is released
-  std::vector<WatchRange> watches;   // sorted by first_slot
+  std::vector<Watch> watches;        // sorted by first_slot (no pointer back to this record: no cycle)
   std::uint64_t unreleased = 0;
 };
 
@@ -41,11 +41,11 @@ struct OpRecord {
   std::vector<TaskState> state;  // waiting = not yet placed; ready = placed on `worker`, not finished
   std::vector<std::uint32_t> worker;
   std::vector<std::uint32_t> slot;
-  std::vector<std::uint32_t> unplaced_inputs;     // producers not yet placed (operations with references)
-  std::vector<std::uint32_t> holds;               // sink slots + unfinished consumers that need the result
-  std::vector<std::vector<Edge>> dependents;      // sized on the first edge
-  std::vector<WatchRange> watches;  // sorted by first_task
-  std::uint32_t longest_watch = 0;  // bounds the search for the watches covering a task
+  std::vector<std::uint32_t> unplaced_inputs;  // producers not yet placed (operations with references)
+  std::vector<std::uint32_t> holds;            // sink slots + unfinished consumers that need the result
+  std::vector<std::vector<Edge>> dependents;   // sized on the first edge
+  std::vector<WatchRange> watches;             // sorted by first_task
+  std::uint32_t longest_watch = 0;             // bounds the search for the watches covering a task
   std::uint32_t unfinished = 0;
   std::uint64_t holds_total = 0;
   double average_task_seconds = -1;
@@ -56,7 +56,8 @@ struct OpRecord {
     dependents[producer_task].push_back(edge);
   }
   void used(std::uint32_t w) {
-    if (std::find(workers_used.begin(), workers_used.end(), w) == workers_used.end()) workers_used.push_back(w);
+    if (std::find(workers_used.begin(), workers_used.end(), w) == workers_used.end())
+      workers_used.push_back(w);
   }
 };
 
@@ -237,7 +238,8 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
   worker.occupancy += 1;
   auto& runs = worker.assign.runs;
   if (!runs.empty() && !runs.back().adopt && runs.back().op == rec.op &&
-      runs.back().first_task + runs.back().count == task && runs.back().first_slot + runs.back().count == slot) {
+      runs.back().first_task + runs.back().count == task &&
+      runs.back().first_slot + runs.back().count == slot) {
     runs.back().count += 1;
   } else {
     runs.push_back(AssignRun{rec.op, task, 1, slot, false});
@@ -249,9 +251,9 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
       if (!ref) continue;
       OpRecord* producer = st.find(ref->op);
       st.touch(producer->worker[ref->index])
-          .subscribe.subscriptions.push_back(Subscription{
-              ref->op, producer->slot[ref->index],
-              Destination{worker.actor, op, slot, static_cast<std::uint16_t>(j)}});
+          .subscribe.subscriptions.push_back(
+              Subscription{ref->op, producer->slot[ref->index],
+                           Destination{worker.actor, op, slot, static_cast<std::uint16_t>(j)}});
     }
   }
   if (!rec.dependents.empty()) {
@@ -267,10 +269,10 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
         for (std::size_t j = 0; j < columns.size(); ++j) {
           const auto* ref = std::get_if<TaskRef>(&columns[j].at(edge.task));
           if (ref && ref->op == op && ref->index == task)
-            worker.subscribe.subscriptions.push_back(Subscription{
-                op, slot,
-                Destination{st.workers[consumer->worker[edge.task]].actor, edge.consumer,
-                            consumer->slot[edge.task], static_cast<std::uint16_t>(j)}});
+            worker.subscribe.subscriptions.push_back(
+                Subscription{op, slot,
+                             Destination{st.workers[consumer->worker[edge.task]].actor, edge.consumer,
+                                         consumer->slot[edge.task], static_cast<std::uint16_t>(j)}});
         }
       }
     }
@@ -282,12 +284,19 @@ void flush_workers(SchedulerActor* self) {
   for (auto& w : st.workers) {
     if (!w.dirty) continue;
     w.dirty = false;
-    if (w.gone && !w.actor) continue;
+    if (w.gone && !w.actor) {  // left: nothing to tell it
+      w.assign = {};
+      w.subscribe = {};
+      w.cancel.clear();
+      w.drop.clear();
+      continue;
+    }
     // Assignments first: a subscription in this flush may name a slot assigned in it.
     if (!w.assign.runs.empty()) self->send(w.actor, assign_atom::value, std::exchange(w.assign, {}));
     if (!w.subscribe.subscriptions.empty())
       self->send(w.actor, subscribe_atom::value, std::exchange(w.subscribe, {}));
-    for (auto& [op, slots] : w.cancel) self->send(w.actor, cancel_atom::value, SlotBatch{op, std::move(slots)});
+    for (auto& [op, slots] : w.cancel)
+      self->send(w.actor, cancel_atom::value, SlotBatch{op, std::move(slots)});
     for (auto& [op, slots] : w.drop) self->send(w.actor, drop_atom::value, SlotBatch{op, std::move(slots)});
     w.cancel.clear();
     w.drop.clear();
@@ -331,7 +340,8 @@ void steal_for_idle_workers(SchedulerActor* self) {
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
     if (busiest == w.occupancy_by_op.end() || busiest->second == 0) continue;
     const std::uint64_t idle_threads = st.workers[idle].threads - st.workers[idle].occupancy;
-    const auto most = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(most_queued / 2 + 1, idle_threads * 64)));
+    const auto most = static_cast<std::uint32_t>(
+        std::max<std::uint64_t>(1, std::min(most_queued / 2 + 1, idle_threads * 64)));
     w.steal_pending = true;
     self->send(w.actor, steal_atom::value, busiest->first, most);
   }
@@ -371,7 +381,8 @@ void dispatch(SchedulerActor* self) {
       const std::uint32_t w = st.least_loaded(*rec);
       if (w != kNoWorker) {
         const std::uint64_t room = st.capacity(st.workers[w], *rec) - st.workers[w].occupancy;
-        const std::uint32_t end = static_cast<std::uint32_t>(std::min<std::uint64_t>(range.end, range.begin + room));
+        const std::uint32_t end =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(range.end, range.begin + room));
         for (std::uint32_t t = range.begin; t < end; ++t)
           if (rec->state[t] == TaskState::waiting) place(st, *rec, t, w);
         range.begin = end;
@@ -397,7 +408,8 @@ void dispatch(SchedulerActor* self) {
     }
     if (range.begin < range.end) st.placeable.push_front(range);
     // Depth first: consumers that just became placeable go before anything else.
-    for (auto it = st.newly_placeable.rbegin(); it != st.newly_placeable.rend(); ++it) st.placeable.push_front(*it);
+    for (auto it = st.newly_placeable.rbegin(); it != st.newly_placeable.rend(); ++it)
+      st.placeable.push_front(*it);
     st.newly_placeable.clear();
     if (!placed_any) break;
   }
@@ -446,21 +458,23 @@ void on_submit(SchedulerActor* self, Submission& submission) {
         if (!ref) continue;
         OpRecord* producer = st.find(ref->op);
         if (!producer || ref->index >= producer->op->size()) {
-          rejected.emplace_back(rec, t, "argument " + std::to_string(j) + " depends on task " +
-                                            std::to_string(ref->op) + "/" + std::to_string(ref->index) +
-                                            ", which the scheduler does not have (released or never submitted)");
+          rejected.emplace_back(rec, t,
+                                "argument " + std::to_string(j) + " depends on task " +
+                                    std::to_string(ref->op) + "/" + std::to_string(ref->index) +
+                                    ", which the scheduler does not have (released or never submitted)");
           continue;
         }
         producer->holds[ref->index] += 1;
         producer->holds_total += 1;
         const TaskState state = producer->state[ref->index];
-        if (state == TaskState::waiting && producer->worker[ref->index] == kNoWorker) rec->unplaced_inputs[t] += 1;
+        if (state == TaskState::waiting && producer->worker[ref->index] == kNoWorker)
+          rec->unplaced_inputs[t] += 1;
         if (!is_final(state)) producer->add_edge(ref->index, Edge{rec->op->id(), t});
         if (state == TaskState::erred || state == TaskState::cancelled)
-          doomed.emplace_back(rec, t,
-                              std::make_shared<const TaskFailed>(producer->op->function().name,
-                                                                 producer->op->key(ref->index),
-                                                                 "it failed or was cancelled earlier", false));
+          doomed.emplace_back(
+              rec, t,
+              std::make_shared<const TaskFailed>(producer->op->function().name, producer->op->key(ref->index),
+                                                 "it failed or was cancelled earlier", false));
       }
     }
   }
@@ -470,13 +484,13 @@ void on_submit(SchedulerActor* self, Submission& submission) {
     WatchRange range{sink, watch.op, watch.first_task, watch.count, watch.first_slot};
     rec->watches.push_back(range);
     rec->longest_watch = std::max(rec->longest_watch, watch.count);
-    sink->watches.push_back(range);
+    sink->watches.push_back(watch);
     sink->unreleased += watch.count;
     for (std::uint32_t t = watch.first_task; t < watch.first_task + watch.count; ++t) rec->holds[t] += 1;
     rec->holds_total += watch.count;
   }
   std::sort(sink->watches.begin(), sink->watches.end(),
-            [](const WatchRange& a, const WatchRange& b) { return a.first_slot < b.first_slot; });
+            [](const Watch& a, const Watch& b) { return a.first_slot < b.first_slot; });
   for (OpRecord* rec : created)
     std::stable_sort(rec->watches.begin(), rec->watches.end(),
                      [](const WatchRange& a, const WatchRange& b) { return a.first_task < b.first_task; });
@@ -506,8 +520,9 @@ void on_submit(SchedulerActor* self, Submission& submission) {
   for (auto& [rec, task, cause] : doomed)
     if (!is_final(rec->state[task])) {
       withdraw(st, *rec, task);
-      auto error = std::make_shared<const TaskFailed>(rec->op->function().name, rec->op->key(task),
-                                                      "its dependency " + cause->key() + " " + cause->message(), true);
+      auto error =
+          std::make_shared<const TaskFailed>(rec->op->function().name, rec->op->key(task),
+                                             "its dependency " + cause->key() + " " + cause->message(), true);
       st.deliver(*rec, task, TaskState::cancelled, Value{}, error);
       release_inputs(st, *rec, task);
       cancel_dependents(st, *rec, task, error);
@@ -577,11 +592,12 @@ void on_release(SchedulerActor* self, const std::shared_ptr<ResultSink>& sink) {
   auto record = it->second;
   for (std::uint32_t slot : sink->take_released()) {
     auto watch = std::upper_bound(record->watches.begin(), record->watches.end(), slot,
-                                  [](std::uint32_t s, const WatchRange& w) { return s < w.first_slot; });
+                                  [](std::uint32_t s, const Watch& w) { return s < w.first_slot; });
     if (watch == record->watches.begin()) continue;
     --watch;
     if (slot >= watch->first_slot + watch->count) continue;
-    if (OpRecord* rec = st.find(watch->op)) release_hold(st, *rec, watch->first_task + (slot - watch->first_slot));
+    if (OpRecord* rec = st.find(watch->op))
+      release_hold(st, *rec, watch->first_task + (slot - watch->first_slot));
     record->unreleased -= 1;
   }
   if (record->unreleased == 0) {

@@ -55,7 +55,8 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         std::unordered_map<OpId, SubscribeBatch> by_op;
         for (auto& sub : batch.subscriptions) by_op[sub.op].subscriptions.push_back(std::move(sub));
         for (auto& [op, part] : by_op)
-          if (caf::actor* target = find_operation(self, op)) self->send(*target, subscribe_atom::value, std::move(part));
+          if (caf::actor* target = find_operation(self, op))
+            self->send(*target, subscribe_atom::value, std::move(part));
       },
       [=](input_atom, InputBatch& batch) {
         auto& st = self->state;
@@ -71,10 +72,12 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         }
       },
       [=](drop_atom, SlotBatch& batch) {
-        if (caf::actor* target = find_operation(self, batch.op)) self->send(*target, drop_atom::value, std::move(batch));
+        if (caf::actor* target = find_operation(self, batch.op))
+          self->send(*target, drop_atom::value, std::move(batch));
       },
       [=](cancel_atom, SlotBatch& batch) {
-        if (caf::actor* target = find_operation(self, batch.op)) self->send(*target, cancel_atom::value, std::move(batch));
+        if (caf::actor* target = find_operation(self, batch.op))
+          self->send(*target, cancel_atom::value, std::move(batch));
       },
       [=](steal_atom, OpId op, std::uint32_t most) {
         if (caf::actor* target = find_operation(self, op)) {

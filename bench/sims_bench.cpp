@@ -7,9 +7,13 @@
 
 int main(int argc, char** argv) try {
   using example::costly_simulation;
-  tessera::bench::Flags flags(
-      argc, argv,
-      {{"tasks", "500"}, {"workers", "10"}, {"threads", "4"}, {"max-sleep", "0.05"}, {"repeat", "5"}, {"partitions", "100"}});
+  tessera::bench::Flags flags(argc, argv,
+                              {{"tasks", "500"},
+                               {"workers", "10"},
+                               {"threads", "4"},
+                               {"max-sleep", "0.05"},
+                               {"repeat", "5"},
+                               {"partitions", "100"}});
   const auto n = static_cast<std::size_t>(flags.integer("tasks"));
   const auto workers = static_cast<std::uint32_t>(flags.integer("workers"));
   const auto threads = static_cast<std::uint32_t>(flags.integer("threads"));
@@ -32,7 +36,8 @@ int main(int argc, char** argv) try {
     std::cout << "{\"bench\":\"sims\",\"api\":\"" << api << "\",\"tasks\":" << n << ",\"workers\":" << workers
               << ",\"threads\":" << threads << ",\"max_sleep\":" << flags.real("max-sleep")
               << ",\"ideal_seconds\":" << n * flags.real("max-sleep") / 2 / (workers * threads)
-              << ",\"seconds\":" << tessera::bench::median(runs) << ",\"min_seconds\":" << *std::min_element(runs.begin(), runs.end())
+              << ",\"seconds\":" << tessera::bench::median(runs)
+              << ",\"min_seconds\":" << *std::min_element(runs.begin(), runs.end())
               << ",\"max_seconds\":" << *std::max_element(runs.begin(), runs.end()) << "}" << std::endl;
   };
   report("map", time([&] { client.gather(client.map(costly_simulation, params)); }));
@@ -43,7 +48,9 @@ int main(int argc, char** argv) try {
          }));
   const auto partitions = static_cast<std::uint32_t>(flags.integer("partitions"));
   report("bag", time([&] {
-           tessera::Bag<std::vector<double>>::from_sequence(params, partitions).map(costly_simulation).compute(client);
+           tessera::Bag<std::vector<double>>::from_sequence(params, partitions)
+               .map(costly_simulation)
+               .compute(client);
          }));
   return 0;
 } catch (const std::exception& e) {

@@ -11,9 +11,13 @@
 
 namespace {
 
-std::int64_t noop(std::int64_t x) { return x; }
+std::int64_t noop(std::int64_t x) {
+  return x;
+}
 TESSERA_TASK(noop);
-std::int64_t add(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(add);
 
 // Runs one repetition and returns (seconds, tasks run); checks the answer so nothing is skipped.
@@ -55,7 +59,8 @@ std::pair<double, std::int64_t> run_once(tessera::Client& client, const std::str
     std::int64_t tasks = n;
     while (level.size() > 1) {
       std::vector<tessera::Delayed<std::int64_t>> next;
-      for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(delayed(add)(level[i], level[i + 1]));
+      for (std::size_t i = 0; i + 1 < level.size(); i += 2)
+        next.push_back(delayed(add)(level[i], level[i + 1]));
       if (level.size() % 2) next.push_back(level.back());
       tasks += static_cast<std::int64_t>(level.size() / 2);
       level = std::move(next);
@@ -71,8 +76,9 @@ std::pair<double, std::int64_t> run_once(tessera::Client& client, const std::str
 }  // namespace
 
 int main(int argc, char** argv) try {
-  tessera::bench::Flags flags(argc, argv,
-                              {{"mode", "map"}, {"tasks", "1000000"}, {"workers", "1"}, {"threads", "2"}, {"repeat", "3"}});
+  tessera::bench::Flags flags(
+      argc, argv,
+      {{"mode", "map"}, {"tasks", "1000000"}, {"workers", "1"}, {"threads", "2"}, {"repeat", "3"}});
   const auto mode = flags.str("mode");
   const auto n = flags.integer("tasks");
   const auto workers = static_cast<std::uint32_t>(flags.integer("workers"));
@@ -88,8 +94,9 @@ int main(int argc, char** argv) try {
     tasks = t;
   }
   const double s = tessera::bench::median(times);
-  std::cout << "{\"bench\":\"tasks\",\"mode\":\"" << mode << "\",\"tasks\":" << tasks << ",\"workers\":" << workers
-            << ",\"threads\":" << threads << ",\"seconds\":" << s << ",\"rate\":" << static_cast<long long>(tasks / s)
+  std::cout << "{\"bench\":\"tasks\",\"mode\":\"" << mode << "\",\"tasks\":" << tasks
+            << ",\"workers\":" << workers << ",\"threads\":" << threads << ",\"seconds\":" << s
+            << ",\"rate\":" << static_cast<long long>(tasks / s)
             << ",\"peak_rss_mb\":" << tessera::bench::peak_rss_mb() << "}" << std::endl;
   return 0;
 } catch (const std::exception& e) {

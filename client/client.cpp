@@ -10,7 +10,8 @@ std::vector<Watch> coalesce(const std::vector<TaskRef>& tasks) {
     const TaskRef& t = tasks[slot];
     if (!watches.empty()) {
       Watch& last = watches.back();
-      if (last.op == t.op && last.first_task + last.count == t.index && last.first_slot + last.count == slot) {
+      if (last.op == t.op && last.first_task + last.count == t.index &&
+          last.first_slot + last.count == slot) {
         last.count += 1;
         continue;
       }
@@ -33,7 +34,8 @@ std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const Delay
   for (std::size_t i = 0; i < roots.size(); ++i)
     if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
   LoweredDelayed lowered = lower_delayed(roots);
-  return send(std::move(lowered.operations), coalesce(lowered.roots), static_cast<std::uint32_t>(roots.size()));
+  return send(std::move(lowered.operations), coalesce(lowered.roots),
+              static_cast<std::uint32_t>(roots.size()));
 }
 
 void Client::release_all(ResultSink& sink) {

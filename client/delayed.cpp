@@ -11,7 +11,9 @@ FutureArgument::FutureArgument(std::shared_ptr<ResultSink> sink, std::uint32_t s
 
 FutureArgument::FutureArgument(const FutureArgument& other) : FutureArgument(other.sink_, other.slot_) {}
 
-FutureArgument::~FutureArgument() { sink_->release(slot_); }
+FutureArgument::~FutureArgument() {
+  sink_->release(slot_);
+}
 
 DelayedNode::~DelayedNode() {
   // Take over children that only this node keeps alive, so each is destroyed here, not recursively.
@@ -81,7 +83,8 @@ LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots) {
         }
       }
     }
-    out.operations.push_back(std::make_shared<Operation>(*group.function, static_cast<std::uint32_t>(group.nodes.size()),
+    out.operations.push_back(std::make_shared<Operation>(*group.function,
+                                                         static_cast<std::uint32_t>(group.nodes.size()),
                                                          std::move(columns), std::string{}, group.id));
   }
   out.roots.reserve(roots.size());

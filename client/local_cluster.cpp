@@ -9,7 +9,9 @@
 namespace tessera {
 
 namespace {
-std::uint32_t cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+std::uint32_t cores() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 }  // namespace
 
 LocalCluster::LocalCluster(ClusterOptions options) : options_(options) {
@@ -39,10 +41,11 @@ void LocalCluster::scale(std::uint32_t workers) {
     auto worker = spawn_worker(*system_, scheduler_, WorkerOptions{options_.threads_per_worker});
     std::uint32_t id = 0;
     self->request(scheduler_, caf::infinite, register_atom::value, worker, options_.threads_per_worker)
-        .receive([&](std::uint32_t assigned) { id = assigned; },
-                 [&](const caf::error& e) {
-                   throw std::runtime_error("LocalCluster: worker registration failed: " + system_->render(e));
-                 });
+        .receive(
+            [&](std::uint32_t assigned) { id = assigned; },
+            [&](const caf::error& e) {
+              throw std::runtime_error("LocalCluster: worker registration failed: " + system_->render(e));
+            });
     active_.push_back(id);
   }
   while (active_.size() > workers) {

@@ -39,8 +39,7 @@ struct Codec<Value> {
 };
 
 template <std::integral T>
-  requires(!std::same_as<T, bool>)
-struct Codec<T> {
+requires(!std::same_as<T, bool>) struct Codec<T> {
   static std::string type_name() { return "int"; }
   static Value encode(T v) {
     if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
@@ -98,7 +97,8 @@ struct Codec<std::vector<double>> {
   static Value encode(const std::vector<double>& v) { return Value(v); }
   static std::vector<double> decode(const Value& v) {
     switch (v.kind()) {
-      case ValueKind::doubles: return v.as_doubles();
+      case ValueKind::doubles:
+        return v.as_doubles();
       case ValueKind::vector: {
         const auto& e = v.as_vector();
         return std::vector<double>(e.data(), e.data() + e.size());
@@ -109,7 +109,8 @@ struct Codec<std::vector<double>> {
         for (const auto& item : v.as_list()) out.push_back(item.as_double());
         return out;
       }
-      default: return v.as_doubles();  // throws, naming both kinds
+      default:
+        return v.as_doubles();  // throws, naming both kinds
     }
   }
 };
@@ -125,7 +126,9 @@ struct Codec<Eigen::VectorXd> {
     }
     return v.as_vector();
   }
-  static bool accepts(const Value& v) { return v.kind() == ValueKind::vector || v.kind() == ValueKind::doubles; }
+  static bool accepts(const Value& v) {
+    return v.kind() == ValueKind::vector || v.kind() == ValueKind::doubles;
+  }
 };
 
 template <>
@@ -155,7 +158,8 @@ struct Codec<std::tuple<Ts...>> {
   static Value encode(const std::tuple<Ts...>& t) {
     Value::List list;
     list.reserve(sizeof...(Ts));
-    std::apply([&](const auto&... x) { (list.push_back(Codec<std::decay_t<decltype(x)>>::encode(x)), ...); }, t);
+    std::apply([&](const auto&... x) { (list.push_back(Codec<std::decay_t<decltype(x)>>::encode(x)), ...); },
+               t);
     return Value(std::move(list));
   }
   static std::tuple<Ts...> decode(const Value& v) {
@@ -163,14 +167,19 @@ struct Codec<std::tuple<Ts...>> {
     detail::check_list_size(list, sizeof...(Ts), type_name());
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::tuple<Ts...>(Codec<Ts>::decode(list[I])...);
-    }(std::index_sequence_for<Ts...>{});
+    }
+    (std::index_sequence_for<Ts...>{});
   }
 };
 
 template <HasCodec A, HasCodec B>
 struct Codec<std::pair<A, B>> {
-  static std::string type_name() { return "pair<" + Codec<A>::type_name() + "," + Codec<B>::type_name() + ">"; }
-  static Value encode(const std::pair<A, B>& p) { return Value(Value::List{Codec<A>::encode(p.first), Codec<B>::encode(p.second)}); }
+  static std::string type_name() {
+    return "pair<" + Codec<A>::type_name() + "," + Codec<B>::type_name() + ">";
+  }
+  static Value encode(const std::pair<A, B>& p) {
+    return Value(Value::List{Codec<A>::encode(p.first), Codec<B>::encode(p.second)});
+  }
   static std::pair<A, B> decode(const Value& v) {
     const auto& list = v.as_list();
     detail::check_list_size(list, 2, type_name());
@@ -179,8 +188,7 @@ struct Codec<std::pair<A, B>> {
 };
 
 template <HasCodec T>
-  requires(!std::same_as<T, double>)
-struct Codec<std::vector<T>> {
+requires(!std::same_as<T, double>) struct Codec<std::vector<T>> {
   static std::string type_name() { return "vector<" + Codec<T>::type_name() + ">"; }
   static Value encode(const std::vector<T>& items) {
     Value::List list;

@@ -14,7 +14,8 @@ GraphSpec& GraphSpec::add(std::string key, std::string function, std::vector<Spe
 namespace {
 
 // Finds one cycle among the tasks Kahn's algorithm could not order, and names its keys in order.
-std::string describe_cycle(const std::map<std::string, TaskSpec>& tasks, const std::map<std::string, int>& indegree) {
+std::string describe_cycle(const std::map<std::string, TaskSpec>& tasks,
+                           const std::map<std::string, int>& indegree) {
   std::string start;
   for (const auto& [key, deg] : indegree)
     if (deg > 0) {
@@ -53,21 +54,22 @@ LoweredGraph lower(const GraphSpec& spec) {
       throw SubmissionError("task '" + key + "': unknown task function '" + task.function +
                             "': register it with TESSERA_TASK or tessera::register_task");
     if (task.args.size() != fn->arity())
-      throw SubmissionError("task '" + key + "': " + fn->signature() + " takes " + std::to_string(fn->arity()) +
-                            " arguments, got " + std::to_string(task.args.size()));
+      throw SubmissionError("task '" + key + "': " + fn->signature() + " takes " +
+                            std::to_string(fn->arity()) + " arguments, got " +
+                            std::to_string(task.args.size()));
     int deps = 0;
     for (std::size_t j = 0; j < task.args.size(); ++j) {
       if (const Key* k = std::get_if<Key>(&task.args[j])) {
         if (!tasks.count(k->name))
-          throw SubmissionError("task '" + key + "': argument " + std::to_string(j) + " depends on missing key '" +
-                                k->name + "'");
+          throw SubmissionError("task '" + key + "': argument " + std::to_string(j) +
+                                " depends on missing key '" + k->name + "'");
         ++deps;
         dependents[k->name].push_back(key);
       } else if (!fn->argument_accepts[j](std::get<Value>(task.args[j]))) {
         const Value& v = std::get<Value>(task.args[j]);
-        throw SubmissionError("task '" + key + "': " + fn->name + " argument " + std::to_string(j) + " expects " +
-                              fn->argument_types[j] + ", got " + std::string(kind_name(v.kind())) + " " +
-                              v.to_string(40));
+        throw SubmissionError("task '" + key + "': " + fn->name + " argument " + std::to_string(j) +
+                              " expects " + fn->argument_types[j] + ", got " +
+                              std::string(kind_name(v.kind())) + " " + v.to_string(40));
       }
     }
     indegree[key] = deps;
@@ -83,7 +85,8 @@ LoweredGraph lower(const GraphSpec& spec) {
     for (const auto& d : dependents[key])
       if (--indegree[d] == 0) frontier.push_back(d);
   }
-  if (order.size() != tasks.size()) throw SubmissionError("graph has a cycle: " + describe_cycle(tasks, indegree));
+  if (order.size() != tasks.size())
+    throw SubmissionError("graph has a cycle: " + describe_cycle(tasks, indegree));
 
   // One operation per function; ids are fixed before building columns so references can point forward.
   struct Group {
@@ -117,7 +120,8 @@ LoweredGraph lower(const GraphSpec& spec) {
         }
       }
     }
-    out.operations.push_back(std::make_shared<Operation>(*group.fn, group.keys, std::move(columns), ids.at(name)));
+    out.operations.push_back(
+        std::make_shared<Operation>(*group.fn, group.keys, std::move(columns), ids.at(name)));
   }
   for (auto& [key, ref] : out.refs) ref.op = ids.at(tasks.at(key).function);
   return out;

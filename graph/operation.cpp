@@ -20,8 +20,8 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
 }
 }  // namespace
 
-Operation::Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Column> columns, std::string name_hint,
-                     OpId id)
+Operation::Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Column> columns,
+                     std::string name_hint, OpId id)
     : id_(id ? id : next_op_id()), fn_(&fn), size_(size), columns_(std::move(columns)) {
   if (columns_.size() != fn.arity())
     throw SubmissionError(fn.signature() + " takes " + std::to_string(fn.arity()) + " argument" +
@@ -37,8 +37,9 @@ Operation::Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Col
     auto check = [&](const Arg& arg, std::uint32_t task) {
       if (const Value* literal = std::get_if<Value>(&arg)) {
         if (!fn.argument_accepts[j](*literal))
-          throw SubmissionError(fn.name + ": argument " + std::to_string(j) + " expects " + fn.argument_types[j] +
-                                ", got " + std::string(kind_name(literal->kind())) + " " + literal->to_string(40) +
+          throw SubmissionError(fn.name + ": argument " + std::to_string(j) + " expects " +
+                                fn.argument_types[j] + ", got " + std::string(kind_name(literal->kind())) +
+                                " " + literal->to_string(40) +
                                 (size_ > 1 ? " (task " + std::to_string(task) + ")" : ""));
         hash = mix(hash, literal->content_hash());
       } else {
@@ -65,7 +66,8 @@ std::uint32_t Operation::reference_count(std::uint32_t task) const {
   return n;
 }
 
-Operation::Operation(const TaskFunction& fn, std::vector<std::string> keys, std::vector<Column> columns, OpId id)
+Operation::Operation(const TaskFunction& fn, std::vector<std::string> keys, std::vector<Column> columns,
+                     OpId id)
     : Operation(fn, static_cast<std::uint32_t>(keys.size()), std::move(columns), {}, id) {
   keys_ = std::move(keys);
 }

@@ -37,9 +37,10 @@ struct Column {
 class Operation {
  public:
   // Validates arity and literal argument types; throws SubmissionError naming the function and argument.
-  // `id` 0 takes a fresh id; lowering passes ids reserved with next_op_id() so layers can refer to each other.
-  Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Column> columns, std::string name_hint = {},
-            OpId id = 0);
+  // `id` 0 takes a fresh id; lowering passes ids reserved with next_op_id() so layers can refer to each
+  // other.
+  Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Column> columns,
+            std::string name_hint = {}, OpId id = 0);
   // The same, with user-chosen task keys (one per task), as in a graph given as a key -> task dictionary.
   Operation(const TaskFunction& fn, std::vector<std::string> keys, std::vector<Column> columns, OpId id = 0);
 

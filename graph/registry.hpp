@@ -95,7 +95,7 @@ TaskFunction make_task_function(std::string name, F fn, std::tuple<A...>*) {
     if (args.size() != sizeof...(A))
       throw TypeError(fn_name + " takes " + std::to_string(sizeof...(A)) + " arguments, got " +
                       std::to_string(args.size()));
-    return [&]<std::size_t... I>(std::index_sequence<I...>) -> Value {
+    return [&]<std::size_t... I>(std::index_sequence<I...>)->Value {
       auto decode = [&]<class T>(std::size_t i, std::type_identity<T>) -> T {
         try {
           return Codec<T>::decode(args[i]);
@@ -110,7 +110,8 @@ TaskFunction make_task_function(std::string name, F fn, std::tuple<A...>*) {
       } else {
         return Codec<std::remove_cvref_t<R>>::encode(fn(decode(I, std::type_identity<A>{})...));
       }
-    }(std::index_sequence_for<A...>{});
+    }
+    (std::index_sequence_for<A...>{});
   };
   return out;
 }
@@ -143,9 +144,10 @@ auto register_task(std::string name, F fn) {
   std::uintptr_t identity = 0;
   if constexpr (std::is_pointer_v<std::decay_t<F>>) identity = reinterpret_cast<std::uintptr_t>(fn);
   auto fn_copy = fn;
-  const TaskFunction& registered = Registry::global().add(
-      detail::make_task_function<std::decay_t<F>, R>(std::move(name), std::move(fn_copy), static_cast<Args*>(nullptr)),
-      identity);
+  const TaskFunction& registered =
+      Registry::global().add(detail::make_task_function<std::decay_t<F>, R>(
+                                 std::move(name), std::move(fn_copy), static_cast<Args*>(nullptr)),
+                             identity);
   return typename detail::handle_for<R, Args>::type{&registered};
 }
 

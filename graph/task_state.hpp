@@ -18,12 +18,18 @@ enum class TaskState : std::uint8_t {
 
 constexpr std::string_view state_name(TaskState s) {
   switch (s) {
-    case TaskState::waiting: return "waiting";
-    case TaskState::ready: return "ready";
-    case TaskState::running: return "running";
-    case TaskState::done: return "done";
-    case TaskState::erred: return "erred";
-    case TaskState::cancelled: return "cancelled";
+    case TaskState::waiting:
+      return "waiting";
+    case TaskState::ready:
+      return "ready";
+    case TaskState::running:
+      return "running";
+    case TaskState::done:
+      return "done";
+    case TaskState::erred:
+      return "erred";
+    case TaskState::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }

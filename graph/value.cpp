@@ -8,17 +8,28 @@ namespace tessera {
 
 std::string_view kind_name(ValueKind kind) {
   switch (kind) {
-    case ValueKind::none: return "none";
-    case ValueKind::integer: return "int";
-    case ValueKind::real: return "double";
-    case ValueKind::boolean: return "bool";
-    case ValueKind::string: return "string";
-    case ValueKind::bytes: return "bytes";
-    case ValueKind::doubles: return "vector<double>";
-    case ValueKind::vector: return "Eigen::VectorXd";
-    case ValueKind::matrix: return "Eigen::MatrixXd";
-    case ValueKind::list: return "list";
-    case ValueKind::custom: return "custom";
+    case ValueKind::none:
+      return "none";
+    case ValueKind::integer:
+      return "int";
+    case ValueKind::real:
+      return "double";
+    case ValueKind::boolean:
+      return "bool";
+    case ValueKind::string:
+      return "string";
+    case ValueKind::bytes:
+      return "bytes";
+    case ValueKind::doubles:
+      return "vector<double>";
+    case ValueKind::vector:
+      return "Eigen::VectorXd";
+    case ValueKind::matrix:
+      return "Eigen::MatrixXd";
+    case ValueKind::list:
+      return "list";
+    case ValueKind::custom:
+      return "custom";
   }
   return "unknown";
 }
@@ -45,10 +56,10 @@ bool Value::as_bool() const {
   throw_kind(ValueKind::boolean);
 }
 
-#define TESSERA_VALUE_ACCESSOR(method, type, kind_value)                      \
-  const type& Value::method() const {                                         \
+#define TESSERA_VALUE_ACCESSOR(method, type, kind_value)                        \
+  const type& Value::method() const {                                           \
     if (auto* v = std::get_if<std::shared_ptr<const type>>(&data_)) return **v; \
-    throw_kind(kind_value);                                                   \
+    throw_kind(kind_value);                                                     \
   }
 TESSERA_VALUE_ACCESSOR(as_string, std::string, ValueKind::string)
 TESSERA_VALUE_ACCESSOR(as_bytes, Bytes, ValueKind::bytes)
@@ -62,19 +73,28 @@ TESSERA_VALUE_ACCESSOR(as_custom, CustomValue, ValueKind::custom)
 bool Value::operator==(const Value& other) const {
   if (kind() != other.kind()) return false;
   switch (kind()) {
-    case ValueKind::none: return true;
-    case ValueKind::integer: return as_int() == other.as_int();
-    case ValueKind::real: return as_double() == other.as_double();
-    case ValueKind::boolean: return as_bool() == other.as_bool();
-    case ValueKind::string: return as_string() == other.as_string();
-    case ValueKind::bytes: return as_bytes() == other.as_bytes();
-    case ValueKind::doubles: return as_doubles() == other.as_doubles();
-    case ValueKind::vector: return as_vector() == other.as_vector();
+    case ValueKind::none:
+      return true;
+    case ValueKind::integer:
+      return as_int() == other.as_int();
+    case ValueKind::real:
+      return as_double() == other.as_double();
+    case ValueKind::boolean:
+      return as_bool() == other.as_bool();
+    case ValueKind::string:
+      return as_string() == other.as_string();
+    case ValueKind::bytes:
+      return as_bytes() == other.as_bytes();
+    case ValueKind::doubles:
+      return as_doubles() == other.as_doubles();
+    case ValueKind::vector:
+      return as_vector() == other.as_vector();
     case ValueKind::matrix: {
       const auto &a = as_matrix(), &b = other.as_matrix();
       return a.rows() == b.rows() && a.cols() == b.cols() && a == b;
     }
-    case ValueKind::list: return as_list() == other.as_list();
+    case ValueKind::list:
+      return as_list() == other.as_list();
     case ValueKind::custom:
       return as_custom().type_name == other.as_custom().type_name &&
              *as_custom().payload == *other.as_custom().payload;
@@ -85,12 +105,24 @@ bool Value::operator==(const Value& other) const {
 std::string Value::to_string(std::size_t max_chars) const {
   std::ostringstream out;
   switch (kind()) {
-    case ValueKind::none: out << "none"; break;
-    case ValueKind::integer: out << as_int(); break;
-    case ValueKind::real: out << as_double(); break;
-    case ValueKind::boolean: out << (as_bool() ? "true" : "false"); break;
-    case ValueKind::string: out << '"' << as_string() << '"'; break;
-    case ValueKind::bytes: out << "bytes[" << as_bytes().data.size() << "]"; break;
+    case ValueKind::none:
+      out << "none";
+      break;
+    case ValueKind::integer:
+      out << as_int();
+      break;
+    case ValueKind::real:
+      out << as_double();
+      break;
+    case ValueKind::boolean:
+      out << (as_bool() ? "true" : "false");
+      break;
+    case ValueKind::string:
+      out << '"' << as_string() << '"';
+      break;
+    case ValueKind::bytes:
+      out << "bytes[" << as_bytes().data.size() << "]";
+      break;
     case ValueKind::doubles: {
       out << '[';
       const auto& v = as_doubles();
@@ -99,8 +131,12 @@ std::string Value::to_string(std::size_t max_chars) const {
       out << ']';
       break;
     }
-    case ValueKind::vector: out << "VectorXd[" << as_vector().size() << "]"; break;
-    case ValueKind::matrix: out << "MatrixXd[" << as_matrix().rows() << "x" << as_matrix().cols() << "]"; break;
+    case ValueKind::vector:
+      out << "VectorXd[" << as_vector().size() << "]";
+      break;
+    case ValueKind::matrix:
+      out << "MatrixXd[" << as_matrix().rows() << "x" << as_matrix().cols() << "]";
+      break;
     case ValueKind::list: {
       out << '(';
       const auto& v = as_list();
@@ -109,7 +145,9 @@ std::string Value::to_string(std::size_t max_chars) const {
       out << ')';
       break;
     }
-    case ValueKind::custom: out << as_custom().type_name << '{' << as_custom().payload->to_string(max_chars) << '}'; break;
+    case ValueKind::custom:
+      out << as_custom().type_name << '{' << as_custom().payload->to_string(max_chars) << '}';
+      break;
   }
   std::string text = out.str();
   if (text.size() > max_chars) text = text.substr(0, max_chars) + "...";
@@ -127,17 +165,24 @@ std::uint64_t hash_bytes(const void* data, std::size_t n, std::uint64_t h = 1469
 std::uint64_t Value::content_hash() const {
   const std::uint64_t seed = static_cast<std::uint64_t>(kind()) * 0x9e3779b97f4a7c15ULL;
   switch (kind()) {
-    case ValueKind::none: return seed;
-    case ValueKind::integer: return seed ^ static_cast<std::uint64_t>(as_int()) * 0xff51afd7ed558ccdULL;
+    case ValueKind::none:
+      return seed;
+    case ValueKind::integer:
+      return seed ^ static_cast<std::uint64_t>(as_int()) * 0xff51afd7ed558ccdULL;
     case ValueKind::real: {
       const double d = as_double();
       return hash_bytes(&d, sizeof d, seed);
     }
-    case ValueKind::boolean: return seed + as_bool();
-    case ValueKind::string: return hash_bytes(as_string().data(), as_string().size(), seed);
-    case ValueKind::bytes: return hash_bytes(as_bytes().data.data(), as_bytes().data.size(), seed);
-    case ValueKind::doubles: return hash_bytes(as_doubles().data(), as_doubles().size() * sizeof(double), seed);
-    case ValueKind::vector: return hash_bytes(as_vector().data(), as_vector().size() * sizeof(double), seed);
+    case ValueKind::boolean:
+      return seed + as_bool();
+    case ValueKind::string:
+      return hash_bytes(as_string().data(), as_string().size(), seed);
+    case ValueKind::bytes:
+      return hash_bytes(as_bytes().data.data(), as_bytes().data.size(), seed);
+    case ValueKind::doubles:
+      return hash_bytes(as_doubles().data(), as_doubles().size() * sizeof(double), seed);
+    case ValueKind::vector:
+      return hash_bytes(as_vector().data(), as_vector().size() * sizeof(double), seed);
     case ValueKind::matrix: {
       const auto& m = as_matrix();
       return hash_bytes(m.data(), m.size() * sizeof(double), seed ^ static_cast<std::uint64_t>(m.rows()));
@@ -148,25 +193,33 @@ std::uint64_t Value::content_hash() const {
       return h;
     }
     case ValueKind::custom:
-      return hash_bytes(as_custom().type_name.data(), as_custom().type_name.size(), as_custom().payload->content_hash());
+      return hash_bytes(as_custom().type_name.data(), as_custom().type_name.size(),
+                        as_custom().payload->content_hash());
   }
   return seed;
 }
 
 std::size_t Value::payload_bytes() const {
   switch (kind()) {
-    case ValueKind::string: return as_string().size();
-    case ValueKind::bytes: return as_bytes().data.size();
-    case ValueKind::doubles: return as_doubles().size() * sizeof(double);
-    case ValueKind::vector: return static_cast<std::size_t>(as_vector().size()) * sizeof(double);
-    case ValueKind::matrix: return static_cast<std::size_t>(as_matrix().size()) * sizeof(double);
+    case ValueKind::string:
+      return as_string().size();
+    case ValueKind::bytes:
+      return as_bytes().data.size();
+    case ValueKind::doubles:
+      return as_doubles().size() * sizeof(double);
+    case ValueKind::vector:
+      return static_cast<std::size_t>(as_vector().size()) * sizeof(double);
+    case ValueKind::matrix:
+      return static_cast<std::size_t>(as_matrix().size()) * sizeof(double);
     case ValueKind::list: {
       std::size_t total = 0;
       for (const auto& v : as_list()) total += sizeof(Value) + v.payload_bytes();
       return total;
     }
-    case ValueKind::custom: return as_custom().payload->payload_bytes();
-    default: return 0;
+    case ValueKind::custom:
+      return as_custom().payload->payload_bytes();
+    default:
+      return 0;
   }
 }
 

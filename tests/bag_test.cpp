@@ -6,13 +6,21 @@
 
 namespace {
 
-std::int64_t square(std::int64_t x) { return x * x; }
+std::int64_t square(std::int64_t x) {
+  return x * x;
+}
 TESSERA_TASK(square);
-bool is_even(std::int64_t x) { return x % 2 == 0; }
+bool is_even(std::int64_t x) {
+  return x % 2 == 0;
+}
 TESSERA_TASK(is_even);
-std::int64_t plus(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t plus(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(plus);
-double total(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+double total(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0);
+}
 TESSERA_TASK(total);
 
 using Bag = tessera::Bag<std::int64_t>;
@@ -41,7 +49,8 @@ TEST_P(BagTest, MapFilterFoldMatchLoops) {
   std::int64_t sum_of_even_squares = 0;
   for (auto x : evens) sum_of_even_squares += x * x;
   EXPECT_EQ(client.compute(bag.filter(is_even).map(square).fold(plus, std::int64_t{0})), sum_of_even_squares);
-  EXPECT_EQ(client.compute(bag.map(square).reduce(plus)), std::accumulate(squares.begin(), squares.end(), std::int64_t{0}));
+  EXPECT_EQ(client.compute(bag.map(square).reduce(plus)),
+            std::accumulate(squares.begin(), squares.end(), std::int64_t{0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Partitions, BagTest, ::testing::Values(1u, 3u, 7u, 100u, 500u));

@@ -8,11 +8,17 @@ namespace {
 
 using tessera::delayed;
 
-std::int64_t inc(std::int64_t x) { return x + 1; }
+std::int64_t inc(std::int64_t x) {
+  return x + 1;
+}
 TESSERA_TASK(inc);
-std::int64_t add(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(add);
-std::string label(std::int64_t x) { return "n=" + std::to_string(x); }
+std::string label(std::int64_t x) {
+  return "n=" + std::to_string(x);
+}
 TESSERA_TASK(label);
 std::atomic<int> calls{0};
 std::int64_t counted(std::int64_t x) {
@@ -85,7 +91,8 @@ TEST_F(DelayedTest, WrongArgumentTypeIsCaughtBeforeRunning) {
     client.get(g, {"k"});
     FAIL();
   } catch (const tessera::SubmissionError& e) {
-    EXPECT_NE(std::string(e.what()).find("inc argument 0 expects int, got double"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("inc argument 0 expects int, got double"), std::string::npos)
+        << e.what();
   }
 }
 

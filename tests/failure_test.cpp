@@ -13,9 +13,13 @@ std::int64_t fragile(std::int64_t x) {
   return x;
 }
 TESSERA_TASK(fragile);
-std::int64_t add(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(add);
-std::int64_t throws_int(std::int64_t) { throw 42; }
+std::int64_t throws_int(std::int64_t) {
+  throw 42;
+}
 TESSERA_TASK(throws_int);
 
 class FailureTest : public ::testing::Test {
@@ -38,7 +42,8 @@ TEST_F(FailureTest, ErrorNamesFunctionKeyAndMessage) {
     f.result();
     FAIL();
   } catch (const tessera::TaskFailed& e) {
-    EXPECT_NE(std::string(e.what()).find("(fragile) failed: unlucky number 13"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(fragile) failed: unlucky number 13"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -6,9 +6,13 @@
 
 namespace {
 
-std::int64_t increment(std::int64_t x) { return x + 1; }
+std::int64_t increment(std::int64_t x) {
+  return x + 1;
+}
 TESSERA_TASK(increment);
-std::int64_t add(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(add);
 double scale_sum(const std::vector<double>& v, double factor) {
   double s = 0;
@@ -16,7 +20,9 @@ double scale_sum(const std::vector<double>& v, double factor) {
   return s * factor;
 }
 TESSERA_TASK(scale_sum);
-std::string greet(const std::string& name) { return "hello " + name; }
+std::string greet(const std::string& name) {
+  return "hello " + name;
+}
 TESSERA_TASK(greet);
 std::int64_t sleepy(std::int64_t ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));

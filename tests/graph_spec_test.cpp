@@ -9,9 +9,13 @@ namespace {
 using tessera::Key;
 using tessera::Value;
 
-std::int64_t inc(std::int64_t x) { return x + 1; }
+std::int64_t inc(std::int64_t x) {
+  return x + 1;
+}
 TESSERA_TASK(inc);
-std::int64_t sum2(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t sum2(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(sum2);
 
 std::string rejection(const tessera::GraphSpec& spec) {
@@ -38,7 +42,10 @@ TEST(GraphSpec, RunsADiamond) {
 
 TEST(GraphSpec, CycleIsRejectedNamingItsKeys) {
   tessera::GraphSpec g;
-  g.add("x", "inc", {Key{"z"}}).add("y", "inc", {Key{"x"}}).add("z", "inc", {Key{"y"}}).add("w", "inc", {Value(std::int64_t{0})});
+  g.add("x", "inc", {Key{"z"}})
+      .add("y", "inc", {Key{"x"}})
+      .add("z", "inc", {Key{"y"}})
+      .add("w", "inc", {Value(std::int64_t{0})});
   const auto why = rejection(g);
   EXPECT_NE(why.find("cycle"), std::string::npos) << why;
   for (const char* key : {"x", "y", "z"}) EXPECT_NE(why.find(key), std::string::npos) << why;
@@ -58,7 +65,8 @@ TEST(GraphSpec, UnknownFunctionArityAndTypeAreRejected) {
   arity.add("k", "sum2", {Value(std::int64_t{1})});
   type.add("k", "inc", {Value(std::string("one"))});
   EXPECT_NE(rejection(unknown).find("task 'k': unknown task function 'no_such_fn'"), std::string::npos);
-  EXPECT_NE(rejection(arity).find("task 'k': sum2(int, int) -> int takes 2 arguments, got 1"), std::string::npos)
+  EXPECT_NE(rejection(arity).find("task 'k': sum2(int, int) -> int takes 2 arguments, got 1"),
+            std::string::npos)
       << rejection(arity);
   EXPECT_NE(rejection(type).find("task 'k': inc argument 0 expects int, got string"), std::string::npos)
       << rejection(type);

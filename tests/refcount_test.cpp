@@ -12,9 +12,13 @@ namespace {
 using tessera::HeldResults;
 using tessera::testing::eventually;
 
-std::vector<double> block(std::int64_t n) { return std::vector<double>(static_cast<std::size_t>(n), 1.0); }
+std::vector<double> block(std::int64_t n) {
+  return std::vector<double>(static_cast<std::size_t>(n), 1.0);
+}
 TESSERA_TASK(block);
-double block_sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+double block_sum(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0);
+}
 TESSERA_TASK(block_sum);
 
 bool nothing_held(tessera::LocalCluster& cluster) {
@@ -43,7 +47,8 @@ TEST(RefCount, IntermediatesAreFreedOnceTheirConsumersFinish) {
   tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
   tessera::Client client{cluster};
   std::vector<tessera::Delayed<double>> sums;
-  for (int i = 0; i < 32; ++i) sums.push_back(tessera::delayed(block_sum)(tessera::delayed(block)(std::int64_t{1 << 16})));
+  for (int i = 0; i < 32; ++i)
+    sums.push_back(tessera::delayed(block_sum)(tessera::delayed(block)(std::int64_t{1 << 16})));
   auto futures = client.persist(sums);
   for (auto& f : futures) EXPECT_DOUBLE_EQ(f.result(), double(1 << 16));
   // Only the 32 small sums remain held: every 512 KiB block was released when its sum finished.
@@ -56,7 +61,8 @@ TEST(RefCount, IntermediatesAreFreedOnceTheirConsumersFinish) {
 TEST(RefCount, ComputeLeavesNothingBehind) {
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
-  EXPECT_DOUBLE_EQ(client.compute(tessera::delayed(block_sum)(tessera::delayed(block)(std::int64_t{1000}))), 1000.0);
+  EXPECT_DOUBLE_EQ(client.compute(tessera::delayed(block_sum)(tessera::delayed(block)(std::int64_t{1000}))),
+                   1000.0);
   EXPECT_TRUE(eventually([&] { return nothing_held(cluster); }));
 }
 

@@ -5,14 +5,17 @@
 
 namespace {
 
-double weighted(const std::vector<double>& xs, double w) { return xs.empty() ? 0 : xs.front() * w; }
+double weighted(const std::vector<double>& xs, double w) {
+  return xs.empty() ? 0 : xs.front() * w;
+}
 TESSERA_TASK(weighted);
 
 TEST(Registry, FindsByNameAndPointer) {
   const auto* by_name = tessera::Registry::global().find("weighted");
   ASSERT_NE(by_name, nullptr);
   EXPECT_EQ(by_name->signature(), "weighted(vector<double>, double) -> double");
-  EXPECT_EQ(tessera::Registry::global().find_by_identity(reinterpret_cast<std::uintptr_t>(&weighted)), by_name);
+  EXPECT_EQ(tessera::Registry::global().find_by_identity(reinterpret_cast<std::uintptr_t>(&weighted)),
+            by_name);
   std::vector<tessera::Value> args{tessera::Value(std::vector<double>{2.0}), tessera::Value(3.0)};
   EXPECT_DOUBLE_EQ(by_name->invoke(args).as_double(), 6.0);
 }
@@ -35,7 +38,8 @@ TEST(Registry, UnknownNameIsAClearError) {
 
 TEST(Registry, ANameCannotBeTakenTwice) {
   tessera::register_task("registry_test.once", [](std::int64_t x) { return x; });
-  EXPECT_THROW(tessera::register_task("registry_test.once", [](double x) { return x; }), tessera::SubmissionError);
+  EXPECT_THROW(tessera::register_task("registry_test.once", [](double x) { return x; }),
+               tessera::SubmissionError);
 }
 
 TEST(Registry, WrongArgumentTypeAtInvokeNamesTheArgument) {

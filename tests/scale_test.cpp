@@ -14,7 +14,9 @@ std::int64_t slow_double(std::int64_t x) {
   return 2 * x;
 }
 TESSERA_TASK(slow_double);
-std::int64_t add(std::int64_t a, std::int64_t b) { return a + b; }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
 TESSERA_TASK(add);
 
 std::vector<std::int64_t> range(std::int64_t n) {
@@ -49,7 +51,8 @@ TEST(Scale, ResultsOfARetiredWorkerMoveAndStayUsable) {
   cluster.scale(1);
   ASSERT_TRUE(cluster.wait_for_workers(1));
   // The moved results arrive at their new worker asynchronously; none is lost.
-  EXPECT_TRUE(tessera::testing::eventually([&] { return tessera::HeldResults::instance().count.load() == held; }));
+  EXPECT_TRUE(
+      tessera::testing::eventually([&] { return tessera::HeldResults::instance().count.load() == held; }));
   // The held results feed new tasks on the remaining worker.
   auto sums = client.map(add, futures, futures);
   auto out = client.gather(sums);

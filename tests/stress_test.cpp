@@ -6,12 +6,18 @@
 
 namespace {
 
-std::int64_t leaf(std::int64_t seed) { return seed % 1000; }
+std::int64_t leaf(std::int64_t seed) {
+  return seed % 1000;
+}
 TESSERA_TASK(leaf);
 // Mixing keeps values bounded and makes any misrouted input visible.
-std::int64_t mix2(std::int64_t a, std::int64_t b) { return (a * 31 + b * 17 + 7) % 1000003; }
+std::int64_t mix2(std::int64_t a, std::int64_t b) {
+  return (a * 31 + b * 17 + 7) % 1000003;
+}
 TESSERA_TASK(mix2);
-std::int64_t mix1(std::int64_t a) { return (a * 13 + 5) % 1000003; }
+std::int64_t mix1(std::int64_t a) {
+  return (a * 13 + 5) % 1000003;
+}
 TESSERA_TASK(mix1);
 
 TEST(Stress, MillionTaskRandomDagMatchesSequentialEvaluation) {
@@ -30,14 +36,14 @@ TEST(Stress, MillionTaskRandomDagMatchesSequentialEvaluation) {
     const std::size_t a = i - 1 - rng() % std::max<std::size_t>(window, 1);
     const std::size_t b = i - 1 - rng() % std::max<std::size_t>(window, 1);
     nodes[i] = Node{kind, a, b};
-    expected[i] = kind == 0 ? leaf(static_cast<std::int64_t>(i))
+    expected[i] = kind == 0   ? leaf(static_cast<std::int64_t>(i))
                   : kind == 1 ? mix1(expected[a])
                               : mix2(expected[a], expected[b]);
   }
   std::vector<tessera::Delayed<std::int64_t>> graph(kTasks);
   for (std::size_t i = 0; i < kTasks; ++i) {
     const Node& n = nodes[i];
-    graph[i] = n.kind == 0 ? tessera::delayed(leaf)(static_cast<std::int64_t>(i))
+    graph[i] = n.kind == 0   ? tessera::delayed(leaf)(static_cast<std::int64_t>(i))
                : n.kind == 1 ? tessera::delayed(mix1)(graph[n.a])
                              : tessera::delayed(mix2)(graph[n.a], graph[n.b]);
   }

@@ -15,7 +15,9 @@ template <class T>
 class AsCompleted {
  public:
   explicit AsCompleted(std::vector<Future<T>> futures)
-      : futures_(std::move(futures)), queue_(std::make_shared<CompletionQueue>()), remaining_(futures_.size()) {
+      : futures_(std::move(futures)),
+        queue_(std::make_shared<CompletionQueue>()),
+        remaining_(futures_.size()) {
     std::set<ResultSink*> sinks;
     for (std::size_t i = 0; i < futures_.size(); ++i) {
       pending_[{futures_[i].sink().get(), futures_[i].slot()}].push_back(i);

@@ -13,11 +13,11 @@ namespace tessera {
 namespace detail {
 // The built-in partition functions, registered on first use.
 struct BagFunctions {
-  const TaskFunction* identity; // (partition) -> partition
-  const TaskFunction* map;      // (function name, partition) -> partition
-  const TaskFunction* filter;   // (predicate name, partition) -> partition
-  const TaskFunction* fold;     // (binary function name, initial or none, partition) -> value or none
-  const TaskFunction* combine;  // (binary function name, a or none, b or none) -> value or none
+  const TaskFunction* identity;  // (partition) -> partition
+  const TaskFunction* map;       // (function name, partition) -> partition
+  const TaskFunction* filter;    // (predicate name, partition) -> partition
+  const TaskFunction* fold;      // (binary function name, initial or none, partition) -> value or none
+  const TaskFunction* combine;   // (binary function name, a or none, b or none) -> value or none
 };
 const BagFunctions& bag_functions();
 }  // namespace detail
@@ -47,14 +47,16 @@ class Bag {
   template <class F>
   auto map(const F& fn) const {
     using R = detail::task_result_t<F>;
-    static_assert(std::tuple_size_v<detail::task_arguments_t<F>> == 1, "Bag::map takes a function of one item");
+    static_assert(std::tuple_size_v<detail::task_arguments_t<F>> == 1,
+                  "Bag::map takes a function of one item");
     return Bag<R>(apply(detail::bag_functions().map, detail::resolve(fn)));
   }
 
   // Keeps the items for which pred (a registered task function of one T returning bool) is true.
   template <class F>
   Bag filter(const F& pred) const {
-    static_assert(std::is_same_v<detail::task_result_t<F>, bool>, "Bag::filter takes a predicate returning bool");
+    static_assert(std::is_same_v<detail::task_result_t<F>, bool>,
+                  "Bag::filter takes a predicate returning bool");
     return Bag(apply(detail::bag_functions().filter, detail::resolve(pred)));
   }
 
@@ -78,7 +80,8 @@ class Bag {
       if (const auto* node = std::get_if<DelayedNodePtr>(&p)) {
         out.emplace_back(*node);
       } else {
-        out.emplace_back(std::shared_ptr<DelayedNode>(new DelayedNode{detail::bag_functions().identity, {p}}));
+        out.emplace_back(
+            std::shared_ptr<DelayedNode>(new DelayedNode{detail::bag_functions().identity, {p}}));
       }
     }
     return out;
@@ -108,7 +111,8 @@ class Bag {
     if (partitions_.empty()) throw SubmissionError("cannot aggregate a bag with no partitions");
     std::vector<DelayedNodePtr> level;
     for (const auto& p : partitions_)
-      level.push_back(std::shared_ptr<DelayedNode>(new DelayedNode{builtins.fold, {Value(binop.name), initial, p}}));
+      level.push_back(
+          std::shared_ptr<DelayedNode>(new DelayedNode{builtins.fold, {Value(binop.name), initial, p}}));
     while (level.size() > 1) {
       std::vector<DelayedNodePtr> next;
       for (std::size_t i = 0; i + 1 < level.size(); i += 2)

@@ -25,7 +25,8 @@ class Client {
   template <class F, class... X>
   Future<detail::task_result_t<F>> submit(const F& fn, X&&... args) {
     using Arguments = detail::task_arguments_t<F>;
-    static_assert(sizeof...(X) == std::tuple_size_v<Arguments>, "wrong number of arguments for this task function");
+    static_assert(sizeof...(X) == std::tuple_size_v<Arguments>,
+                  "wrong number of arguments for this task function");
     const TaskFunction& function = detail::resolve(fn);
     std::vector<Column> columns;
     columns.reserve(sizeof...(X));
@@ -33,7 +34,8 @@ class Client {
       (columns.push_back(
            Column{{}, detail::make_arg<std::tuple_element_t<I, Arguments>>(std::forward<X>(args), I)}),
        ...);
-    }(std::index_sequence_for<X...>{});
+    }
+    (std::index_sequence_for<X...>{});
     auto op = std::make_shared<Operation>(function, 1, std::move(columns));
     return Future<detail::task_result_t<F>>(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0);
   }
@@ -56,9 +58,11 @@ class Client {
     std::vector<Column> columns(sizeof...(Ranges));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (fill_column<std::tuple_element_t<I, Arguments>>(columns[I], inputs, I), ...);
-    }(std::index_sequence_for<Ranges...>{});
+    }
+    (std::index_sequence_for<Ranges...>{});
     auto op = std::make_shared<Operation>(function, static_cast<std::uint32_t>(n), std::move(columns));
-    auto sink = send({op}, {Watch{op->id(), 0, static_cast<std::uint32_t>(n), 0}}, static_cast<std::uint32_t>(n));
+    auto sink =
+        send({op}, {Watch{op->id(), 0, static_cast<std::uint32_t>(n), 0}}, static_cast<std::uint32_t>(n));
     std::vector<Future<detail::task_result_t<F>>> futures;
     futures.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) futures.emplace_back(sink, i);
@@ -84,12 +88,12 @@ class Client {
     return std::move(compute(std::vector<Delayed<T>>{value}).front());
   }
   template <class... T>
-    requires(sizeof...(T) > 1)
-  std::tuple<T...> compute(const Delayed<T>&... values) {
+  requires(sizeof...(T) > 1) std::tuple<T...> compute(const Delayed<T>&... values) {
     auto sink = submit_delayed({values.node().get()...});
     auto out = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::tuple<T...>(from_value<T>(sink->result(I))...);
-    }(std::index_sequence_for<T...>{});
+    }
+    (std::index_sequence_for<T...>{});
     release_all(*sink);
     return out;
   }

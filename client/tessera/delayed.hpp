@@ -90,13 +90,16 @@ class DelayedFunction {
 
   template <class... X>
   Delayed<Result> operator()(X&&... args) const {
-    static_assert(sizeof...(X) == std::tuple_size_v<Arguments>, "wrong number of arguments for this task function");
+    static_assert(sizeof...(X) == std::tuple_size_v<Arguments>,
+                  "wrong number of arguments for this task function");
     auto node = std::shared_ptr<DelayedNode>(new DelayedNode{function_, {}});
     node->args.reserve(sizeof...(X));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (node->args.push_back(detail::make_delayed_arg<std::tuple_element_t<I, Arguments>>(std::forward<X>(args), I)),
+      (node->args.push_back(
+           detail::make_delayed_arg<std::tuple_element_t<I, Arguments>>(std::forward<X>(args), I)),
        ...);
-    }(std::index_sequence_for<X...>{});
+    }
+    (std::index_sequence_for<X...>{});
     return Delayed<Result>(std::move(node));
   }
 

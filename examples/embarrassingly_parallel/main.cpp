@@ -31,13 +31,20 @@ Options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
-    if (flag == "--sets") o.sets = std::stoul(value);
-    else if (flag == "--max-sleep") o.max_sleep = std::stod(value);
-    else if (flag == "--workers") o.workers = static_cast<std::uint32_t>(std::stoul(value));
-    else if (flag == "--threads") o.threads = static_cast<std::uint32_t>(std::stoul(value));
-    else if (flag == "--output") o.output = value;
-    else if (flag == "--seed") o.seed = std::stoull(value);
-    else throw std::invalid_argument("unknown flag " + flag + " (see --help)");
+    if (flag == "--sets")
+      o.sets = std::stoul(value);
+    else if (flag == "--max-sleep")
+      o.max_sleep = std::stod(value);
+    else if (flag == "--workers")
+      o.workers = static_cast<std::uint32_t>(std::stoul(value));
+    else if (flag == "--threads")
+      o.threads = static_cast<std::uint32_t>(std::stoul(value));
+    else if (flag == "--output")
+      o.output = value;
+    else if (flag == "--seed")
+      o.seed = std::stoull(value);
+    else
+      throw std::invalid_argument("unknown flag " + flag + " (see --help)");
   }
   return o;
 }
@@ -45,8 +52,8 @@ Options parse(int argc, char** argv) {
 void progress(std::size_t done, std::size_t total) {
   constexpr int width = 40;
   const int filled = static_cast<int>(width * done / total);
-  std::printf("\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(), done,
-              total);
+  std::printf("\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(),
+              done, total);
   if (done == total) std::printf("\n");
   std::fflush(stdout);
 }
@@ -85,7 +92,8 @@ int main(int argc, char** argv) try {
 
   // 3. a bag of 100 partitions
   start = std::chrono::steady_clock::now();
-  const std::vector<double> c = tessera::Bag<std::vector<double>>::from_sequence(params, 100).map(costly_simulation).compute(client);
+  const std::vector<double> c =
+      tessera::Bag<std::vector<double>>::from_sequence(params, 100).map(costly_simulation).compute(client);
   const double t_bag = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (a != b || b != c) {
@@ -97,14 +105,16 @@ int main(int argc, char** argv) try {
   csv << "p0,p1,p2,p3,result\n";
   csv.precision(17);
   for (std::size_t i = 0; i < params.size(); ++i)
-    csv << params[i][0] << ',' << params[i][1] << ',' << params[i][2] << ',' << params[i][3] << ',' << a[i] << '\n';
+    csv << params[i][0] << ',' << params[i][1] << ',' << params[i][2] << ',' << params[i][3] << ',' << a[i]
+        << '\n';
 
   const double mean = std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(a.size());
   const auto above = std::count_if(a.begin(), a.end(), [](double r) { return r > 2; });
-  std::printf("%zu simulations on %u workers x %u threads (max sleep %.3f s)\n", a.size(), o.workers, o.threads,
-              o.max_sleep);
+  std::printf("%zu simulations on %u workers x %u threads (max sleep %.3f s)\n", a.size(), o.workers,
+              o.threads, o.max_sleep);
   std::printf("delayed %.3f s, futures %.3f s, bag %.3f s: all three agree\n", t_delayed, t_futures, t_bag);
-  std::printf("mean %.6f, results > 2: %ld, written to %s\n", mean, static_cast<long>(above), o.output.c_str());
+  std::printf("mean %.6f, results > 2: %ld, written to %s\n", mean, static_cast<long>(above),
+              o.output.c_str());
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "embarrassingly_parallel: " << e.what() << "\n";
