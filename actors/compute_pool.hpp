@@ -2,6 +2,7 @@
 // scheduler threads, so a function that blocks or sleeps does not stall message handling.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -27,6 +28,8 @@ class ComputePool {
   void run();
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::atomic<std::size_t> queued_{0};
+  std::atomic<bool> spinning_{false};
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;

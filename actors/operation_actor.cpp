@@ -15,18 +15,19 @@ namespace {
 struct SlotExtra {
   std::vector<Value> inputs;  // indexed by column
   std::vector<Destination> subscribers;
+  std::uint16_t received = 0;  // inputs that arrived before the assignment
 };
 
 struct Slot {
   std::uint32_t task = 0;
   // Atomic because a compute thread moves ready -> running while the actor may move ready -> cancelled.
   std::atomic<TaskState> state{TaskState::waiting};
-  bool assigned = false;
-  bool adopt = false;          // receives a finished result instead of running
-  bool holds_result = false;   // counted in HeldResults
-  std::uint16_t missing = 0;   // inputs still expected, once assigned
-  std::uint16_t received = 0;  // inputs that arrived before the assignment
-  Value result;                // written by the compute thread that ran the task
+  // Packed so a slot takes 40 bytes: a map of ten million tasks keeps ten million of them.
+  bool assigned : 1 = false;
+  bool adopt : 1 = false;         // receives a finished result instead of running
+  bool holds_result : 1 = false;  // counted in HeldResults
+  std::uint16_t missing = 0;      // inputs still expected, once assigned
+  Value result;                   // written by the compute thread that ran the task
   std::unique_ptr<SlotExtra> extra;
 
   SlotExtra& more() {
@@ -36,6 +37,7 @@ struct Slot {
 };
 
 // Slots never move (a deque only appends), so compute threads can hold pointers to them.
+static_assert(sizeof(Slot) == 40, "keep Slot compact: one per task held on a worker");
 using SlotTable = std::deque<Slot>;
 
 }  // namespace
@@ -148,7 +150,7 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
   if (extra.inputs.size() <= column) extra.inputs.resize(st.args.op->columns().size());
   extra.inputs[column] = std::move(value);
   if (!s.assigned) {
-    ++s.received;
+    ++extra.received;
   } else if (--s.missing == 0) {
     mark_ready(st, index, s);
   }
@@ -185,8 +187,7 @@ void start_ready(OperationActor* self) {
         if (!s.state.compare_exchange_strong(expected, TaskState::running)) continue;  // cancelled meanwhile
         arguments.resize(arity);
         for (std::size_t j = 0; j < arity; ++j) {
-          const Arg& arg = op->arg(s.task, j);
-          if (const Value* literal = std::get_if<Value>(&arg)) {
+          if (const Value* literal = op->columns()[j].literal(s.task)) {
             arguments[j] = *literal;
           } else {
             arguments[j] = s.extra->inputs[j];
@@ -293,7 +294,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
             continue;
           }
           const std::uint32_t refs = st.args.op->reference_count(s.task);
-          s.missing = static_cast<std::uint16_t>(refs - s.received);
+          s.missing = static_cast<std::uint16_t>(refs - (s.extra ? s.extra->received : 0));
           if (s.missing == 0) mark_ready(st, index, s);
         }
         start_ready(self);

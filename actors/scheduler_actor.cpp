@@ -164,7 +164,7 @@ void release_inputs(SchedulerState& st, OpRecord& rec, std::uint32_t task) {
   if (!rec.op->has_references()) return;
   const auto& columns = rec.op->columns();
   for (std::size_t j = 0; j < columns.size(); ++j)
-    if (const auto* ref = std::get_if<TaskRef>(&columns[j].at(task)))
+    if (const auto* ref = columns[j].reference(task))
       if (OpRecord* producer = st.find(ref->op)) release_hold(st, *producer, ref->index);
 }
 
@@ -247,7 +247,7 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
   if (rec.op->has_references()) {
     const auto& columns = rec.op->columns();
     for (std::size_t j = 0; j < columns.size(); ++j) {
-      const auto* ref = std::get_if<TaskRef>(&columns[j].at(task));
+      const auto* ref = columns[j].reference(task);
       if (!ref) continue;
       OpRecord* producer = st.find(ref->op);
       st.touch(producer->worker[ref->index])
@@ -267,7 +267,7 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
         // The consumer subscribed to this task's old place: subscribe it to the new one.
         const auto& columns = consumer->op->columns();
         for (std::size_t j = 0; j < columns.size(); ++j) {
-          const auto* ref = std::get_if<TaskRef>(&columns[j].at(edge.task));
+          const auto* ref = columns[j].reference(edge.task);
           if (ref && ref->op == op && ref->index == task)
             worker.subscribe.subscriptions.push_back(
                 Subscription{op, slot,
@@ -393,7 +393,7 @@ void dispatch(SchedulerActor* self) {
       const std::uint32_t task = range.begin;
       std::uint32_t w = kNoWorker;
       for (const auto& column : rec->op->columns()) {
-        const auto* ref = std::get_if<TaskRef>(&column.at(task));
+        const auto* ref = column.reference(task);
         if (!ref) continue;
         const std::uint32_t home = st.find(ref->op)->worker[ref->index];
         if (st.usable(home) && st.workers[home].occupancy < st.capacity(st.workers[home], *rec)) w = home;
@@ -454,7 +454,7 @@ void on_submit(SchedulerActor* self, Submission& submission) {
     const auto& columns = rec->op->columns();
     for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
       for (std::size_t j = 0; j < columns.size(); ++j) {
-        const auto* ref = std::get_if<TaskRef>(&columns[j].at(t));
+        const auto* ref = columns[j].reference(t);
         if (!ref) continue;
         OpRecord* producer = st.find(ref->op);
         if (!producer || ref->index >= producer->op->size()) {

@@ -89,6 +89,8 @@ int main(int argc, char** argv) try {
   std::vector<double> times;
   std::int64_t tasks = 0;
   for (long long r = 0; r < flags.integer("repeat"); ++r) {
+    // Each repetition starts once the previous one's results have been released everywhere.
+    while (cluster.status().operations != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     auto [s, t] = run_once(client, mode, n);
     times.push_back(s);
     tasks = t;

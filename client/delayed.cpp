@@ -69,23 +69,25 @@ LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots) {
 
   LoweredDelayed out;
   for (auto& group : groups) {
-    std::vector<Column> columns(group.function->arity());
-    for (auto& column : columns) column.per_task.reserve(group.nodes.size());
+    std::vector<std::vector<Arg>> columns(group.function->arity());
+    for (auto& column : columns) column.reserve(group.nodes.size());
     for (const DelayedNode* node : group.nodes) {
       for (std::size_t j = 0; j < node->args.size(); ++j) {
         const DelayedArg& arg = node->args[j];
         if (const Value* literal = std::get_if<Value>(&arg)) {
-          columns[j].per_task.emplace_back(*literal);
+          columns[j].emplace_back(*literal);
         } else if (const auto* child = std::get_if<DelayedNodePtr>(&arg)) {
-          columns[j].per_task.emplace_back(placed.at(child->get()));
+          columns[j].emplace_back(placed.at(child->get()));
         } else {
-          columns[j].per_task.emplace_back(std::get<FutureArgument>(arg).task());
+          columns[j].emplace_back(std::get<FutureArgument>(arg).task());
         }
       }
     }
+    std::vector<Column> packed;
+    for (auto& column : columns) packed.push_back(Column::per_task(std::move(column)));
     out.operations.push_back(std::make_shared<Operation>(*group.function,
                                                          static_cast<std::uint32_t>(group.nodes.size()),
-                                                         std::move(columns), std::string{}, group.id));
+                                                         std::move(packed), std::string{}, group.id));
   }
   out.roots.reserve(roots.size());
   for (const DelayedNode* root : roots) out.roots.push_back(placed.at(root));

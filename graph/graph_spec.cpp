@@ -106,22 +106,24 @@ LoweredGraph lower(const GraphSpec& spec) {
   std::map<std::string, OpId> ids;
   for (auto& [name, group] : groups) ids[name] = next_op_id();
   for (auto& [name, group] : groups) {
-    std::vector<Column> columns(group.fn->arity());
-    for (auto& c : columns) c.per_task.reserve(group.keys.size());
+    std::vector<std::vector<Arg>> columns(group.fn->arity());
+    for (auto& c : columns) c.reserve(group.keys.size());
     for (const auto& key : group.keys) {
       const TaskSpec& task = tasks.at(key);
       for (std::size_t j = 0; j < task.args.size(); ++j) {
         if (const Key* k = std::get_if<Key>(&task.args[j])) {
           TaskRef ref = out.refs.at(k->name);
           ref.op = ids.at(tasks.at(k->name).function);
-          columns[j].per_task.emplace_back(ref);
+          columns[j].emplace_back(ref);
         } else {
-          columns[j].per_task.emplace_back(std::get<Value>(task.args[j]));
+          columns[j].emplace_back(std::get<Value>(task.args[j]));
         }
       }
     }
+    std::vector<Column> packed;
+    for (auto& c : columns) packed.push_back(Column::per_task(std::move(c)));
     out.operations.push_back(
-        std::make_shared<Operation>(*group.fn, group.keys, std::move(columns), ids.at(name)));
+        std::make_shared<Operation>(*group.fn, group.keys, std::move(packed), ids.at(name)));
   }
   for (auto& [key, ref] : out.refs) ref.op = ids.at(tasks.at(key).function);
   return out;

@@ -1,5 +1,6 @@
 #include "graph/operation.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -30,28 +31,24 @@ Operation::Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Col
   for (char c : fn.name) hash = mix(hash, static_cast<unsigned char>(c));
   for (std::size_t j = 0; j < columns_.size(); ++j) {
     const Column& column = columns_[j];
-    if (!column.is_broadcast() && column.per_task.size() != size_)
+    if (!column.is_broadcast() && column.size() != size_)
       throw SubmissionError(fn.name + ": argument " + std::to_string(j) + " has " +
-                            std::to_string(column.per_task.size()) + " values for " + std::to_string(size_) +
+                            std::to_string(column.size()) + " values for " + std::to_string(size_) +
                             " tasks");
-    auto check = [&](const Arg& arg, std::uint32_t task) {
-      if (const Value* literal = std::get_if<Value>(&arg)) {
+    const std::uint32_t tasks = column.is_broadcast() ? std::min<std::uint32_t>(size_, 1) : size_;
+    for (std::uint32_t t = 0; t < tasks; ++t) {
+      if (const Value* literal = column.literal(t)) {
         if (!fn.argument_accepts[j](*literal))
           throw SubmissionError(fn.name + ": argument " + std::to_string(j) + " expects " +
                                 fn.argument_types[j] + ", got " + std::string(kind_name(literal->kind())) +
                                 " " + literal->to_string(40) +
-                                (size_ > 1 ? " (task " + std::to_string(task) + ")" : ""));
+                                (size_ > 1 ? " (task " + std::to_string(t) + ")" : ""));
         hash = mix(hash, literal->content_hash());
       } else {
         has_references_ = true;
-        const auto& ref = std::get<TaskRef>(arg);
+        const TaskRef& ref = *column.reference(t);
         hash = mix(mix(hash, ref.op), ref.index);
       }
-    };
-    if (column.is_broadcast()) {
-      check(column.broadcast, 0);
-    } else {
-      for (std::uint32_t t = 0; t < size_; ++t) check(column.per_task[t], t);
     }
   }
   char hex[17];
@@ -62,7 +59,7 @@ Operation::Operation(const TaskFunction& fn, std::uint32_t size, std::vector<Col
 std::uint32_t Operation::reference_count(std::uint32_t task) const {
   if (!has_references_) return 0;
   std::uint32_t n = 0;
-  for (const auto& column : columns_) n += std::holds_alternative<TaskRef>(column.at(task)) ? 1 : 0;
+  for (const auto& column : columns_) n += column.reference(task) ? 1 : 0;
   return n;
 }
 

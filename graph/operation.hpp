@@ -25,13 +25,49 @@ struct TaskRef {
 
 using Arg = std::variant<Value, TaskRef>;
 
-// One argument position across all tasks of an operation: either the same argument for every task,
-// or one argument per task.
-struct Column {
-  std::vector<Arg> per_task;  // empty when `broadcast` applies
-  Arg broadcast;
-  bool is_broadcast() const { return per_task.empty(); }
-  const Arg& at(std::uint32_t task) const { return per_task.empty() ? broadcast : per_task[task]; }
+// One argument position across all tasks of an operation: the same argument for every task, one
+// argument per task, or (the compact form a map over plain values takes) one literal value per task.
+class Column {
+ public:
+  Column() = default;
+  static Column broadcast(Arg arg) {
+    Column c;
+    c.broadcast_ = std::move(arg);
+    return c;
+  }
+  static Column per_task(std::vector<Arg> args) {
+    Column c;
+    c.args_ = std::move(args);
+    c.kind_ = Kind::args;
+    return c;
+  }
+  static Column per_task(std::vector<Value> values) {
+    Column c;
+    c.values_ = std::move(values);
+    c.kind_ = Kind::values;
+    return c;
+  }
+
+  bool is_broadcast() const { return kind_ == Kind::broadcast; }
+  // The number of per-task entries (0 for a broadcast column).
+  std::size_t size() const { return kind_ == Kind::args ? args_.size() : values_.size(); }
+  // The literal argument of `task`, or nullptr when it is a reference.
+  const Value* literal(std::uint32_t task) const {
+    if (kind_ == Kind::values) return &values_[task];
+    return std::get_if<Value>(kind_ == Kind::args ? &args_[task] : &broadcast_);
+  }
+  // The reference argument of `task`, or nullptr when it is a literal.
+  const TaskRef* reference(std::uint32_t task) const {
+    if (kind_ == Kind::values) return nullptr;
+    return std::get_if<TaskRef>(kind_ == Kind::args ? &args_[task] : &broadcast_);
+  }
+
+ private:
+  enum class Kind : std::uint8_t { broadcast, args, values };
+  Kind kind_ = Kind::broadcast;
+  Arg broadcast_;
+  std::vector<Arg> args_;
+  std::vector<Value> values_;
 };
 
 class Operation {
@@ -48,7 +84,6 @@ class Operation {
   const TaskFunction& function() const { return *fn_; }
   std::uint32_t size() const { return size_; }
   const std::vector<Column>& columns() const { return columns_; }
-  const Arg& arg(std::uint32_t task, std::size_t column) const { return columns_[column].at(task); }
   bool has_references() const { return has_references_; }
   // The number of reference arguments of one task.
   std::uint32_t reference_count(std::uint32_t task) const;

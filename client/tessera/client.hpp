@@ -32,7 +32,7 @@ class Client {
     columns.reserve(sizeof...(X));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (columns.push_back(
-           Column{{}, detail::make_arg<std::tuple_element_t<I, Arguments>>(std::forward<X>(args), I)}),
+           Column::broadcast(detail::make_arg<std::tuple_element_t<I, Arguments>>(std::forward<X>(args), I))),
        ...);
     }
     (std::index_sequence_for<X...>{});
@@ -142,10 +142,21 @@ class Client {
     return static_cast<std::size_t>(std::ranges::size(r0));
   }
 
+  // Plain values take the compact form; futures become references.
   template <class P, class Range>
   static void fill_column(Column& column, const Range& input, std::size_t position) {
-    column.per_task.reserve(static_cast<std::size_t>(std::ranges::size(input)));
-    for (const auto& item : input) column.per_task.push_back(detail::make_arg<P>(item, position));
+    const auto n = static_cast<std::size_t>(std::ranges::size(input));
+    if constexpr (is_future<std::remove_cvref_t<std::ranges::range_value_t<Range>>>::value) {
+      std::vector<Arg> args;
+      args.reserve(n);
+      for (const auto& item : input) args.push_back(detail::make_arg<P>(item, position));
+      column = Column::per_task(std::move(args));
+    } else {
+      std::vector<Value> values;
+      values.reserve(n);
+      for (const auto& item : input) values.push_back(std::get<Value>(detail::make_arg<P>(item, position)));
+      column = Column::per_task(std::move(values));
+    }
   }
 
   std::shared_ptr<ResultSink> send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
