@@ -42,6 +42,15 @@ void Client::release_all(ResultSink& sink) {
   for (std::uint32_t i = 0; i < sink.size(); ++i) sink.release(i);
 }
 
+Future<Value> Client::submit_by_name(std::string_view name, std::vector<Value> args) {
+  const TaskFunction& function = Registry::global().get(name);
+  std::vector<Column> columns;
+  columns.reserve(args.size());
+  for (auto& arg : args) columns.push_back(Column::broadcast(Arg(std::move(arg))));
+  auto op = std::make_shared<Operation>(function, 1, std::move(columns));
+  return Future<Value>(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0);
+}
+
 std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::string>& keys) {
   LoweredGraph lowered = lower(graph);
   std::vector<TaskRef> wanted;

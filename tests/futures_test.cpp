@@ -40,6 +40,29 @@ TEST(Futures, SubmitReturnsTheResult) {
   EXPECT_DOUBLE_EQ(client.submit(scale_sum, std::vector<double>{1, 2, 3}, 2.0).result(), 12.0);
 }
 
+TEST(Futures, SubmitByNameChecksCountAndTypes) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  using tessera::Value;
+  EXPECT_EQ(client.submit_by_name("add", {Value(std::int64_t{2}), Value(std::int64_t{3})}).result().as_int(),
+            5);
+  auto message = [&](std::string_view name, std::vector<Value> args) -> std::string {
+    try {
+      client.submit_by_name(name, std::move(args));
+    } catch (const tessera::SubmissionError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message("nope", {}).find("unknown task function 'nope'"), std::string::npos);
+  EXPECT_NE(message("add", {Value(std::int64_t{1})}).find("add(int, int) -> int takes 2 arguments, got 1"),
+            std::string::npos);
+  EXPECT_NE(
+      message("add", {Value(std::int64_t{1}), Value("x")}).find("add: argument 1 expects int, got string"),
+      std::string::npos)
+      << message("add", {Value(std::int64_t{1}), Value("x")});
+}
+
 TEST(Futures, MapAndGatherKeepInputOrder) {
   tessera::LocalCluster cluster{{.workers = 3, .threads_per_worker = 2}};
   tessera::Client client{cluster};

@@ -40,6 +40,11 @@ class Client {
     return Future<detail::task_result_t<F>>(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0);
   }
 
+  // Runs the function registered under `name` with dynamically typed arguments (as a command line or
+  // another language would). An unknown name, a wrong count or a wrong type is a SubmissionError that
+  // names the function and the argument.
+  Future<Value> submit_by_name(std::string_view name, std::vector<Value> args);
+
   // Runs fn over every element of the ranges (one task per element), as one operation.
   template <class F, std::ranges::sized_range... Ranges>
   std::vector<Future<detail::task_result_t<F>>> map(const F& fn, const Ranges&... inputs) {
