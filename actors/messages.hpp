@@ -28,6 +28,11 @@ struct Submission {
   std::shared_ptr<ResultSink> sink;
 };
 
+// Client -> scheduler: cancel these tasks (and, with them as the cause, what depends on them).
+struct CancelRequest {
+  std::vector<TaskRef> tasks;
+};
+
 // Scheduler -> worker: run tasks [first_task, first_task + count) of `op` in local slots from first_slot.
 // An `adopt` run does not compute: its slots receive a finished result moved from a retiring worker.
 struct AssignRun {
@@ -142,4 +147,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SlotBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StolenBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::CancelRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<tessera::ResultSink>)

@@ -609,6 +609,25 @@ void on_release(SchedulerActor* self, const std::shared_ptr<ResultSink>& sink) {
   forget_finished(self);
 }
 
+// The client cancels tasks: unfinished ones will not run (a running one finishes, its result unused),
+// and what depends on them is cancelled with them as the cause.
+void on_cancel(SchedulerActor* self, const CancelRequest& request) {
+  auto& st = self->state;
+  for (const TaskRef& ref : request.tasks) {
+    OpRecord* rec = st.find(ref.op);
+    if (!rec || ref.index >= rec->op->size() || is_final(rec->state[ref.index])) continue;
+    withdraw(st, *rec, ref.index);
+    auto cause = std::make_shared<const TaskFailed>(rec->op->function().name, rec->op->key(ref.index),
+                                                    "cancelled by the client", true);
+    st.deliver(*rec, ref.index, TaskState::cancelled, Value{}, cause);
+    release_inputs(st, *rec, ref.index);
+    cancel_dependents(st, *rec, ref.index, cause);
+  }
+  st.flush_deliveries();
+  dispatch(self);
+  forget_finished(self);
+}
+
 // A retiring worker with nothing left to run hands its held results to other workers, then leaves.
 void try_finish_retirement(SchedulerActor* self, std::uint32_t w) {
   auto& st = self->state;
@@ -647,6 +666,7 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
       [=](submit_atom, Submission& submission) { on_submit(self, submission); },
       [=](done_atom, DoneBatch& batch) { on_done(self, batch); },
       [=](release_atom, const std::shared_ptr<ResultSink>& sink) { on_release(self, sink); },
+      [=](cancel_atom, const CancelRequest& request) { on_cancel(self, request); },
       [=](stolen_atom, const StolenBatch& batch) {
         on_stolen(self, batch);
         dispatch(self);

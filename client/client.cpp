@@ -38,6 +38,10 @@ std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const Delay
               static_cast<std::uint32_t>(roots.size()));
 }
 
+void Client::send_cancel(std::vector<TaskRef> tasks) {
+  caf::anon_send(cluster_->scheduler(), cancel_atom::value, CancelRequest{std::move(tasks)});
+}
+
 void Client::release_all(ResultSink& sink) {
   for (std::uint32_t i = 0; i < sink.size(); ++i) sink.release(i);
 }

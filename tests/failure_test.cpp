@@ -93,6 +93,25 @@ TEST_F(FailureTest, DelayedComputeRethrowsTheCause) {
   EXPECT_EQ(client.compute(tessera::delayed(add)(std::int64_t{2}, std::int64_t{2})), 4);
 }
 
+TEST_F(FailureTest, ClientCancelStopsQueuedWorkAndItsDependents) {
+  auto sleepy = tessera::register_task("failure_test.nap", [](std::int64_t ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return ms;
+  });
+  auto futures = client.map(sleepy, std::vector<std::int64_t>(16, 100));
+  auto total = client.submit(add, futures[15], futures[14]);
+  client.cancel(futures);
+  for (auto& f : futures) f.wait();
+  total.wait();
+  int cancelled = 0;
+  for (auto& f : futures) cancelled += f.status() == tessera::TaskState::cancelled;
+  EXPECT_GE(cancelled, 8);  // at most 4 threads x 2 were already running
+  EXPECT_EQ(total.status(), tessera::TaskState::cancelled);
+  ASSERT_TRUE(total.exception());
+  EXPECT_NE(total.exception()->message().find("cancelled by the client"), std::string::npos);
+  EXPECT_EQ(client.submit(add, 1, 1).result(), 2);
+}
+
 TEST_F(FailureTest, NonStandardExceptionsAreCaught) {
   auto f = client.submit(throws_int, 1);
   f.wait();

@@ -74,6 +74,20 @@ class Client {
     return futures;
   }
 
+  // Cancels the futures' tasks if they have not finished: they end cancelled, and so does everything
+  // that depends on them. A task already running finishes, but its result is not used.
+  template <class T>
+  void cancel(const std::vector<Future<T>>& futures) {
+    std::vector<TaskRef> tasks;
+    tasks.reserve(futures.size());
+    for (const auto& f : futures) tasks.push_back(f.task());
+    send_cancel(std::move(tasks));
+  }
+  template <class T>
+  void cancel(const Future<T>& future) {
+    send_cancel({future.task()});
+  }
+
   template <class T>
   T gather(const Future<T>& future) {
     return future.result();
@@ -168,6 +182,7 @@ class Client {
                                    std::uint32_t slots);
   std::shared_ptr<ResultSink> submit_delayed(const std::vector<const DelayedNode*>& roots);
   static void release_all(ResultSink& sink);
+  void send_cancel(std::vector<TaskRef> tasks);
 
   LocalCluster* cluster_;
 };
