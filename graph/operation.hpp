@@ -90,6 +90,8 @@ class Operation {
   // A readable, content-derived key for one task, e.g. "costly_simulation-3fa2c1d0-17".
   std::string key(std::uint32_t task) const;
   const std::string& name() const { return name_; }
+  // Whether the user named every task (a dictionary graph).
+  bool has_keys() const { return !keys_.empty(); }
 
  private:
   OpId id_;
