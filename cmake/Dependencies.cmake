@@ -3,6 +3,7 @@ find_package(Threads REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(CapnProto REQUIRED)
 find_package(tomlplusplus REQUIRED)
+find_package(cppzmq REQUIRED)
 
 # CAF 0.17 ships no CMake package: find its headers and libraries by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

@@ -1,0 +1,55 @@
+# The envelope of every message between Tessera processes (client, scheduler, workers). Ordinals are
+# frozen: never renumber or reuse one; new message kinds are added at the end of the union. Large
+# payloads travel as frames beside the envelope (see values.capnp, Doubles.attachment).
+@0x90af4c712d0bcab0;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("tessera::wire");
+
+using Values = import "values.capnp";
+
+enum Role {
+  client @0;
+  worker @1;
+  scheduler @2;
+}
+
+# The first message of every connection.
+struct Hello {
+  role @0 :Role;
+  name @1 :Text;
+  threads @2 :UInt32;       # workers: compute threads
+  memoryLimit @3 :UInt64;   # workers: bytes, 0 for none
+  listen @4 :Text;          # workers: where peers fetch results
+}
+
+struct Welcome {
+  peerId @0 :UInt32;        # the server's number for this connection
+  serverName @1 :Text;
+}
+
+# The connection is not accepted: a protocol version mismatch, a message before hello, ...
+struct Refuse {
+  reason @0 :Text;
+}
+
+struct Heartbeat {
+  tasksRunning @0 :UInt32;
+}
+
+# A message that was received but could not be handled; the connection stays open.
+struct Error {
+  reason @0 :Text;
+}
+
+struct Envelope {
+  version @0 :UInt32;       # the sender's protocol version
+  union {
+    hello @1 :Hello;
+    welcome @2 :Welcome;
+    refuse @3 :Refuse;
+    heartbeat @4 :Heartbeat;
+    error @5 :Error;
+    value @6 :Values.Value;  # one value (results, echoes)
+  }
+}

@@ -1,0 +1,299 @@
+#include "nodes/transport.hpp"
+
+#include <capnp/serialize.h>
+#include <zmq_addon.hpp>
+
+#include <iostream>
+
+namespace tessera::transport {
+namespace {
+
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
+  return out;
+}
+
+std::string role_name(wire::Role role) {
+  switch (role) {
+    case wire::Role::CLIENT:
+      return "client";
+    case wire::Role::WORKER:
+      return "worker";
+    case wire::Role::SCHEDULER:
+      return "scheduler";
+  }
+  return "unknown role";
+}
+
+std::string kind_name(wire::Envelope::Which which) {
+  switch (which) {
+    case wire::Envelope::HELLO:
+      return "hello";
+    case wire::Envelope::WELCOME:
+      return "welcome";
+    case wire::Envelope::REFUSE:
+      return "refuse";
+    case wire::Envelope::HEARTBEAT:
+      return "heartbeat";
+    case wire::Envelope::ERROR:
+      return "error";
+    case wire::Envelope::VALUE:
+      return "value";
+  }
+  return "message kind " + std::to_string(static_cast<int>(which));
+}
+
+void send_frames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+}
+
+void set_curve_client(zmq::socket_t& socket, const CurveKeys& keys, const std::string& server_public_key) {
+  socket.set(zmq::sockopt::curve_serverkey, server_public_key);
+  socket.set(zmq::sockopt::curve_publickey, keys.public_key);
+  socket.set(zmq::sockopt::curve_secretkey, keys.secret_key);
+}
+
+}  // namespace
+
+CurveKeys generate_curve_keys() {
+  char public_key[41], secret_key[41];
+  if (zmq_curve_keypair(public_key, secret_key) != 0)
+    throw std::runtime_error("cannot make a CURVE key pair: " + std::string(zmq_strerror(zmq_errno())));
+  return CurveKeys{public_key, secret_key};
+}
+
+Received::Received(std::vector<zmq::message_t> parts, std::size_t header_index,
+                   const wire::DecodeLimits& limits)
+    : parts_(std::move(parts)) {
+  if (parts_.size() <= header_index) throw wire::WireError("message without a header frame");
+  for (std::size_t i = header_index + 1; i < parts_.size(); ++i)
+    frames_.emplace_back(static_cast<const std::byte*>(parts_[i].data()), parts_[i].size());
+  const auto& header = parts_[header_index];
+  reader_.emplace(std::span<const std::byte>(static_cast<const std::byte*>(header.data()), header.size()),
+                  limits);
+  envelope_ = reader_->root<wire::Envelope>();
+}
+
+Outgoing::Outgoing() : envelope_(builder_.initRoot<wire::Envelope>()) {
+  envelope_.setVersion(kProtocolVersion);
+}
+
+std::vector<zmq::message_t> Outgoing::frames() {
+  flat_ = capnp::messageToFlatArray(builder_);
+  std::vector<zmq::message_t> out;
+  out.emplace_back(flat_.begin(), flat_.size() * sizeof(capnp::word));
+  for (std::size_t i = 0; i < attachments_.frames.size(); ++i) {
+    // Zero copy: ZeroMQ frees the frame by dropping the Value that owns its bytes.
+    auto* owner = new tessera::Value(attachments_.keep[i]);
+    const auto frame = attachments_.frames[i];
+    out.emplace_back(
+        const_cast<std::byte*>(frame.data()), frame.size(),
+        [](void*, void* hint) { delete static_cast<tessera::Value*>(hint); }, owner);
+  }
+  return out;
+}
+
+Server::Server(ServerOptions options, Handler handler)
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      context_(1),
+      router_(context_, zmq::socket_type::router),
+      outbox_pull_(context_, zmq::socket_type::pull),
+      outbox_push_(context_, zmq::socket_type::push),
+      zap_(context_, zmq::socket_type::rep) {
+  if (!options_.log)
+    options_.log = [](const std::string& line) { std::cerr << "[tessera] " << line << std::endl; };
+  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::router_mandatory, 1);
+  router_.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_message_bytes));
+  if (options_.curve) {
+    // The ZAP handler must exist before the first connection: it decides which client keys may enter.
+    zap_.set(zmq::sockopt::linger, 0);
+    zap_.bind("inproc://zeromq.zap.01");
+    router_.set(zmq::sockopt::curve_server, 1);
+    router_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
+  }
+  router_.bind(options_.listen);
+  endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  outbox_address_ = "inproc://tessera-outbox";
+  outbox_pull_.bind(outbox_address_);
+  outbox_push_.set(zmq::sockopt::linger, 0);
+  outbox_push_.connect(outbox_address_);
+  thread_ = std::thread([this] { run(); });
+}
+
+Server::~Server() {
+  stopping_ = true;
+  thread_.join();
+}
+
+void Server::log(const std::string& line) const {
+  options_.log(line);
+}
+
+void Server::send(const std::string& peer_id, Outgoing& message) {
+  auto frames = message.frames();
+  std::lock_guard lock(outbox_mutex_);
+  outbox_push_.send(zmq::buffer(peer_id), zmq::send_flags::sndmore);
+  send_frames(outbox_push_, frames);
+}
+
+void Server::refuse(const std::string& peer_id, const std::string& reason) {
+  Outgoing answer;
+  answer.envelope().initRefuse().setReason(reason);
+  auto frames = answer.frames();
+  try {
+    router_.send(zmq::buffer(peer_id), zmq::send_flags::sndmore);
+    send_frames(router_, frames);
+  } catch (const zmq::error_t&) {
+    // The peer is gone already: nothing to tell.
+  }
+}
+
+void Server::run() {
+  std::vector<zmq::pollitem_t> items{{router_.handle(), 0, ZMQ_POLLIN, 0},
+                                     {outbox_pull_.handle(), 0, ZMQ_POLLIN, 0}};
+  if (options_.curve) items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
+  while (!stopping_) {
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
+    if (items[0].revents & ZMQ_POLLIN) {
+      std::vector<zmq::message_t> parts;
+      if (zmq::recv_multipart(router_, std::back_inserter(parts), zmq::recv_flags::dontwait)) handle(parts);
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      std::vector<zmq::message_t> parts;
+      if (zmq::recv_multipart(outbox_pull_, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
+        try {
+          send_frames(router_, parts);
+        } catch (const zmq::error_t& e) {
+          log("could not send to peer " + hex(parts[0].to_string()) + ": " + e.what());
+        }
+      }
+    }
+    if (items.size() > 2 && (items[2].revents & ZMQ_POLLIN)) answer_zap();
+  }
+}
+
+void Server::handle(std::vector<zmq::message_t>& parts) {
+  const std::string peer_id = parts.empty() ? std::string() : parts[0].to_string();
+  auto it = std::find_if(peers_.begin(), peers_.end(), [&](const PeerInfo& p) { return p.id == peer_id; });
+  const std::string who =
+      it != peers_.end() ? "'" + it->name + "' (" + role_name(it->role) + ")" : "peer " + hex(peer_id);
+  try {
+    Received message(std::move(parts), 1);
+    auto envelope = message.envelope();
+    if (envelope.getVersion() != kProtocolVersion) {
+      const std::string reason = "protocol version mismatch: the peer speaks version " +
+                                 std::to_string(envelope.getVersion()) + ", this node speaks version " +
+                                 std::to_string(kProtocolVersion);
+      log("refused " + who + ": " + reason);
+      refuse(peer_id, reason);
+      dropped_ += 1;
+      return;
+    }
+    if (it == peers_.end()) {
+      if (!envelope.isHello()) {
+        const std::string reason = "the first message must be hello, got " + kind_name(envelope.which());
+        log("refused " + who + ": " + reason);
+        refuse(peer_id, reason);
+        dropped_ += 1;
+        return;
+      }
+      auto hello = envelope.getHello();
+      PeerInfo peer{peer_id, static_cast<std::uint32_t>(peers_.size() + 1), hello.getRole(), hello.getName()};
+      peers_.push_back(peer);
+      peer_count_ = peers_.size();
+      log(role_name(peer.role) + " '" + peer.name + "' connected as peer " + std::to_string(peer.number));
+      Outgoing welcome;
+      auto w = welcome.envelope().initWelcome();
+      w.setPeerId(peer.number);
+      w.setServerName(options_.name);
+      auto frames = welcome.frames();
+      router_.send(zmq::buffer(peer_id), zmq::send_flags::sndmore);
+      send_frames(router_, frames);
+      return;
+    }
+    if (envelope.isHello()) return;  // a repeated hello changes nothing
+    handler_(*it, message);
+  } catch (const kj::Exception& e) {
+    log("dropped a malformed message from " + who + ": " + e.getDescription().cStr());
+    dropped_ += 1;
+  } catch (const std::exception& e) {
+    log("dropped a message from " + who + ": " + e.what());
+    dropped_ += 1;
+  }
+}
+
+void Server::answer_zap() {
+  std::vector<zmq::message_t> request;
+  if (!zmq::recv_multipart(zap_, std::back_inserter(request), zmq::recv_flags::dontwait)) return;
+  // ZAP request: version, request id, domain, address, identity, mechanism, credentials...
+  std::string status = "400", text = "malformed ZAP request", address;
+  if (request.size() >= 7 && request[5].to_string() == "CURVE" && request[6].size() == 32) {
+    address = request[3].to_string();
+    char z85[41];
+    zmq_z85_encode(z85, static_cast<const std::uint8_t*>(request[6].data()), 32);
+    const bool known = std::find(options_.authorized_keys.begin(), options_.authorized_keys.end(),
+                                 std::string(z85)) != options_.authorized_keys.end();
+    if (known || options_.authorized_keys.empty()) {
+      status = "200";
+      text = "OK";
+    } else {
+      text = "public key not authorized";
+      log("refused a CURVE connection from " + address + ": public key " + z85 + " is not authorized");
+    }
+  }
+  std::vector<zmq::message_t> reply;
+  reply.emplace_back(std::string("1.0"));
+  reply.emplace_back(request.size() > 1 ? request[1].to_string() : std::string());
+  reply.emplace_back(status);
+  reply.emplace_back(text);
+  reply.emplace_back(std::string());
+  reply.emplace_back(std::string());
+  send_frames(zap_, reply);
+}
+
+Connection::Connection(ConnectionOptions options) : context_(1), dealer_(context_, zmq::socket_type::dealer) {
+  dealer_.set(zmq::sockopt::linger, 0);
+  if (options.curve) set_curve_client(dealer_, *options.curve, options.server_public_key);
+  dealer_.connect(options.address);
+  Outgoing hello;
+  hello.envelope().setVersion(options.protocol_version);
+  auto h = hello.envelope().initHello();
+  h.setRole(options.role);
+  h.setName(options.name);
+  h.setThreads(options.threads);
+  h.setMemoryLimit(options.memory_limit);
+  h.setListen(options.listen);
+  send(hello);
+  auto answer = receive(options.handshake_timeout);
+  if (!answer)
+    throw ConnectionRefused("no answer from " + options.address + " within " +
+                            std::to_string(options.handshake_timeout.count()) +
+                            " ms: is a node listening there, and does it accept this CURVE key?");
+  auto envelope = answer->envelope();
+  if (envelope.isRefuse())
+    throw ConnectionRefused(options.address +
+                            " refused the connection: " + std::string(envelope.getRefuse().getReason()));
+  if (!envelope.isWelcome())
+    throw ConnectionRefused(options.address + " answered hello with " + kind_name(envelope.which()));
+  peer_number_ = envelope.getWelcome().getPeerId();
+}
+
+void Connection::send(Outgoing& message) {
+  auto frames = message.frames();
+  send_frames(dealer_, frames);
+}
+
+std::optional<Received> Connection::receive(std::chrono::milliseconds timeout) {
+  zmq::pollitem_t item{dealer_.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+  std::vector<zmq::message_t> parts;
+  if (!zmq::recv_multipart(dealer_, std::back_inserter(parts))) return std::nullopt;
+  return Received(std::move(parts), 0);
+}
+
+}  // namespace tessera::transport

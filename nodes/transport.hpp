@@ -1,0 +1,158 @@
+// The ZeroMQ transport between Tessera processes. A Server owns a ROUTER socket served by one I/O
+// thread: it checks each peer's hello (protocol version first), answers welcome or refuse, and hands
+// every later well-formed envelope to a handler; anything malformed — random bytes, a truncated or
+// oversized message, a message before hello, a peer of another version — is dropped with a log line
+// while the server goes on serving everyone else. A Connection is the other end (a DEALER), used by
+// workers and clients. With CURVE keys set, ZeroMQ authenticates and encrypts every connection and the
+// server refuses, and logs, public keys it was not given.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "messages/protocol.capnp.h"
+#include "messages/wire_codec.hpp"
+
+namespace tessera::transport {
+
+// Bumped whenever the meaning of an existing message changes; peers of another version are refused.
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+struct CurveKeys {
+  std::string public_key;  // Z85, 40 characters
+  std::string secret_key;
+};
+// A fresh CURVE key pair (what `tessera keygen` writes).
+CurveKeys generate_curve_keys();
+
+using LogFunction = std::function<void(const std::string&)>;
+
+// One received message: its envelope and the frames beside it, valid while the object lives.
+class Received {
+ public:
+  Received(std::vector<zmq::message_t> parts, std::size_t header_index,
+           const wire::DecodeLimits& limits = {});
+  wire::Envelope::Reader envelope() { return envelope_; }
+  std::span<const std::span<const std::byte>> frames() const { return frames_; }
+
+ private:
+  std::vector<zmq::message_t> parts_;
+  std::vector<std::span<const std::byte>> frames_;
+  std::optional<wire::HeaderReader> reader_;
+  wire::Envelope::Reader envelope_;
+};
+
+// Encodes an envelope the caller fills, stamped with this node's protocol version.
+class Outgoing {
+ public:
+  Outgoing();
+  wire::Envelope::Builder envelope() { return envelope_; }
+  wire::Attachments& attachments() { return attachments_; }
+  // The frames to send: the flat header, then each attachment (referenced, not copied).
+  std::vector<zmq::message_t> frames();
+
+ private:
+  capnp::MallocMessageBuilder builder_;
+  wire::Envelope::Builder envelope_;
+  wire::Attachments attachments_;
+  kj::Array<capnp::word> flat_;
+};
+
+struct ServerOptions {
+  std::string listen = "tcp://127.0.0.1:0";  // 127.0.0.1 unless told otherwise; port 0 takes a free one
+  std::string name = "scheduler";
+  std::optional<CurveKeys> curve;                        // set: CURVE server
+  std::vector<std::string> authorized_keys;              // with curve: the client public keys accepted
+  std::size_t max_message_bytes = std::size_t{1} << 30;  // larger messages are dropped by ZeroMQ
+  LogFunction log;                                       // default: stderr
+};
+
+struct PeerInfo {
+  std::string id;  // ZeroMQ routing id
+  std::uint32_t number;
+  wire::Role role;
+  std::string name;
+};
+
+class Server {
+ public:
+  using Handler = std::function<void(const PeerInfo& peer, Received& message)>;
+  Server(ServerOptions options, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The endpoint actually bound (the port resolved).
+  const std::string& endpoint() const { return endpoint_; }
+  // Thread-safe; the message goes out from the I/O thread.
+  void send(const std::string& peer_id, Outgoing& message);
+  std::size_t peer_count() const { return peer_count_.load(); }
+  std::uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  void run();
+  void handle(std::vector<zmq::message_t>& parts);
+  void answer_zap();
+  void refuse(const std::string& peer_id, const std::string& reason);
+  void log(const std::string& line) const;
+
+  ServerOptions options_;
+  Handler handler_;
+  zmq::context_t context_;
+  zmq::socket_t router_, outbox_pull_, outbox_push_, zap_;
+  std::mutex outbox_mutex_;
+  std::string endpoint_, outbox_address_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> peer_count_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::vector<PeerInfo> peers_;  // I/O thread only
+  std::thread thread_;
+};
+
+class ConnectionRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ConnectionOptions {
+  std::string address;
+  wire::Role role = wire::Role::CLIENT;
+  std::string name = "client";
+  std::uint32_t threads = 0;
+  std::uint64_t memory_limit = 0;
+  std::string listen;
+  std::optional<CurveKeys> curve;  // this end's keys
+  std::string server_public_key;   // with curve: the server's public key
+  std::chrono::milliseconds handshake_timeout{5000};
+  std::uint32_t protocol_version = kProtocolVersion;  // tests set another to see the refusal
+};
+
+// A DEALER connection; use it from one thread at a time.
+class Connection {
+ public:
+  // Connects and shakes hands; throws ConnectionRefused with the server's reason, or when no answer
+  // comes within the timeout (wrong address, or a CURVE key the server does not accept).
+  explicit Connection(ConnectionOptions options);
+  void send(Outgoing& message);
+  // Waits up to `timeout` for the next message; nullopt on timeout.
+  std::optional<Received> receive(std::chrono::milliseconds timeout);
+  std::uint32_t peer_number() const { return peer_number_; }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t dealer_;
+  std::uint32_t peer_number_ = 0;
+};
+
+}  // namespace tessera::transport

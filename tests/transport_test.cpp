@@ -1,0 +1,149 @@
+// The ZeroMQ transport over real TCP sockets on 127.0.0.1: handshake, messages both ways with large
+// payloads as their own frames, refusal of another protocol version on both sides, hostile input dropped
+// while others are served, and CURVE authentication that refuses (and logs) unknown keys.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <zmq_addon.hpp>
+
+#include "nodes/transport.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace transport = tessera::transport;
+using tessera::Value;
+using tessera::testing::eventually;
+
+// A server that answers every value with the same value (and counts what it got), logging to memory.
+struct EchoServer {
+  std::mutex mutex;
+  std::vector<std::string> log;
+  std::atomic<int> received{0};
+  std::unique_ptr<transport::Server> server;
+
+  explicit EchoServer(transport::ServerOptions options = {}) {
+    options.log = [this](const std::string& line) {
+      std::lock_guard lock(mutex);
+      log.push_back(line);
+    };
+    server = std::make_unique<transport::Server>(
+        std::move(options), [this](const transport::PeerInfo& peer, transport::Received& message) {
+          auto envelope = message.envelope();
+          if (!envelope.isValue()) return;
+          Value v = tessera::wire::decode(envelope.getValue(), message.frames());
+          ++received;
+          transport::Outgoing answer;
+          tessera::wire::encode(v, answer.envelope().initValue(), answer.attachments());
+          server->send(peer.id, answer);
+        });
+  }
+  bool logged(const std::string& text) {
+    std::lock_guard lock(mutex);
+    for (const auto& line : log)
+      if (line.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
+
+Value echo(transport::Connection& connection, const Value& v) {
+  transport::Outgoing message;
+  tessera::wire::encode(v, message.envelope().initValue(), message.attachments());
+  connection.send(message);
+  auto answer = connection.receive(std::chrono::seconds(10));
+  if (!answer) throw std::runtime_error("no echo");
+  return tessera::wire::decode(answer->envelope().getValue(), answer->frames());
+}
+
+transport::ConnectionOptions to(const EchoServer& s) {
+  transport::ConnectionOptions options;
+  options.address = s.server->endpoint();
+  options.handshake_timeout = std::chrono::milliseconds(1500);
+  return options;
+}
+
+TEST(Transport, HandshakeAndMessagesBothWays) {
+  EchoServer s;
+  EXPECT_EQ(s.server->endpoint().rfind("tcp://127.0.0.1:", 0), 0u) << s.server->endpoint();
+  transport::Connection c(to(s));
+  EXPECT_EQ(c.peer_number(), 1u);
+  EXPECT_EQ(echo(c, Value(std::int64_t{42})), Value(std::int64_t{42}));
+  Value big(std::vector<double>(1 << 20, 0.5));  // 8 MiB: travels as its own frame
+  EXPECT_EQ(echo(c, big), big);
+  EXPECT_TRUE(eventually([&] { return s.logged("client 'client' connected as peer 1"); }));
+}
+
+TEST(Transport, AnotherProtocolVersionIsRefusedOnBothSides) {
+  EchoServer s;
+  auto options = to(s);
+  options.protocol_version = 99;
+  try {
+    transport::Connection c(options);
+    FAIL() << "connected";
+  } catch (const transport::ConnectionRefused& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "protocol version mismatch: the peer speaks version 99, this node speaks version 1"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(eventually([&] { return s.logged("refused peer") && s.logged("protocol version mismatch"); }));
+}
+
+TEST(Transport, HostileInputIsDroppedWhileOthersAreServed) {
+  EchoServer s;
+  transport::Connection good(to(s));
+  zmq::context_t context;
+  zmq::socket_t raw(context, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect(s.server->endpoint());
+  std::mt19937_64 rng{3};
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(rng() % 100, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    raw.send(zmq::buffer(junk), zmq::send_flags::none);
+  }
+  // A well-formed message of the wrong kind before hello.
+  transport::Outgoing early;
+  early.envelope().initHeartbeat();
+  auto frames = early.frames();
+  raw.send(frames[0], zmq::send_flags::none);
+  // A truncated envelope.
+  transport::Outgoing value;
+  tessera::wire::encode(Value(std::string(1000, 'x')), value.envelope().initValue(), value.attachments());
+  auto value_frames = value.frames();
+  raw.send(zmq::buffer(value_frames[0].data(), value_frames[0].size() / 2 / 8 * 8), zmq::send_flags::none);
+  EXPECT_TRUE(eventually([&] { return s.server->dropped() >= 150; })) << s.server->dropped();
+  EXPECT_TRUE(eventually([&] { return s.logged("the first message must be hello, got heartbeat"); }));
+  EXPECT_EQ(echo(good, Value("still served")), Value("still served"));
+  transport::Connection late(to(s));
+  EXPECT_EQ(echo(late, Value(true)), Value(true));
+}
+
+TEST(Transport, CurveAcceptsAuthorizedKeysAndRefusesOthers) {
+  const auto server_keys = transport::generate_curve_keys();
+  const auto good_keys = transport::generate_curve_keys();
+  const auto bad_keys = transport::generate_curve_keys();
+  EXPECT_EQ(server_keys.public_key.size(), 40u);
+  transport::ServerOptions options;
+  options.curve = server_keys;
+  options.authorized_keys = {good_keys.public_key};
+  EchoServer s(options);
+
+  auto good = to(s);
+  good.curve = good_keys;
+  good.server_public_key = server_keys.public_key;
+  transport::Connection c(good);
+  EXPECT_EQ(echo(c, Value(2.5)), Value(2.5));
+
+  auto bad = good;
+  bad.curve = bad_keys;
+  EXPECT_THROW(transport::Connection{bad}, transport::ConnectionRefused);
+  EXPECT_TRUE(
+      eventually([&] { return s.logged("public key " + bad_keys.public_key + " is not authorized"); }));
+
+  auto plain = to(s);  // no keys at all
+  EXPECT_THROW(transport::Connection{plain}, transport::ConnectionRefused);
+  EXPECT_EQ(echo(c, Value(std::int64_t{7})), Value(std::int64_t{7}));  // the good one is unaffected
+}
+
+}  // namespace
