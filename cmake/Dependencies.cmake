@@ -8,6 +8,16 @@ find_package(cppzmq REQUIRED)
 # CAF 0.17 ships no CMake package: find its headers and libraries by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+# Debian's libcaf_core is not built with ThreadSanitizer, which then reports every CAF message as a race:
+# a TSan build links the instrumented one that scripts/build-caf-tsan.sh makes (same version and options).
+if(TESSERA_TSAN)
+  set(TESSERA_TSAN_CAF_DIR "${PROJECT_SOURCE_DIR}/build-caf-tsan/lib" CACHE PATH "TSan-built libcaf_core")
+  if(EXISTS "${TESSERA_TSAN_CAF_DIR}/libcaf_core.so")
+    set(CAF_CORE_LIBRARY "${TESSERA_TSAN_CAF_DIR}/libcaf_core.so")
+  else()
+    message(WARNING "no TSan-built libcaf_core in ${TESSERA_TSAN_CAF_DIR}: run scripts/build-caf-tsan.sh first")
+  endif()
+endif()
 add_library(caf::core SHARED IMPORTED)
 set_target_properties(caf::core PROPERTIES
   IMPORTED_LOCATION ${CAF_CORE_LIBRARY}

@@ -45,6 +45,11 @@ std::string kind_name(wire::Envelope::Which which) {
   return "message kind " + std::to_string(static_cast<int>(which));
 }
 
+// Called by ZeroMQ (on its I/O thread) once a zero-copy frame has gone out.
+void release_attachment(void*, void* owner) {
+  delete static_cast<tessera::Value*>(owner);
+}
+
 void send_frames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
   for (std::size_t i = 0; i < frames.size(); ++i)
     socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
@@ -89,9 +94,7 @@ std::vector<zmq::message_t> Outgoing::frames() {
     // Zero copy: ZeroMQ frees the frame by dropping the Value that owns its bytes.
     auto* owner = new tessera::Value(attachments_.keep[i]);
     const auto frame = attachments_.frames[i];
-    out.emplace_back(
-        const_cast<std::byte*>(frame.data()), frame.size(),
-        [](void*, void* hint) { delete static_cast<tessera::Value*>(hint); }, owner);
+    out.emplace_back(const_cast<std::byte*>(frame.data()), frame.size(), &release_attachment, owner);
   }
   return out;
 }
@@ -217,7 +220,7 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       return;
     }
     if (envelope.isHello()) return;  // a repeated hello changes nothing
-    handler_(*it, message);
+    handler_(*this, *it, message);
   } catch (const kj::Exception& e) {
     log("dropped a malformed message from " + who + ": " + e.getDescription().cStr());
     dropped_ += 1;

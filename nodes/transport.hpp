@@ -87,7 +87,8 @@ struct PeerInfo {
 
 class Server {
  public:
-  using Handler = std::function<void(const PeerInfo& peer, Received& message)>;
+  // Runs on the I/O thread; it may answer through `server.send`.
+  using Handler = std::function<void(Server& server, const PeerInfo& peer, Received& message)>;
   Server(ServerOptions options, Handler handler);
   ~Server();
   Server(const Server&) = delete;

@@ -2,8 +2,9 @@
 # Builds libcaf_core 0.17.6 (Debian's source, same version and configuration as libcaf-dev) with
 # ThreadSanitizer into build-caf-tsan/, for ThreadSanitizer runs only: Debian's libcaf_core is not
 # instrumented, so TSan cannot see that a CAF message send happens before its receipt and reports every
-# message as a race. Run the TSan test binaries with the instrumented library first in the search path:
-#   LD_LIBRARY_PATH=$PWD/build-caf-tsan/lib ctest --test-dir build-tsan
+# message as a race. A build configured with -DTESSERA_TSAN=ON links this library when it exists:
+#   scripts/build-caf-tsan.sh && cmake -S . -B build-tsan -DTESSERA_TSAN=ON && cmake --build build-tsan \
+#     && ctest --test-dir build-tsan
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work="$root/build-caf-tsan"

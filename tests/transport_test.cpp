@@ -28,14 +28,15 @@ struct EchoServer {
       log.push_back(line);
     };
     server = std::make_unique<transport::Server>(
-        std::move(options), [this](const transport::PeerInfo& peer, transport::Received& message) {
+        std::move(options),
+        [this](transport::Server& server, const transport::PeerInfo& peer, transport::Received& message) {
           auto envelope = message.envelope();
           if (!envelope.isValue()) return;
           Value v = tessera::wire::decode(envelope.getValue(), message.frames());
           ++received;
           transport::Outgoing answer;
           tessera::wire::encode(v, answer.envelope().initValue(), answer.attachments());
-          server->send(peer.id, answer);
+          server.send(peer.id, answer);
         });
   }
   bool logged(const std::string& text) {
