@@ -10,18 +10,13 @@
 #include "graph/errors.hpp"
 #include "graph/operation.hpp"
 #include "graph/task_state.hpp"
+#include "graph/watch.hpp"
 
 namespace tessera {
 
 class ResultSink;
 
 // Client -> scheduler: operations to run and which of their tasks the sink wants.
-struct Watch {
-  OpId op;
-  std::uint32_t first_task;
-  std::uint32_t count;
-  std::uint32_t first_slot;  // sink slot of first_task; the range maps one to one
-};
 struct Submission {
   std::vector<OperationPtr> operations;
   std::vector<Watch> watches;

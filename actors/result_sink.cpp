@@ -30,7 +30,7 @@ void ResultSink::deliver(std::vector<Delivery>& batch) {
   {
     std::lock_guard lock(mutex_);
     for (auto& d : batch) {
-      if (is_final(states_[d.slot])) continue;
+      if (d.slot >= size_ || is_final(states_[d.slot])) continue;  // a remote peer may send anything
       finished.push_back(d.slot);
       states_[d.slot] = d.state;
       if (d.state == TaskState::done) {
@@ -98,7 +98,13 @@ void ResultSink::release(std::uint32_t slot) {
 }
 
 void ResultSink::notify_scheduler() {
-  if (auto link = link_.lock()) caf::anon_send(link->scheduler, release_atom::value, shared_from_this());
+  auto link = link_.lock();
+  if (!link) return;
+  if (link->released) {
+    link->released(shared_from_this());
+  } else {
+    caf::anon_send(link->scheduler, release_atom::value, shared_from_this());
+  }
 }
 
 void ResultSink::listen(const std::shared_ptr<CompletionQueue>& queue) {

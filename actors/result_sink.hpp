@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -21,9 +22,13 @@
 
 namespace tessera {
 
-// The scheduler a sink reports to; owned by the cluster, which resets it when it shuts down.
+class ResultSink;
+
+// The scheduler a sink reports releases to; owned by the cluster (or the remote connection), which
+// resets it when it shuts down. `released`, when set, replaces the message to `scheduler`.
 struct SchedulerLink {
   caf::actor scheduler;
+  std::function<void(const std::shared_ptr<ResultSink>&)> released{};
 };
 
 // Receives (sink, slot) for every slot that reaches a final state; as_completed listens to these.
@@ -35,23 +40,22 @@ struct CompletionQueue {
 
 class ResultSink : public std::enable_shared_from_this<ResultSink> {
  public:
-  struct Delivery {
-    std::uint32_t slot;
-    TaskState state;  // done, erred or cancelled
-    Value value;
-    std::shared_ptr<const TaskFailed> error;
-  };
+  using Delivery = tessera::Delivery;
 
   // Every slot starts with one reference, owned by whoever created the sink. `watches` say which
   // task each slot stands for (sorted by first_slot).
   ResultSink(std::uint32_t size, std::weak_ptr<const SchedulerLink> link, std::vector<Watch> watches);
+  virtual ~ResultSink() = default;
   std::uint32_t size() const { return size_; }
   const std::vector<Watch>& watches() const { return watches_; }
+  // A number the owner gives the sink (a remote client's table id). Set once, before it is shared.
+  void set_tag(std::uint64_t tag) { tag_ = tag; }
+  std::uint64_t tag() const { return tag_; }
   // The task a slot stands for.
   TaskRef task(std::uint32_t slot) const;
 
-  // Scheduler side.
-  void deliver(std::vector<Delivery>& batch);
+  // Scheduler side. A sink standing for a remote client's table forwards instead of storing.
+  virtual void deliver(std::vector<Delivery>& batch);
   std::vector<std::uint32_t> take_released();
 
   // Client side.
@@ -71,6 +75,7 @@ class ResultSink : public std::enable_shared_from_this<ResultSink> {
   const std::uint32_t size_;
   std::weak_ptr<const SchedulerLink> link_;
   std::vector<Watch> watches_;
+  std::uint64_t tag_ = 0;
   std::unique_ptr<std::atomic<std::uint32_t>[]> references_;
 
   mutable std::mutex mutex_;

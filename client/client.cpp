@@ -1,5 +1,7 @@
 #include "tessera/client.hpp"
 
+#include "nodes/remote_backend.hpp"
+
 namespace tessera {
 
 namespace {
@@ -22,14 +24,6 @@ std::vector<Watch> coalesce(const std::vector<TaskRef>& tasks) {
 }
 }  // namespace
 
-std::shared_ptr<ResultSink> Client::send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
-                                         std::uint32_t slots) {
-  auto sink = std::make_shared<ResultSink>(slots, cluster_->link(), watches);
-  caf::anon_send(cluster_->scheduler(), submit_atom::value,
-                 Submission{std::move(operations), std::move(watches), sink});
-  return sink;
-}
-
 std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots) {
   for (std::size_t i = 0; i < roots.size(); ++i)
     if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
@@ -39,8 +33,10 @@ std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const Delay
 }
 
 void Client::send_cancel(std::vector<TaskRef> tasks) {
-  caf::anon_send(cluster_->scheduler(), cancel_atom::value, CancelRequest{std::move(tasks)});
+  backend_->cancel(std::move(tasks));
 }
+
+Client::Client(const std::string& scheduler_address) : backend_(connect_remote(scheduler_address)) {}
 
 void Client::release_all(ResultSink& sink) {
   for (std::uint32_t i = 0; i < sink.size(); ++i) sink.release(i);

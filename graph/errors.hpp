@@ -18,6 +18,13 @@ class SubmissionError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// A scheduler node could not be reached, or refused the connection (another protocol version, a CURVE
+// key it does not accept).
+class ConnectionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A task failed (its function threw) or was cancelled because a task it depends on failed.
 class TaskFailed : public std::runtime_error {
  public:

@@ -1,5 +1,7 @@
 #include "graph/registry.hpp"
 
+#include "graph/bag_tasks.hpp"
+
 #include <algorithm>
 #include <mutex>
 #include <shared_mutex>
@@ -22,6 +24,8 @@ struct Registry::Impl {
 
 Registry& Registry::global() {
   static Registry registry;
+  // Built-ins are there in every process, before any user registration.
+  [[maybe_unused]] static const bool builtins = (register_bag_tasks(registry), true);
   return registry;
 }
 

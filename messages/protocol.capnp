@@ -42,6 +42,61 @@ struct Error {
   reason @0 :Text;
 }
 
+# Client -> scheduler: operations to run and which of their tasks the client's result table wants.
+struct Watch {
+  op @0 :UInt64;
+  firstTask @1 :UInt32;
+  count @2 :UInt32;
+  firstSlot @3 :UInt32;
+}
+
+struct Submit {
+  sinkId @0 :UInt64;      # the client's result table
+  slots @1 :UInt32;
+  operations @2 :List(Values.Operation);
+  watches @3 :List(Watch);
+}
+
+enum TaskState {
+  waiting @0;
+  ready @1;
+  running @2;
+  done @3;
+  erred @4;
+  cancelled @5;
+}
+
+struct TaskFailure {
+  function @0 :Text;
+  key @1 :Text;
+  message @2 :Text;
+  cancelled @3 :Bool;
+}
+
+struct Delivery {
+  slot @0 :UInt32;
+  state @1 :TaskState;
+  value @2 :Values.Value;
+  error @3 :TaskFailure;   # set unless state is done
+}
+
+# Scheduler -> client: finished slots of a result table.
+struct Results {
+  sinkId @0 :UInt64;
+  deliveries @1 :List(Delivery);
+}
+
+# Client -> scheduler: slots whose last future is gone.
+struct Release {
+  sinkId @0 :UInt64;
+  slots @1 :List(UInt32);
+}
+
+# Client -> scheduler: cancel these tasks and what depends on them.
+struct Cancel {
+  tasks @0 :List(Values.TaskRef);
+}
+
 struct Envelope {
   version @0 :UInt32;       # the sender's protocol version
   union {
@@ -50,6 +105,10 @@ struct Envelope {
     refuse @3 :Refuse;
     heartbeat @4 :Heartbeat;
     error @5 :Error;
-    value @6 :Values.Value;  # one value (results, echoes)
+    value @6 :Values.Value;  # one value (echoes, tests)
+    submit @7 :Submit;
+    results @8 :Results;
+    release @9 :Release;
+    cancel @10 :Cancel;
   }
 }

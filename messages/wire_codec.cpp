@@ -121,8 +121,12 @@ void encode_arg(const tessera::Value* literal, const tessera::TaskRef* ref, wire
   }
 }
 
-tessera::Arg decode_arg(wire::Arg::Reader in, std::span<const std::span<const std::byte>> frames) {
-  if (in.isReference()) return tessera::TaskRef{in.getReference().getOp(), in.getReference().getIndex()};
+tessera::Arg decode_arg(wire::Arg::Reader in, std::span<const std::span<const std::byte>> frames,
+                        const IdMap& map_id) {
+  if (in.isReference()) {
+    const OpId op = in.getReference().getOp();
+    return tessera::TaskRef{map_id ? map_id(op) : op, in.getReference().getIndex()};
+  }
   return decode_value(in.getLiteral(), frames);
 }
 
@@ -233,7 +237,7 @@ void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachme
 }
 
 tessera::OperationPtr decode(wire::Operation::Reader in, std::span<const std::span<const std::byte>> frames,
-                    const DecodeLimits& limits) {
+                             const DecodeLimits& limits, const IdMap& map_id) {
   return guarded("operation", [&]() -> tessera::OperationPtr {
     auto name_text = in.getFunction();
     const std::string name(name_text.begin(), name_text.end());
@@ -248,12 +252,12 @@ tessera::OperationPtr decode(wire::Operation::Reader in, std::span<const std::sp
     for (auto column : in.getColumns()) {
       switch (column.which()) {
         case wire::Column::BROADCAST:
-          columns.push_back(tessera::Column::broadcast(decode_arg(column.getBroadcast(), frames)));
+          columns.push_back(tessera::Column::broadcast(decode_arg(column.getBroadcast(), frames, map_id)));
           break;
         case wire::Column::PER_TASK: {
           std::vector<tessera::Arg> args;
           args.reserve(column.getPerTask().size());
-          for (auto a : column.getPerTask()) args.push_back(decode_arg(a, frames));
+          for (auto a : column.getPerTask()) args.push_back(decode_arg(a, frames, map_id));
           columns.push_back(tessera::Column::per_task(std::move(args)));
           break;
         }
@@ -275,9 +279,11 @@ tessera::OperationPtr decode(wire::Operation::Reader in, std::span<const std::sp
                           std::to_string(size) + " tasks");
         std::vector<std::string> keys;
         for (auto k : in.getKeys()) keys.emplace_back(k.begin(), k.end());
-        return std::make_shared<tessera::Operation>(*fn, std::move(keys), std::move(columns), in.getId());
+        return std::make_shared<tessera::Operation>(*fn, std::move(keys), std::move(columns),
+                                                    map_id ? map_id(in.getId()) : in.getId());
       }
-      return std::make_shared<tessera::Operation>(*fn, size, std::move(columns), std::string{}, in.getId());
+      return std::make_shared<tessera::Operation>(*fn, size, std::move(columns), std::string{},
+                                                  map_id ? map_id(in.getId()) : in.getId());
     } catch (const SubmissionError& e) {
       throw WireError(std::string("operation rejected: ") + e.what());
     }

@@ -9,6 +9,7 @@
 #include <capnp/serialize.h>
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -52,9 +53,13 @@ tessera::Value decode(Value::Reader in, std::span<const std::span<const std::byt
 
 void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachments& attachments,
             const EncodeOptions& options = {});
+// Operation ids as the receiver knows them: a scheduler gives each client's ids its own numbers.
+using IdMap = std::function<OpId(OpId)>;
+
 // Resolves the function by name in this process's registry; an unknown name is a WireError naming it.
+// `map_id` renames the operation's id and the ids its references point to (identity when empty).
 tessera::OperationPtr decode(wire::Operation::Reader in, std::span<const std::span<const std::byte>> frames,
-                    const DecodeLimits& limits = {});
+                             const DecodeLimits& limits = {}, const IdMap& map_id = {});
 
 // A whole message as it goes on the wire: the flat Cap'n Proto header and its attachments.
 struct Encoded {

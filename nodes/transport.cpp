@@ -41,6 +41,14 @@ std::string kind_name(wire::Envelope::Which which) {
       return "error";
     case wire::Envelope::VALUE:
       return "value";
+    case wire::Envelope::SUBMIT:
+      return "submit";
+    case wire::Envelope::RESULTS:
+      return "results";
+    case wire::Envelope::RELEASE:
+      return "release";
+    case wire::Envelope::CANCEL:
+      return "cancel";
   }
   return "message kind " + std::to_string(static_cast<int>(which));
 }
@@ -125,12 +133,16 @@ Server::Server(ServerOptions options, Handler handler)
   outbox_pull_.bind(outbox_address_);
   outbox_push_.set(zmq::sockopt::linger, 0);
   outbox_push_.connect(outbox_address_);
-  thread_ = std::thread([this] { run(); });
+  if (!options_.defer_start) start();
+}
+
+void Server::start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
 }
 
 Server::~Server() {
   stopping_ = true;
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Server::log(const std::string& line) const {
@@ -259,8 +271,15 @@ void Server::answer_zap() {
   send_frames(zap_, reply);
 }
 
-Connection::Connection(ConnectionOptions options) : context_(1), dealer_(context_, zmq::socket_type::dealer) {
+Connection::Connection(ConnectionOptions options)
+    : context_(1),
+      dealer_(context_, zmq::socket_type::dealer),
+      outbox_pull_(context_, zmq::socket_type::pull),
+      outbox_push_(context_, zmq::socket_type::push) {
   dealer_.set(zmq::sockopt::linger, 0);
+  outbox_pull_.bind("inproc://tessera-connection-outbox");
+  outbox_push_.set(zmq::sockopt::linger, 0);
+  outbox_push_.connect("inproc://tessera-connection-outbox");
   if (options.curve) set_curve_client(dealer_, *options.curve, options.server_public_key);
   dealer_.connect(options.address);
   Outgoing hello;
@@ -289,6 +308,27 @@ Connection::Connection(ConnectionOptions options) : context_(1), dealer_(context
 void Connection::send(Outgoing& message) {
   auto frames = message.frames();
   send_frames(dealer_, frames);
+}
+
+void Connection::post(Outgoing& message) {
+  auto frames = message.frames();
+  std::lock_guard lock(outbox_mutex_);
+  send_frames(outbox_push_, frames);
+}
+
+std::optional<Received> Connection::pump(std::chrono::milliseconds timeout) {
+  zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0}, {outbox_pull_.handle(), 0, ZMQ_POLLIN, 0}};
+  zmq::poll(items, 2, timeout);
+  while (items[1].revents & ZMQ_POLLIN) {
+    std::vector<zmq::message_t> parts;
+    if (!zmq::recv_multipart(outbox_pull_, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
+    send_frames(dealer_, parts);
+  }
+  if (!(items[0].revents & ZMQ_POLLIN)) return std::nullopt;
+  std::vector<zmq::message_t> parts;
+  if (!zmq::recv_multipart(dealer_, std::back_inserter(parts), zmq::recv_flags::dontwait))
+    return std::nullopt;
+  return Received(std::move(parts), 0);
 }
 
 std::optional<Received> Connection::receive(std::chrono::milliseconds timeout) {

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "graph/errors.hpp"
 #include "messages/protocol.capnp.h"
 #include "messages/wire_codec.hpp"
 
@@ -76,6 +77,7 @@ struct ServerOptions {
   std::vector<std::string> authorized_keys;              // with curve: the client public keys accepted
   std::size_t max_message_bytes = std::size_t{1} << 30;  // larger messages are dropped by ZeroMQ
   LogFunction log;                                       // default: stderr
+  bool defer_start = false;  // true: the I/O thread starts on start(), not at construction
 };
 
 struct PeerInfo {
@@ -94,6 +96,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
+  // Starts the I/O thread when the options deferred it.
+  void start();
   // The endpoint actually bound (the port resolved).
   const std::string& endpoint() const { return endpoint_; }
   // Thread-safe; the message goes out from the I/O thread.
@@ -121,9 +125,9 @@ class Server {
   std::thread thread_;
 };
 
-class ConnectionRefused : public std::runtime_error {
+class ConnectionRefused : public ConnectionError {
  public:
-  using std::runtime_error::runtime_error;
+  using ConnectionError::ConnectionError;
 };
 
 struct ConnectionOptions {
@@ -132,14 +136,15 @@ struct ConnectionOptions {
   std::string name = "client";
   std::uint32_t threads = 0;
   std::uint64_t memory_limit = 0;
-  std::string listen;
+  std::string listen{};
   std::optional<CurveKeys> curve;  // this end's keys
   std::string server_public_key;   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};
   std::uint32_t protocol_version = kProtocolVersion;  // tests set another to see the refusal
 };
 
-// A DEALER connection; use it from one thread at a time.
+// A DEALER connection. send/receive are for one thread at a time; for a connection shared by many
+// threads, they post() and one I/O thread pump()s.
 class Connection {
  public:
   // Connects and shakes hands; throws ConnectionRefused with the server's reason, or when no answer
@@ -148,11 +153,16 @@ class Connection {
   void send(Outgoing& message);
   // Waits up to `timeout` for the next message; nullopt on timeout.
   std::optional<Received> receive(std::chrono::milliseconds timeout);
+  // Thread-safe: queues the message for the thread that calls pump().
+  void post(Outgoing& message);
+  // Sends what was posted and waits up to `timeout` for the next message; nullopt on timeout.
+  std::optional<Received> pump(std::chrono::milliseconds timeout);
   std::uint32_t peer_number() const { return peer_number_; }
 
  private:
   zmq::context_t context_;
-  zmq::socket_t dealer_;
+  zmq::socket_t dealer_, outbox_pull_, outbox_push_;
+  std::mutex outbox_mutex_;
   std::uint32_t peer_number_ = 0;
 };
 

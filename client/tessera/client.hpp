@@ -19,7 +19,10 @@ namespace tessera {
 
 class Client {
  public:
-  explicit Client(LocalCluster& cluster) : cluster_(&cluster) {}
+  // A client of a cluster in this process.
+  explicit Client(LocalCluster& cluster) : backend_(cluster.backend()) {}
+  // A client of a scheduler node, e.g. "tcp://127.0.0.1:7070" (see tessera-node); the same API.
+  explicit Client(const std::string& scheduler_address);
 
   // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
   template <class F, class... X>
@@ -153,8 +156,6 @@ class Client {
   // Runs a dictionary graph (key -> function and arguments) and returns the values of `keys`.
   std::vector<Value> get(const GraphSpec& graph, const std::vector<std::string>& keys);
 
-  LocalCluster& cluster() { return *cluster_; }
-
  private:
   template <class R0, class... R>
   static std::size_t first_size(const R0& r0, const R&...) {
@@ -179,12 +180,14 @@ class Client {
   }
 
   std::shared_ptr<ResultSink> send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
-                                   std::uint32_t slots);
+                                   std::uint32_t slots) {
+    return backend_->submit(std::move(operations), std::move(watches), slots);
+  }
   std::shared_ptr<ResultSink> submit_delayed(const std::vector<const DelayedNode*>& roots);
   static void release_all(ResultSink& sink);
   void send_cancel(std::vector<TaskRef> tasks);
 
-  LocalCluster* cluster_;
+  std::shared_ptr<ClusterBackend> backend_;
 };
 
 }  // namespace tessera

@@ -1,4 +1,4 @@
-#include "tessera/local_cluster.hpp"
+#include "actors/embedded_cluster.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -14,7 +14,7 @@ std::uint32_t cores() {
 }
 }  // namespace
 
-LocalCluster::LocalCluster(ClusterOptions options) : options_(options) {
+EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   if (options_.threads_per_worker == 0) options_.threads_per_worker = cores();
   if (options_.actor_threads == 0) options_.actor_threads = std::max(2u, cores());
   config_ = std::make_unique<caf::actor_system_config>();
@@ -25,7 +25,7 @@ LocalCluster::LocalCluster(ClusterOptions options) : options_(options) {
   scale(options_.workers);
 }
 
-LocalCluster::~LocalCluster() {
+EmbeddedCluster::~EmbeddedCluster() {
   link_.reset();  // futures that outlive the cluster stop reporting releases
   caf::anon_send(scheduler_, shutdown_atom::value);
   scheduler_ = nullptr;
@@ -33,8 +33,8 @@ LocalCluster::~LocalCluster() {
   system_.reset();
 }
 
-void LocalCluster::scale(std::uint32_t workers) {
-  if (workers == 0) throw std::invalid_argument("LocalCluster::scale: a cluster needs at least one worker");
+void EmbeddedCluster::scale(std::uint32_t workers) {
+  if (workers == 0) throw std::invalid_argument("scale: a cluster needs at least one worker");
   std::lock_guard lock(mutex_);
   caf::scoped_actor self{*system_};
   while (active_.size() < workers) {
@@ -44,7 +44,7 @@ void LocalCluster::scale(std::uint32_t workers) {
         .receive(
             [&](std::uint32_t assigned) { id = assigned; },
             [&](const caf::error& e) {
-              throw std::runtime_error("LocalCluster: worker registration failed: " + system_->render(e));
+              throw std::runtime_error("EmbeddedCluster: worker registration failed: " + system_->render(e));
             });
     active_.push_back(id);
   }
@@ -54,23 +54,23 @@ void LocalCluster::scale(std::uint32_t workers) {
   }
 }
 
-std::uint32_t LocalCluster::workers() const {
+std::uint32_t EmbeddedCluster::workers() const {
   std::lock_guard lock(mutex_);
   return static_cast<std::uint32_t>(active_.size());
 }
 
-SchedulerStatus LocalCluster::status() const {
+SchedulerStatus EmbeddedCluster::status() const {
   caf::scoped_actor self{*system_};
   SchedulerStatus out;
   self->request(scheduler_, caf::infinite, status_atom::value)
       .receive([&](const SchedulerStatus& s) { out = s; },
                [&](const caf::error& e) {
-                 throw std::runtime_error("LocalCluster: status request failed: " + system_->render(e));
+                 throw std::runtime_error("EmbeddedCluster: status request failed: " + system_->render(e));
                });
   return out;
 }
 
-bool LocalCluster::wait_for_workers(std::uint32_t workers, std::chrono::milliseconds timeout) {
+bool EmbeddedCluster::wait_for_workers(std::uint32_t workers, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     const auto s = status();
@@ -78,6 +78,14 @@ bool LocalCluster::wait_for_workers(std::uint32_t workers, std::chrono::millisec
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // polling a condition with a deadline
   }
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
+  return std::make_shared<LocalBackend>(scheduler_, link_);
 }
 
 }  // namespace tessera

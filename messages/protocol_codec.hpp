@@ -1,0 +1,29 @@
+// The codec for the client <-> scheduler messages of protocol.capnp: submissions, results, releases
+// and cancellations. Like wire_codec, decoding treats input as hostile and throws WireError.
+#pragma once
+
+#include <vector>
+
+#include "graph/watch.hpp"
+#include "messages/protocol.capnp.h"
+#include "messages/wire_codec.hpp"
+
+namespace tessera::wire {
+
+struct SubmitMessage {
+  std::uint64_t sink_id = 0;
+  std::uint32_t slots = 0;
+  std::vector<OperationPtr> operations;
+  std::vector<tessera::Watch> watches;
+};
+
+void encode(const SubmitMessage& message, Submit::Builder out, Attachments& attachments);
+// `map_id` gives the sender's operation ids the receiver's numbers (see IdMap).
+SubmitMessage decode(Submit::Reader in, std::span<const std::span<const std::byte>> frames,
+                     const IdMap& map_id, const DecodeLimits& limits = {});
+
+void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliveries, Results::Builder out,
+            Attachments& attachments);
+std::vector<tessera::Delivery> decode(Results::Reader in, std::span<const std::span<const std::byte>> frames);
+
+}  // namespace tessera::wire

@@ -1,0 +1,181 @@
+// A real tessera-node process on 127.0.0.1 (a free port), started from a TOML config with a plugin, and
+// a remote Client using the same API as a local one: futures, delayed, bags, failures, large results.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <tessera/tessera.hpp>
+
+namespace plugin_tasks {
+std::int64_t square(std::int64_t x);
+std::int64_t add(std::int64_t a, std::int64_t b);
+double total(const std::vector<double>& xs);
+std::vector<double> ramp(std::int64_t n);
+std::int64_t fails_on_seven(std::int64_t x);
+}  // namespace plugin_tasks
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Starts tessera-node with a config and reads the endpoint it prints; stops it (SIGTERM) at the end.
+class NodeProcess {
+ public:
+  explicit NodeProcess(const std::string& config_text) {
+    dir_ = fs::temp_directory_path() / ("tessera-node-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    const fs::path config = dir_ / "node.toml";
+    std::ofstream(config) << config_text;
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      execl(TESSERA_NODE_BINARY, TESSERA_NODE_BINARY, "--config", config.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    stdout_ = fdopen(out[0], "r");
+    char line[512];
+    // The first line names the endpoint; fgets returns when the node has printed it (or exited).
+    if (!fgets(line, sizeof line, stdout_)) throw std::runtime_error("tessera-node printed nothing");
+    first_line_ = line;
+    const auto at = first_line_.find("tcp://");
+    if (at == std::string::npos) throw std::runtime_error("unexpected first line: " + first_line_);
+    endpoint_ = first_line_.substr(at, first_line_.find(' ', at) - at);
+  }
+  ~NodeProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    if (stdout_) fclose(stdout_);
+    fs::remove_all(dir_);
+  }
+  // Stops the node and returns its exit code.
+  int stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  FILE* stdout_ = nullptr;
+  std::string first_line_, endpoint_;
+};
+
+std::string config(const std::string& extra = "") {
+  return "[node]\nname = \"test-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+         "[worker]\nworkers = 2\nthreads_per_worker = 2\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n" +
+         extra;
+}
+
+TEST(NodeProcess, RemoteClientHasTheLocalApi) {
+  NodeProcess node(config());
+  EXPECT_EQ(node.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
+  tessera::Client client(node.endpoint());
+
+  EXPECT_EQ(client.submit(plugin_tasks::square, 12).result(), 144);
+  std::vector<std::int64_t> xs(1000);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto squares = client.gather(client.map(plugin_tasks::square, xs));
+  for (std::int64_t i = 0; i < 1000; ++i) ASSERT_EQ(squares[i], i * i);
+
+  // Futures as arguments, delayed graphs and bags run on the node.
+  auto a = client.submit(plugin_tasks::square, 3);
+  EXPECT_EQ(client.submit(plugin_tasks::add, a, a).result(), 18);
+  auto graph = tessera::delayed(plugin_tasks::add)(tessera::delayed(plugin_tasks::square)(std::int64_t{4}),
+                                                   std::int64_t{1});
+  EXPECT_EQ(client.compute(graph), 17);
+  auto bag = tessera::Bag<std::int64_t>::from_sequence(xs, 10).map(plugin_tasks::square);
+  EXPECT_EQ(bag.compute(client), squares);
+
+  // A large result travels back as its own frame.
+  auto big = client.submit(plugin_tasks::ramp, std::int64_t{1} << 20).result();
+  ASSERT_EQ(big.size(), std::size_t{1} << 20);
+  EXPECT_EQ(big.back(), double((1 << 20) - 1));
+  EXPECT_DOUBLE_EQ(client.submit(plugin_tasks::total, big).result(), double(1 << 20) * ((1 << 20) - 1) / 2);
+}
+
+TEST(NodeProcess, FailuresReachTheRemoteClient) {
+  NodeProcess node(config());
+  tessera::Client client(node.endpoint());
+  auto bad = client.submit(plugin_tasks::fails_on_seven, 7);
+  auto child = client.submit(plugin_tasks::add, bad, 1);
+  try {
+    child.result();
+    FAIL();
+  } catch (const tessera::TaskFailed& e) {
+    EXPECT_TRUE(e.cancelled());
+    EXPECT_NE(e.message().find("seven is not allowed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bad.exception()->function(), "fails_on_seven");
+  EXPECT_EQ(client.submit(plugin_tasks::fails_on_seven, 8).result(), 8);  // the node goes on
+}
+
+std::int64_t only_in_the_client(std::int64_t x) {
+  return x;
+}
+TESSERA_TASK(only_in_the_client);
+
+TEST(NodeProcess, AFunctionTheNodeLacksFailsTheSubmissionClearly) {
+  NodeProcess node(config());
+  tessera::Client client(node.endpoint());
+  auto f = client.submit(only_in_the_client, 1);
+  try {
+    f.result();
+    FAIL();
+  } catch (const tessera::TaskFailed& e) {
+    EXPECT_NE(e.message().find("unknown task function 'only_in_the_client'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(client.submit(plugin_tasks::square, 2).result(), 4);
+}
+
+TEST(NodeProcess, TwoClientsDoNotCollide) {
+  NodeProcess node(config());
+  tessera::Client first(node.endpoint()), second(node.endpoint());
+  auto f = first.submit(plugin_tasks::square, 5);
+  auto s = second.submit(plugin_tasks::square, 6);
+  EXPECT_EQ(f.result(), 25);
+  EXPECT_EQ(s.result(), 36);
+  EXPECT_EQ(second.submit(plugin_tasks::add, s, 1).result(), 37);
+}
+
+TEST(NodeProcess, StopsCleanlyOnSigterm) {
+  NodeProcess node(config());
+  EXPECT_EQ(node.stop(), 0);
+}
+
+TEST(NodeProcess, BadConfigExitsWithCode2AndNamesTheKey) {
+  const fs::path dir = fs::temp_directory_path() / ("tessera-bad-config-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.toml") << "[node]\nname = \"x\"\nrole = \"both\"\n[worker]\nthreads = 3\n";
+  const std::string command =
+      std::string(TESSERA_NODE_BINARY) + " --config " + (dir / "bad.toml").string() + " 2>&1";
+  FILE* out = popen(command.c_str(), "r");
+  char buffer[1024] = {};
+  std::string text;
+  while (fgets(buffer, sizeof buffer, out)) text += buffer;
+  const int status = pclose(out);
+  fs::remove_all(dir);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(text.find("bad.toml:5: unknown key 'worker.threads'"), std::string::npos) << text;
+}
+
+TEST(NodeProcess, UnreachableSchedulerIsAClearError) {
+  EXPECT_THROW(tessera::Client("tcp://127.0.0.1:1"), tessera::ConnectionError);
+}
+
+}  // namespace

@@ -1,0 +1,39 @@
+// Task functions shared by a test and the tessera-node it starts: the test links this library, the node
+// loads it as a plugin (plugins.paths), so both sides know the functions by name.
+#include <stdexcept>
+#include <tessera/tessera.hpp>
+#include <thread>
+
+namespace plugin_tasks {
+
+std::int64_t square(std::int64_t x) {
+  return x * x;
+}
+TESSERA_TASK(square);
+
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
+TESSERA_TASK(add);
+
+double total(const std::vector<double>& xs) {
+  double s = 0;
+  for (double x : xs) s += x;
+  return s;
+}
+TESSERA_TASK(total);
+
+std::vector<double> ramp(std::int64_t n) {
+  std::vector<double> out(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(i);
+  return out;
+}
+TESSERA_TASK(ramp);
+
+std::int64_t fails_on_seven(std::int64_t x) {
+  if (x == 7) throw std::runtime_error("seven is not allowed");
+  return x;
+}
+TESSERA_TASK(fails_on_seven);
+
+}  // namespace plugin_tasks
