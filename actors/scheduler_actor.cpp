@@ -45,7 +45,9 @@ struct OpRecord {
   std::vector<std::uint32_t> holds;            // sink slots + unfinished consumers that need the result
   std::vector<std::vector<Edge>> dependents;   // sized on the first edge
   std::vector<WatchRange> watches;             // sorted by first_task
-  std::uint32_t longest_watch = 0;             // bounds the search for the watches covering a task
+  // Why erred or cancelled tasks ended: a later submission that depends on one names the real cause.
+  std::unordered_map<std::uint32_t, std::shared_ptr<const TaskFailed>> failures;
+  std::uint32_t longest_watch = 0;  // bounds the search for the watches covering a task
   std::uint32_t unfinished = 0;
   std::uint64_t holds_total = 0;
   double average_task_seconds = -1;
@@ -130,8 +132,9 @@ struct SchedulerState {
     return best;
   }
 
-  void deliver(const OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
+  void deliver(OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
                const std::shared_ptr<const TaskFailed>& error) {
+    if (error) rec.failures[task] = error;
     if (rec.watches.empty()) return;
     // Watches are sorted by first_task; one covering `task` starts within longest_watch before it.
     auto it = std::upper_bound(rec.watches.begin(), rec.watches.end(), task,
@@ -470,11 +473,15 @@ void on_submit(SchedulerActor* self, Submission& submission) {
         if (state == TaskState::waiting && producer->worker[ref->index] == kNoWorker)
           rec->unplaced_inputs[t] += 1;
         if (!is_final(state)) producer->add_edge(ref->index, Edge{rec->op->id(), t});
-        if (state == TaskState::erred || state == TaskState::cancelled)
-          doomed.emplace_back(
-              rec, t,
-              std::make_shared<const TaskFailed>(producer->op->function().name, producer->op->key(ref->index),
-                                                 "it failed or was cancelled earlier", false));
+        if (state == TaskState::erred || state == TaskState::cancelled) {
+          auto known = producer->failures.find(ref->index);
+          doomed.emplace_back(rec, t,
+                              known != producer->failures.end()
+                                  ? known->second
+                                  : std::make_shared<const TaskFailed>(producer->op->function().name,
+                                                                       producer->op->key(ref->index),
+                                                                       "it was cancelled", true));
+        }
       }
     }
   }
@@ -520,9 +527,9 @@ void on_submit(SchedulerActor* self, Submission& submission) {
   for (auto& [rec, task, cause] : doomed)
     if (!is_final(rec->state[task])) {
       withdraw(st, *rec, task);
-      auto error =
-          std::make_shared<const TaskFailed>(rec->op->function().name, rec->op->key(task),
-                                             "its dependency " + cause->key() + " " + cause->message(), true);
+      auto error = std::make_shared<const TaskFailed>(
+          rec->op->function().name, rec->op->key(task),
+          "its dependency " + cause->key() + " failed: " + cause->message(), true);
       st.deliver(*rec, task, TaskState::cancelled, Value{}, error);
       release_inputs(st, *rec, task);
       cancel_dependents(st, *rec, task, error);

@@ -75,10 +75,12 @@ TEST_F(FailureTest, DependentsAreCancelledWithTheCause) {
       << grandchild.exception()->message();
   EXPECT_NE(grandchild.exception()->message().find(bad.exception()->key()), std::string::npos);
   EXPECT_EQ(unrelated.result(), 3);
-  // A later submission that depends on the failed future is cancelled at once.
+  // A later submission that depends on the failed future is cancelled at once, naming the real cause.
   auto late = client.submit(add, bad, 5);
   late.wait();
   EXPECT_EQ(late.status(), tessera::TaskState::cancelled);
+  EXPECT_NE(late.exception()->message().find("unlucky number 13"), std::string::npos)
+      << late.exception()->message();
 }
 
 TEST_F(FailureTest, DelayedComputeRethrowsTheCause) {
