@@ -7,14 +7,12 @@
 #include <iostream>
 #include <tessera/tessera.hpp>
 
+#include "bench_tasks.hpp"
 #include "bench_util.hpp"
 
 namespace {
 
-std::int64_t noop(std::int64_t x) {
-  return x;
-}
-TESSERA_TASK(noop);
+using bench_tasks::noop;
 std::int64_t add(std::int64_t a, std::int64_t b) {
   return a + b;
 }

@@ -30,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SIMS_TARGET_S = 0.35
+REMOTE_RATE_TARGET = 200_000  # tasks/s across processes (issue 3)
 MAP_RATIO_TARGET = 100.0
 
 
@@ -144,9 +145,10 @@ def main():
 
     bin_dir = args.build_dir.resolve() / "bin"
     tasks_bin, sims_bin = bin_dir / "tessera-bench-tasks", bin_dir / "tessera-bench-sims"
+    remote_bin = bin_dir / "tessera-bench-remote"
     peer = HERE / "dask_tasks.py"
-    missing = [p for p in (tasks_bin, sims_bin, peer, Path(args.python)) if not os.access(p, os.R_OK)]
-    missing += [p for p in (tasks_bin, sims_bin) if p.exists() and not os.access(p, os.X_OK)]
+    missing = [p for p in (tasks_bin, sims_bin, remote_bin, peer, Path(args.python)) if not os.access(p, os.R_OK)]
+    missing += [p for p in (tasks_bin, sims_bin, remote_bin) if p.exists() and not os.access(p, os.X_OK)]
     if missing:
         for p in missing:
             log(f"error: required file missing or not executable: {p}")
@@ -160,6 +162,8 @@ def main():
     tessera += run([tasks_bin, "--mode", "delayed", "--tasks", args.tasks, *cfg, *rep], args.timeout)
     if args.big:
         tessera += run([tasks_bin, "--mode", "map", "--tasks", args.big_tasks, *cfg, *rep], args.timeout)
+    # A client in one process, a tessera-node process (scheduler + 2 worker threads) on loopback.
+    tessera += run([remote_bin, "--tasks", args.tasks, *cfg, *rep], args.timeout)
     tessera += run([sims_bin, "--tasks", 500, "--workers", 10, "--threads", 4, "--max-sleep", 0.05, *rep],
                    args.timeout)
     dask = run([args.python, peer, "--tasks", args.dask_tasks,
@@ -169,6 +173,8 @@ def main():
     t_delayed = pick(tessera, bench="tasks", mode="delayed", tasks=args.tasks)
     t_big = pick(tessera, bench="tasks", mode="map", tasks=args.big_tasks) if args.big else None
     t_sims = {api: pick(tessera, bench="sims", api=api) for api in ("map", "delayed", "bag")}
+    t_remote = pick(tessera, bench="remote_tasks", mode="map")
+    t_latency = pick(tessera, bench="remote_latency")
     d_thr = pick(dask, bench="tasks_map", impl="dask-threaded", mode="map")
     d_graph = pick(dask, bench="tasks_map", impl="dask-threaded", mode="graph")
     d_dist = pick(dask, bench="tasks_map", impl="dask-distributed", mode="map")
@@ -185,6 +191,10 @@ def main():
         ("no-op delayed, 1 worker x 2 threads", "delayed", t_delayed, "dask-threaded, delayed + compute", d_thr,
          *rate_ratio(t_delayed, d_thr)),
     ]
+    remote_verdict = "n/a" if not t_remote else ("pass" if t_remote["rate"] >= REMOTE_RATE_TARGET else "FAIL")
+    rows.append(("no-op map, client + node process over loopback", "map", t_remote,
+                 "dask-distributed, 2 procs x 1 thread", d_dist, rate_ratio(t_remote, d_dist)[0],
+                 f">= {REMOTE_RATE_TARGET:,} tasks/s: {remote_verdict}"))
     if args.big:
         rows.append(("no-op map, big", "map", t_big, "(none)", None, "", ""))
     # No scheduler beats greedy list scheduling without knowing durations: the bound each row is held to.
@@ -216,6 +226,9 @@ def main():
           f"list scheduling of the same random sleeps (median of 2000 draws): {map_bound:.3f} s for 500 tasks, "
           f"{bag_bound:.3f} s for 100 partitions of 5. "
           "Rates are tasks/s; task counts differ per row (Dask runs fewer tasks).")
+    if t_latency:
+        print(f"\nOne tiny submit + result through the node: p50 {t_latency['p50_us']:.0f} us, "
+              f"p99 {t_latency['p99_us']:.0f} us ({t_latency['samples']} samples).")
     failed = any(r is None for r in (t_map, t_delayed, t_sims["map"], d_thr, d_dist, d_sims_map)) \
         or (args.big and t_big is None)
     return 1 if failed else 0
