@@ -74,10 +74,10 @@ def run(cmd, timeout):
 
 def pick(records, **match):
     """The record matching all fields; with several (e.g. one per repetition), the median by seconds."""
-    hits = [r for r in records if all(r.get(k) == v for k, v in match.items()) and "seconds" in r]
+    hits = [r for r in records if all(r.get(k) == v for k, v in match.items())]
     if not hits:
         return None
-    hits.sort(key=lambda r: r["seconds"])
+    hits.sort(key=lambda r: r.get("seconds", 0))
     return hits[(len(hits) - 1) // 2]
 
 
