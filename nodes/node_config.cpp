@@ -124,23 +124,38 @@ struct KeySpec {
   std::string_view type;
   std::string_view default_text;
   std::string_view doc;
-  std::function<void(const toml::node&, NodeConfig&, const Context&)> apply;
+  std::function<void(const toml::node&, NodeConfig&, const Context&, std::string_view key)> apply;
 };
+
+// An apply function that stores what `read` makes of the node in one field.
+template <class T, class Read>
+auto store(T NodeConfig::*field, Read read) {
+  return [field, read](const toml::node& n, NodeConfig& c, const Context& cx, std::string_view key) {
+    c.*field = static_cast<T>(read(n, cx, key));
+  };
+}
+
+// A reader of integers in [min, max].
+auto bounded(std::int64_t min, std::int64_t max) {
+  return [min, max](const toml::node& n, const Context& cx, std::string_view key) {
+    return read_integer(n, cx, key, min, max);
+  };
+}
 
 const std::vector<KeySpec>& key_specs() {
   static const std::vector<KeySpec> specs{
       {"node.name", "string", "(required)", "this node's name, shown by `tessera workers`",
-       [](auto& n, auto& c, auto& cx) { c.name = read_string(n, cx, "node.name"); }},
+       store(&NodeConfig::name, read_string)},
       {"node.role", "\"scheduler\" | \"worker\" | \"both\"", "(required)",
        "scheduler only, workers only, or both in one process (the embedded default)",
-       [](auto& n, auto& c, auto& cx) {
+       [](auto& n, auto& c, auto& cx, std::string_view) {
          c.role = read_choice<NodeRole>(
              n, cx, "node.role",
              {{"scheduler", NodeRole::scheduler}, {"worker", NodeRole::worker}, {"both", NodeRole::both}});
        }},
       {"node.log_level", "\"error\" | \"warning\" | \"info\" | \"debug\"", "\"info\"",
        "what the node logs to stderr",
-       [](auto& n, auto& c, auto& cx) {
+       [](auto& n, auto& c, auto& cx, std::string_view) {
          c.log_level = read_choice<LogLevel>(n, cx, "node.log_level",
                                              {{"error", LogLevel::error},
                                               {"warning", LogLevel::warning},
@@ -149,45 +164,31 @@ const std::vector<KeySpec>& key_specs() {
        }},
       {"scheduler.listen", "string (ZeroMQ endpoint)", "\"tcp://127.0.0.1:7070\"",
        "where the scheduler accepts clients and workers; binds 127.0.0.1 unless told otherwise",
-       [](auto& n, auto& c, auto& cx) { c.listen = read_string(n, cx, "scheduler.listen"); }},
+       store(&NodeConfig::listen, read_string)},
       {"scheduler.heartbeat_interval", "seconds", "0.5", "how often workers report they are alive",
-       [](auto& n, auto& c, auto& cx) {
-         c.heartbeat_interval_seconds = read_seconds(n, cx, "scheduler.heartbeat_interval");
-       }},
+       store(&NodeConfig::heartbeat_interval_seconds, read_seconds)},
       {"scheduler.heartbeat_timeout", "seconds", "3.0",
        "a worker silent this long is declared dead; its tasks are recomputed elsewhere",
-       [](auto& n, auto& c, auto& cx) {
-         c.heartbeat_timeout_seconds = read_seconds(n, cx, "scheduler.heartbeat_timeout");
-       }},
+       store(&NodeConfig::heartbeat_timeout_seconds, read_seconds)},
       {"scheduler.client_grace", "seconds", "30.0", "how long a disconnected client's futures are kept",
-       [](auto& n, auto& c, auto& cx) {
-         c.client_grace_seconds = read_seconds(n, cx, "scheduler.client_grace");
-       }},
+       store(&NodeConfig::client_grace_seconds, read_seconds)},
       {"worker.scheduler", "string (ZeroMQ endpoint)", "(required for role = \"worker\")",
-       "the scheduler to join",
-       [](auto& n, auto& c, auto& cx) { c.scheduler_address = read_string(n, cx, "worker.scheduler"); }},
+       "the scheduler to join", store(&NodeConfig::scheduler_address, read_string)},
       {"worker.listen", "string (ZeroMQ endpoint)", "\"tcp://127.0.0.1:0\"",
        "where other workers fetch this node's results (port 0: any free port)",
-       [](auto& n, auto& c, auto& cx) { c.worker_listen = read_string(n, cx, "worker.listen"); }},
+       store(&NodeConfig::worker_listen, read_string)},
       {"worker.workers", "integer 1..1024", "1",
        "worker actors in this process, each with its own compute threads",
-       [](auto& n, auto& c, auto& cx) {
-         c.workers = static_cast<std::uint32_t>(read_integer(n, cx, "worker.workers", 1, 1024));
-       }},
+       store(&NodeConfig::workers, bounded(1, 1024))},
       {"worker.threads_per_worker", "integer 0..1024", "0 (the cores)", "compute threads per worker",
-       [](auto& n, auto& c, auto& cx) {
-         c.threads_per_worker =
-             static_cast<std::uint32_t>(read_integer(n, cx, "worker.threads_per_worker", 0, 1024));
-       }},
+       store(&NodeConfig::threads_per_worker, bounded(0, 1024))},
       {"worker.memory_limit", "size (\"4GiB\", \"512MB\", bytes)", "0 (no limit)",
-       "results beyond this are spilled to data_dir",
-       [](auto& n, auto& c, auto& cx) { c.memory_limit_bytes = read_size(n, cx, "worker.memory_limit"); }},
+       "results beyond this are spilled to data_dir", store(&NodeConfig::memory_limit_bytes, read_size)},
       {"worker.data_dir", "string (path)", "\"\" (a temporary directory)",
-       "where spilled results and checkpoints go",
-       [](auto& n, auto& c, auto& cx) { c.data_dir = read_string(n, cx, "worker.data_dir"); }},
+       "where spilled results and checkpoints go", store(&NodeConfig::data_dir, read_string)},
       {"plugins.paths", "array of strings (paths)", "[]",
        "shared libraries of task functions and simulations, loaded at start (relative to the config file)",
-       [](auto& n, auto& c, auto& cx) {
+       [](auto& n, auto& c, auto& cx, std::string_view) {
          c.plugins.clear();
          for (auto& path : read_strings(n, cx, "plugins.paths")) {
            std::filesystem::path p = path;
@@ -200,25 +201,17 @@ const std::vector<KeySpec>& key_specs() {
          }
        }},
       {"security.curve", "boolean", "false", "CURVE authentication and encryption on every connection",
-       [](auto& n, auto& c, auto& cx) { c.curve = read_bool(n, cx, "security.curve"); }},
+       store(&NodeConfig::curve, read_bool)},
       {"security.secret_key_file", "string (path)", "\"\"",
        "this node's CURVE secret key (made by `tessera keygen`)",
-       [](auto& n, auto& c, auto& cx) {
-         c.secret_key_file = read_string(n, cx, "security.secret_key_file");
-       }},
+       store(&NodeConfig::secret_key_file, read_string)},
       {"security.public_key_file", "string (path)", "\"\"", "this node's CURVE public key",
-       [](auto& n, auto& c, auto& cx) {
-         c.public_key_file = read_string(n, cx, "security.public_key_file");
-       }},
+       store(&NodeConfig::public_key_file, read_string)},
       {"security.scheduler_public_key", "string (Z85, 40 characters)", "\"\"",
        "the scheduler's public key (workers, clients)",
-       [](auto& n, auto& c, auto& cx) {
-         c.scheduler_public_key = read_string(n, cx, "security.scheduler_public_key");
-       }},
+       store(&NodeConfig::scheduler_public_key, read_string)},
       {"security.authorized_keys", "array of strings (Z85)", "[]", "public keys the scheduler accepts",
-       [](auto& n, auto& c, auto& cx) {
-         c.authorized_keys = read_strings(n, cx, "security.authorized_keys");
-       }},
+       store(&NodeConfig::authorized_keys, read_strings)},
   };
   return specs;
 }
@@ -261,7 +254,7 @@ NodeConfig parse_node_config(std::string_view text, std::string_view source,
       if (spec == by_path.end())
         fail(cx, key.source(),
              "unknown key '" + path + "' (known keys in [" + section + "]: " + known->second + ")");
-      spec->second->apply(node, config, cx);
+      spec->second->apply(node, config, cx, path);
       has_name |= path == "node.name";
       has_role |= path == "node.role";
       has_scheduler |= path == "worker.scheduler";
