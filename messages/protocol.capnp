@@ -97,6 +97,21 @@ struct Cancel {
   tasks @0 :List(Values.TaskRef);
 }
 
+# Scheduler -> client: what `tessera status` shows.
+struct Status {
+  name @0 :Text;
+  workers @1 :UInt32;
+  retiringWorkers @2 :UInt32;
+  operations @3 :UInt64;
+  tasksPending @4 :UInt64;
+  resultsHeld @5 :UInt64;
+  tasksDone @6 :UInt64;
+  tasksErred @7 :UInt64;
+  tasksCancelled @8 :UInt64;
+  tasksStolen @9 :UInt64;
+  clients @10 :UInt32;
+}
+
 struct Envelope {
   version @0 :UInt32;       # the sender's protocol version
   union {
@@ -110,5 +125,7 @@ struct Envelope {
     results @8 :Results;
     release @9 :Release;
     cancel @10 :Cancel;
+    statusRequest @11 :Void;
+    status @12 :Status;
   }
 }

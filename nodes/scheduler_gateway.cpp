@@ -36,6 +36,7 @@ class RemoteSink final : public ResultSink {
 
 struct SchedulerGateway::State {
   caf::actor scheduler;
+  std::string name;
   std::weak_ptr<const SchedulerLink> link;
   std::weak_ptr<transport::Server> server;
   struct Client {
@@ -111,6 +112,30 @@ struct SchedulerGateway::State {
         caf::anon_send(scheduler, cancel_atom::value, std::move(request));
         return;
       }
+      case wire::Envelope::STATUS_REQUEST: {
+        SchedulerStatus status;
+        caf::scoped_actor self{scheduler->home_system()};
+        self->request(scheduler, std::chrono::seconds(10), status_atom::value)
+            .receive([&](const SchedulerStatus& s) { status = s; },
+                     [&](const caf::error&) {
+                       throw wire::WireError("the scheduler did not answer a status request");
+                     });
+        transport::Outgoing answer;
+        auto out = answer.envelope().initStatus();
+        out.setName(name);
+        out.setWorkers(status.workers);
+        out.setRetiringWorkers(status.retiring_workers);
+        out.setOperations(status.operations);
+        out.setTasksPending(status.tasks_pending);
+        out.setResultsHeld(status.results_held);
+        out.setTasksDone(status.tasks_done);
+        out.setTasksErred(status.tasks_erred);
+        out.setTasksCancelled(status.tasks_cancelled);
+        out.setTasksStolen(status.tasks_stolen);
+        out.setClients(static_cast<std::uint32_t>(clients.size()));
+        if (auto target = server.lock()) target->send(peer.id, answer);
+        return;
+      }
       case wire::Envelope::HEARTBEAT:
         return;
       default:
@@ -124,6 +149,7 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
     : state_(std::make_shared<State>()) {
   state_->scheduler = std::move(scheduler);
   state_->link = std::move(link);
+  state_->name = options.name;
   auto state = state_;
   options.defer_start = true;  // the handler needs state_->server before the first message
   server_ = std::make_shared<transport::Server>(

@@ -49,6 +49,10 @@ std::string kind_name(wire::Envelope::Which which) {
       return "release";
     case wire::Envelope::CANCEL:
       return "cancel";
+    case wire::Envelope::STATUS_REQUEST:
+      return "status request";
+    case wire::Envelope::STATUS:
+      return "status";
   }
   return "message kind " + std::to_string(static_cast<int>(which));
 }

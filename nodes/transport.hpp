@@ -137,8 +137,8 @@ struct ConnectionOptions {
   std::uint32_t threads = 0;
   std::uint64_t memory_limit = 0;
   std::string listen{};
-  std::optional<CurveKeys> curve;  // this end's keys
-  std::string server_public_key;   // with curve: the server's public key
+  std::optional<CurveKeys> curve{};  // this end's keys
+  std::string server_public_key{};   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};
   std::uint32_t protocol_version = kProtocolVersion;  // tests set another to see the refusal
 };

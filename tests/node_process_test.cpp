@@ -174,6 +174,47 @@ TEST(NodeProcess, BadConfigExitsWithCode2AndNamesTheKey) {
   EXPECT_NE(text.find("bad.toml:5: unknown key 'worker.threads'"), std::string::npos) << text;
 }
 
+std::string run_command(const std::string& command, int& exit_code) {
+  FILE* out = popen((command + " 2>&1").c_str(), "r");
+  char buffer[1024];
+  std::string text;
+  while (fgets(buffer, sizeof buffer, out)) text += buffer;
+  exit_code = WEXITSTATUS(pclose(out));
+  return text;
+}
+
+TEST(NodeProcess, CliReportsStatusAsTextAndJson) {
+  NodeProcess node(config());
+  tessera::Client client(node.endpoint());
+  EXPECT_EQ(client.gather(client.map(plugin_tasks::square, std::vector<std::int64_t>{1, 2, 3})),
+            (std::vector<std::int64_t>{1, 4, 9}));
+  int code = -1;
+  const auto json = run_command(
+      std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint() + " status --json", code);
+  EXPECT_EQ(code, 0) << json;
+  EXPECT_NE(json.find("\"name\":\"test-node\",\"workers\":2,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tasks_done\":3,"), std::string::npos) << json;
+  const auto text =
+      run_command(std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint() + " status", code);
+  EXPECT_NE(text.find("workers         2 (0 retiring)"), std::string::npos) << text;
+}
+
+TEST(NodeProcess, CliKeygenWritesAPrivateKeyPair) {
+  const fs::path dir = fs::temp_directory_path() / ("tessera-keygen-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  int code = -1;
+  run_command(std::string(TESSERA_CLI_BINARY) + " keygen --out " + (dir / "node").string(), code);
+  EXPECT_EQ(code, 0);
+  std::string secret, pub;
+  std::ifstream(dir / "node.key") >> secret;
+  std::ifstream(dir / "node.pub") >> pub;
+  EXPECT_EQ(secret.size(), 40u);
+  EXPECT_EQ(pub.size(), 40u);
+  EXPECT_EQ(fs::status(dir / "node.key").permissions() & (fs::perms::group_all | fs::perms::others_all),
+            fs::perms::none);
+  fs::remove_all(dir);
+}
+
 TEST(NodeProcess, UnreachableSchedulerIsAClearError) {
   EXPECT_THROW(tessera::Client("tcp://127.0.0.1:1"), tessera::ConnectionError);
 }
