@@ -20,6 +20,7 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   config_ = std::make_unique<caf::actor_system_config>();
   config_->set("scheduler.max-threads", static_cast<size_t>(options_.actor_threads));
   system_ = std::make_unique<caf::actor_system>(*config_);
+  if (!options_.scheduler.directory) options_.scheduler.directory = std::make_shared<WorkerDirectory>();
   scheduler_ = spawn_scheduler(*system_, options_.scheduler);
   link_ = std::make_shared<SchedulerLink>(SchedulerLink{scheduler_});
   scale(options_.workers);
@@ -38,9 +39,11 @@ void EmbeddedCluster::scale(std::uint32_t workers) {
   std::lock_guard lock(mutex_);
   caf::scoped_actor self{*system_};
   while (active_.size() < workers) {
-    auto worker = spawn_worker(*system_, scheduler_, WorkerOptions{options_.threads_per_worker});
+    auto worker = spawn_worker(*system_, scheduler_,
+                               WorkerOptions{options_.threads_per_worker, options_.scheduler.directory});
     std::uint32_t id = 0;
-    self->request(scheduler_, caf::infinite, register_atom::value, worker, options_.threads_per_worker)
+    self->request(scheduler_, caf::infinite, register_atom::value,
+                  WorkerRegistration{.actor = worker, .threads = options_.threads_per_worker})
         .receive(
             [&](std::uint32_t assigned) { id = assigned; },
             [&](const caf::error& e) {

@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/errors.hpp"
@@ -30,12 +31,15 @@ struct CancelRequest {
 
 // Scheduler -> worker: run tasks [first_task, first_task + count) of `op` in local slots from first_slot.
 // An `adopt` run does not compute: its slots receive a finished result moved from a retiring worker.
+// `report`: the finished results go back to the scheduler (someone watches them); otherwise only the
+// fact that they finished does, so an intermediate chunk never travels to the scheduler.
 struct AssignRun {
   OperationPtr op;
-  std::uint32_t first_task;
-  std::uint32_t count;
-  std::uint32_t first_slot;
+  std::uint32_t first_task = 0;
+  std::uint32_t count = 0;
+  std::uint32_t first_slot = 0;
   bool adopt = false;
+  bool report = true;
 };
 struct AssignBatch {
   std::vector<AssignRun> runs;
@@ -44,7 +48,7 @@ struct AssignBatch {
 // Where one task result must go: column `column` of slot `slot` of operation `op` on `worker`.
 inline constexpr std::uint16_t kAdoptColumn = 0xffff;  // the whole result, for an adopt slot
 struct Destination {
-  caf::actor worker;
+  std::uint32_t worker;  // looked up in the WorkerDirectory of the sending process
   OpId op;
   std::uint32_t slot;
   std::uint16_t column;
@@ -99,6 +103,34 @@ struct StolenBatch {
   std::vector<std::uint32_t> tasks;
 };
 
+// Scheduler -> cluster: one worker, for `tessera workers`.
+struct WorkerInfo {
+  std::uint32_t id = 0;
+  std::string name;
+  std::string address;  // where its peers send it inputs; empty for a worker of the scheduler's process
+  std::uint32_t threads = 0;
+  std::uint64_t memory_limit = 0;
+  std::uint64_t tasks_assigned = 0;  // placed on it, not finished
+  bool retiring = false;
+};
+
+// Worker -> scheduler: who a worker is; `address` and `public_key` are how its peers reach it.
+struct WorkerRegistration {
+  caf::actor actor;
+  std::uint32_t threads = 1;
+  std::string name{};
+  std::string address{};
+  std::string public_key{};
+  std::uint64_t memory_limit = 0;
+};
+
+// Scheduler -> worker: how to reach another worker (an empty address: it left).
+struct PeerNotice {
+  std::uint32_t id = 0;
+  std::string address;
+  std::string public_key;
+};
+
 // Scheduler -> cluster: a snapshot for status displays and tests.
 struct SchedulerStatus {
   std::uint32_t workers = 0;           // live, not retiring
@@ -109,7 +141,9 @@ struct SchedulerStatus {
   std::uint64_t tasks_done = 0;        // since start
   std::uint64_t tasks_erred = 0;
   std::uint64_t tasks_cancelled = 0;
-  std::uint64_t tasks_stolen = 0;  // moved to an idle worker before they started
+  std::uint64_t tasks_stolen = 0;      // moved to an idle worker before they started
+  std::uint64_t workers_lost = 0;      // declared dead (no heartbeat)
+  std::uint64_t tasks_recomputed = 0;  // lost with a worker and run again from lineage
 };
 
 // Atoms (CAF 0.17: at most 10 characters).
@@ -130,6 +164,9 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using steal_atom = caf::atom_constant<caf::atom("steal")>;
 using stolen_atom = caf::atom_constant<caf::atom("stolen")>;
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
+using peer_atom = caf::atom_constant<caf::atom("peer")>;
+using workers_atom = caf::atom_constant<caf::atom("workers")>;
 
 }  // namespace tessera
 
@@ -143,4 +180,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StolenBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::CancelRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerRegistration)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PeerNotice)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerInfo)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::WorkerInfo>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<tessera::ResultSink>)

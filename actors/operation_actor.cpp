@@ -14,6 +14,8 @@ namespace {
 // Inputs and subscribers of a slot; allocated only for tasks that have references or dependents.
 struct SlotExtra {
   std::vector<Value> inputs;  // indexed by column
+  // Which columns arrived: after a worker is lost, a recomputed producer may send an input again.
+  std::vector<bool> arrived;
   std::vector<Destination> subscribers;
   std::uint16_t received = 0;  // inputs that arrived before the assignment
 };
@@ -26,6 +28,7 @@ struct Slot {
   bool assigned : 1 = false;
   bool adopt : 1 = false;         // receives a finished result instead of running
   bool holds_result : 1 = false;  // counted in HeldResults
+  bool report : 1 = true;         // the result goes back to the scheduler, not just the fact
   std::uint16_t missing = 0;      // inputs still expected, once assigned
   Value result;                   // written by the compute thread that ran the task
   std::unique_ptr<SlotExtra> extra;
@@ -114,18 +117,25 @@ void mark_ready(OperationState& st, std::uint32_t index, Slot& s) {
 // An input (or, for an adopt slot, the whole result) arrives for one slot.
 void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, Value value);
 
-void send_result(OperationActor* self, const Value& result, const Destination& to,
-                 std::unordered_map<caf::actor, InputBatch>& outgoing) {
+using Outgoing = std::unordered_map<std::uint32_t, InputBatch>;  // by destination worker id
+
+void send_result(OperationActor* self, const Value& result, const Destination& to, Outgoing& outgoing) {
   auto& st = self->state;
-  if (to.op == st.args.op->id() && to.worker == st.args.worker) {
+  if (to.op == st.args.op->id() && to.worker == st.args.worker_id) {
     accept_input(self, to.slot, to.column, result);  // same operation on this worker: no message
   } else {
     outgoing[to.worker].inputs.push_back(InputDelivery{to.op, to.slot, to.column, result});
   }
 }
 
-void flush_outgoing(OperationActor* self, std::unordered_map<caf::actor, InputBatch>& outgoing) {
-  for (auto& [worker, batch] : outgoing) self->send(worker, input_atom::value, std::move(batch));
+void flush_outgoing(OperationActor* self, Outgoing& outgoing) {
+  for (auto& [worker, batch] : outgoing) {
+    if (worker == self->state.args.worker_id) {
+      self->send(self->state.args.worker, input_atom::value, std::move(batch));
+    } else if (caf::actor target = self->state.args.directory->get(worker)) {
+      self->send(target, input_atom::value, std::move(batch));
+    }  // a worker that left: the scheduler re-places what it held
+  }
   outgoing.clear();
 }
 
@@ -139,7 +149,7 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
     s.state.store(TaskState::done);
     st.keep_result(s);
     if (s.extra && !s.extra->subscribers.empty()) {
-      std::unordered_map<caf::actor, InputBatch> outgoing;
+      Outgoing outgoing;
       for (const auto& to : s.extra->subscribers) send_result(self, s.result, to, outgoing);
       s.extra->subscribers.clear();
       flush_outgoing(self, outgoing);
@@ -147,7 +157,13 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
     return;
   }
   auto& extra = s.more();
-  if (extra.inputs.size() <= column) extra.inputs.resize(st.args.op->columns().size());
+  if (column >= st.args.op->columns().size()) return;  // not an argument of this operation
+  if (extra.inputs.size() <= column) {
+    extra.inputs.resize(st.args.op->columns().size());
+    extra.arrived.resize(st.args.op->columns().size());
+  }
+  if (extra.arrived[column]) return;  // sent again by a recomputed producer
+  extra.arrived[column] = true;
   extra.inputs[column] = std::move(value);
   if (!s.assigned) {
     ++extra.received;
@@ -253,13 +269,13 @@ void on_ran(OperationActor* self, RanReport& report) {
   done.ran = static_cast<std::uint32_t>(ran);
   done.tasks.reserve(report.finished.size());
   done.results.reserve(report.finished.size());
-  std::unordered_map<caf::actor, InputBatch> outgoing;
+  Outgoing outgoing;
   for (auto index : report.finished) {
     Slot& s = (*st.slots)[index];
     s.state.store(TaskState::done);
     st.keep_result(s);
     done.tasks.push_back(s.task);
-    done.results.push_back(s.result);
+    done.results.push_back(s.report ? s.result : Value{});
     if (s.extra) {
       s.extra->inputs.clear();
       s.extra->inputs.shrink_to_fit();
@@ -289,6 +305,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
           Slot& s = st.slot(index);
           s.task = run.first_task + k;
           s.assigned = true;
+          s.report = run.report;
           if (run.adopt) {
             s.adopt = true;
             continue;
@@ -305,7 +322,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
       },
       [=](subscribe_atom, SubscribeBatch& batch) {
         auto& st = self->state;
-        std::unordered_map<caf::actor, InputBatch> outgoing;
+        Outgoing outgoing;
         for (auto& sub : batch.subscriptions) {
           Slot& s = st.slot(sub.slot);
           const TaskState state = s.state.load();

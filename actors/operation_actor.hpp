@@ -9,6 +9,7 @@
 
 #include "actors/compute_pool.hpp"
 #include "actors/messages.hpp"
+#include "actors/worker_directory.hpp"
 
 namespace tessera {
 
@@ -18,6 +19,7 @@ struct OperationActorArgs {
   caf::actor worker;
   caf::actor scheduler;
   std::shared_ptr<ComputePool> pool;
+  std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
 };
 
 caf::actor spawn_operation_actor(caf::actor_system& system, OperationActorArgs args);

@@ -29,6 +29,27 @@ struct WatchRange {
   std::uint32_t first_task, count, first_slot;
 };
 
+// The operations an operation's tasks read from, kept while any record needs them: a result lost with
+// a worker is recomputed from this lineage even after its producers' records were forgotten.
+struct Lineage {
+  OperationPtr op;
+  std::vector<std::shared_ptr<const Lineage>> producers;
+
+  // A long chain of lineage is torn down in a loop, not by recursion that could overflow the stack.
+  ~Lineage() {
+    std::vector<std::shared_ptr<const Lineage>> pending = std::move(producers);
+    while (!pending.empty()) {
+      auto node = std::move(pending.back());
+      pending.pop_back();
+      if (node.use_count() == 1) {
+        auto& inner = const_cast<Lineage&>(*node).producers;
+        for (auto& p : inner) pending.push_back(std::move(p));
+        inner.clear();
+      }
+    }
+  }
+};
+
 struct SinkRecord {
   std::shared_ptr<ResultSink> sink;  // reset once every slot is released
   std::vector<Watch> watches;        // sorted by first_slot (no pointer back to this record: no cycle)
@@ -38,6 +59,7 @@ struct SinkRecord {
 // The scheduler's view of one operation: a dense array per field, indexed by task.
 struct OpRecord {
   OperationPtr op;
+  std::shared_ptr<Lineage> lineage;
   std::vector<TaskState> state;  // waiting = not yet placed; ready = placed on `worker`, not finished
   std::vector<std::uint32_t> worker;
   std::vector<std::uint32_t> slot;
@@ -66,6 +88,8 @@ struct OpRecord {
 struct WorkerRecord {
   caf::actor actor;
   std::uint32_t threads = 1;
+  std::string name, address, public_key;
+  std::uint64_t memory_limit = 0;
   std::uint64_t occupancy = 0;  // placed tasks not yet finished
   std::unordered_map<OpId, std::uint64_t> occupancy_by_op;
   bool steal_pending = false;  // a steal request is out; one at a time per victim
@@ -245,7 +269,7 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
       runs.back().first_slot + runs.back().count == slot) {
     runs.back().count += 1;
   } else {
-    runs.push_back(AssignRun{rec.op, task, 1, slot, false});
+    runs.push_back(AssignRun{rec.op, task, 1, slot, false, !rec.watches.empty()});
   }
   if (rec.op->has_references()) {
     const auto& columns = rec.op->columns();
@@ -254,9 +278,8 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
       if (!ref) continue;
       OpRecord* producer = st.find(ref->op);
       st.touch(producer->worker[ref->index])
-          .subscribe.subscriptions.push_back(
-              Subscription{ref->op, producer->slot[ref->index],
-                           Destination{worker.actor, op, slot, static_cast<std::uint16_t>(j)}});
+          .subscribe.subscriptions.push_back(Subscription{
+              ref->op, producer->slot[ref->index], Destination{w, op, slot, static_cast<std::uint16_t>(j)}});
     }
   }
   if (!rec.dependents.empty()) {
@@ -274,7 +297,7 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
           if (ref && ref->op == op && ref->index == task)
             worker.subscribe.subscriptions.push_back(
                 Subscription{op, slot,
-                             Destination{st.workers[consumer->worker[edge.task]].actor, edge.consumer,
+                             Destination{consumer->worker[edge.task], edge.consumer,
                                          consumer->slot[edge.task], static_cast<std::uint16_t>(j)}});
         }
       }
@@ -440,6 +463,8 @@ void on_submit(SchedulerActor* self, Submission& submission) {
     auto rec = std::make_unique<OpRecord>();
     const std::uint32_t n = op->size();
     rec->op = op;
+    rec->lineage = std::make_shared<Lineage>();
+    rec->lineage->op = op;
     rec->state.assign(n, TaskState::waiting);
     rec->worker.assign(n, kNoWorker);
     rec->slot.assign(n, 0);
@@ -469,6 +494,11 @@ void on_submit(SchedulerActor* self, Submission& submission) {
         }
         producer->holds[ref->index] += 1;
         producer->holds_total += 1;
+        if (producer != rec) {
+          auto& lineage = rec->lineage->producers;
+          if (std::find(lineage.begin(), lineage.end(), producer->lineage) == lineage.end())
+            lineage.push_back(producer->lineage);
+        }
         const TaskState state = producer->state[ref->index];
         if (state == TaskState::waiting && producer->worker[ref->index] == kNoWorker)
           rec->unplaced_inputs[t] += 1;
@@ -652,9 +682,9 @@ void try_finish_retirement(SchedulerActor* self, std::uint32_t w) {
       if (target == kNoWorker) return;  // nowhere to move it: stay until a worker joins
       WorkerRecord& home = st.touch(target);
       const std::uint32_t slot = home.next_slot[id]++;
-      home.assign.runs.push_back(AssignRun{rec.op, t, 1, slot, true});
+      home.assign.runs.push_back(AssignRun{rec.op, t, 1, slot, true, false});
       st.touch(w).subscribe.subscriptions.push_back(
-          Subscription{id, rec.slot[t], Destination{home.actor, id, slot, kAdoptColumn}});
+          Subscription{id, rec.slot[t], Destination{target, id, slot, kAdoptColumn}});
       rec.worker[t] = target;
       rec.slot[t] = slot;
       rec.used(target);
@@ -667,7 +697,173 @@ void try_finish_retirement(SchedulerActor* self, std::uint32_t w) {
   leaving.actor = nullptr;
 }
 
+std::uint32_t on_register(SchedulerActor* self, const WorkerRegistration& registration) {
+  auto& st = self->state;
+  const auto id = static_cast<std::uint32_t>(st.workers.size());
+  WorkerRecord record;
+  record.actor = registration.actor;
+  record.threads = std::max<std::uint32_t>(1, registration.threads);
+  record.name = registration.name.empty() ? "worker-" + std::to_string(id) : registration.name;
+  record.address = registration.address;
+  record.public_key = registration.public_key;
+  record.memory_limit = registration.memory_limit;
+  st.options.directory->set(id, registration.actor);
+  // Workers in other processes learn how to reach each other before any subscription names them
+  // (messages from one actor to another arrive in order).
+  for (std::uint32_t other = 0; other < st.workers.size(); ++other) {
+    const WorkerRecord& w = st.workers[other];
+    if (w.gone) continue;
+    self->send(w.actor, peer_atom::value, PeerNotice{id, record.address, record.public_key});
+    self->send(record.actor, peer_atom::value, PeerNotice{other, w.address, w.public_key});
+  }
+  st.workers.push_back(std::move(record));
+  st.stats.workers += 1;
+  self->send(registration.actor, welcome_atom::value, id);
+  dispatch(self);
+  return id;
+}
+
+// A task to run again: its result was lost with a worker (or dropped, and a recomputation needs it),
+// or it was placed on a worker that is gone. Returns the producers whose results must come back too.
+void revive(SchedulerState& st, OpRecord& rec, std::uint32_t task,
+            std::vector<std::pair<OpRecord*, std::uint32_t>>& more,
+            std::vector<std::pair<OpRecord*, std::uint32_t>>& revived) {
+  const TaskState state = rec.state[task];
+  if (state == TaskState::waiting) return;  // revived already, or never placed
+  if (state == TaskState::erred) return;    // failures are final
+  revived.emplace_back(&rec, task);
+  if (state == TaskState::ready) {
+    rec.state[task] = TaskState::waiting;  // still holds its inputs
+  } else {
+    // Done (its result lost or dropped) or released with a forgotten operation: computed again, which
+    // takes its inputs again.
+    if (state == TaskState::done) {
+      st.stats.results_held -= rec.holds[task] > 0 ? 1 : 0;
+    } else {
+      rec.worker[task] = kNoWorker;  // a recreated record: placed for the first time
+    }
+    rec.state[task] = TaskState::waiting;
+    rec.unfinished += 1;
+    st.stats.tasks_recomputed += 1;
+    if (!rec.op->has_references()) return;
+    const auto& columns = rec.op->columns();
+    for (std::size_t j = 0; j < columns.size(); ++j) {
+      const auto* ref = columns[j].reference(task);
+      if (!ref) continue;
+      OpRecord* producer = st.find(ref->op);
+      if (!producer) {
+        // Forgotten: bring its record back from lineage, every task released until revived.
+        for (const auto& node : rec.lineage->producers) {
+          if (node->op->id() != ref->op) continue;
+          auto back = std::make_unique<OpRecord>();
+          const std::uint32_t n = node->op->size();
+          back->op = node->op;
+          back->lineage = std::const_pointer_cast<Lineage>(node);
+          back->state.assign(n, TaskState::cancelled);
+          back->worker.assign(n, kNoWorker);
+          back->slot.assign(n, 0);
+          back->holds.assign(n, 0);
+          if (node->op->has_references()) back->unplaced_inputs.assign(n, 0);
+          producer = back.get();
+          st.ops.emplace(node->op->id(), std::move(back));
+          break;
+        }
+        if (!producer) continue;  // not in lineage: cannot happen for a task that ran
+      }
+      const bool result_gone =
+          producer->state[ref->index] == TaskState::cancelled ||
+          (producer->state[ref->index] == TaskState::done &&
+           (producer->holds[ref->index] == 0 || st.workers[producer->worker[ref->index]].gone));
+      producer->holds[ref->index] += 1;
+      producer->holds_total += 1;
+      producer->add_edge(ref->index, Edge{rec.op->id(), task});
+      if (result_gone) more.emplace_back(producer, ref->index);
+    }
+  }
+}
+
+// A worker stopped answering: what it was running and the results it held (and that somebody still
+// needs) are computed again elsewhere, from lineage, and its peers stop sending to it.
+void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
+  auto& st = self->state;
+  if (w >= st.workers.size() || st.workers[w].gone) return;
+  WorkerRecord& lost = st.workers[w];
+  if (lost.retiring) {
+    st.stats.retiring_workers -= 1;
+  } else {
+    st.stats.workers -= 1;
+  }
+  st.stats.workers_lost += 1;
+  lost.gone = true;
+  // A worker that was only cut off must stop and register anew: it is told so, if it can still hear.
+  self->send(lost.actor, shutdown_atom::value);
+  lost.actor = nullptr;
+  lost.occupancy = 0;
+  lost.occupancy_by_op.clear();
+  lost.assign = {};
+  lost.subscribe = {};
+  lost.cancel.clear();
+  lost.drop.clear();
+  st.options.directory->erase(w);
+  for (auto& other : st.workers)
+    if (!other.gone) self->send(other.actor, peer_atom::value, PeerNotice{w, "", ""});
+
+  std::vector<std::pair<OpRecord*, std::uint32_t>> pending, revived;
+  for (auto& [id, rec] : st.ops) {
+    if (std::find(rec->workers_used.begin(), rec->workers_used.end(), w) == rec->workers_used.end()) continue;
+    for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
+      if (rec->worker[t] != w) continue;
+      const TaskState state = rec->state[t];
+      if (state == TaskState::ready || (state == TaskState::done && rec->holds[t] > 0))
+        pending.emplace_back(rec.get(), t);
+    }
+  }
+  while (!pending.empty()) {
+    auto [rec, t] = pending.back();
+    pending.pop_back();
+    std::vector<std::pair<OpRecord*, std::uint32_t>> more;
+    revive(st, *rec, t, more, revived);
+    for (auto& m : more) pending.push_back(m);
+  }
+  if (revived.empty()) return;
+  // Consumers already placed on live workers subscribed to the lost places: they are subscribed again
+  // when the producers are placed anew (place() follows the dependents' edges).
+  std::unordered_set<std::uint64_t> again;
+  auto key = [](OpId op, std::uint32_t t) { return (static_cast<std::uint64_t>(op) << 32) ^ t; };
+  for (auto& [rec, t] : revived) again.insert(key(rec->op->id(), t));
+  for (auto& [id, rec] : st.ops) {
+    if (!rec->op->has_references()) continue;
+    const auto& columns = rec->op->columns();
+    for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
+      if (is_final(rec->state[t])) continue;
+      for (std::size_t j = 0; j < columns.size(); ++j) {
+        const auto* ref = columns[j].reference(t);
+        if (!ref || !again.count(key(ref->op, ref->index))) continue;
+        OpRecord* producer = st.find(ref->op);
+        if (!producer) continue;
+        if (producer->dependents.empty()) producer->dependents.resize(producer->op->size());
+        auto& edges = producer->dependents[ref->index];
+        const bool known = std::any_of(edges.begin(), edges.end(), [&](const Edge& e) {
+          return e.consumer == rec->op->id() && e.task == t;
+        });
+        if (!known) edges.push_back(Edge{rec->op->id(), t});
+        if (producer->worker[ref->index] == kNoWorker && rec->state[t] == TaskState::waiting &&
+            !rec->unplaced_inputs.empty())
+          rec->unplaced_inputs[t] += 1;
+      }
+    }
+  }
+  for (auto& [rec, t] : revived) {
+    st.maybe_finished.insert(rec->op->id());
+    if (rec->op->has_references() && rec->unplaced_inputs[t] != 0) continue;  // placed after its producers
+    st.placeable.push_back(Range{rec->op->id(), t, t + 1});
+  }
+  dispatch(self);
+  forget_finished(self);
+}
+
 caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
+  if (!options.directory) options.directory = std::make_shared<WorkerDirectory>();
   self->state.options = options;
   return {
       [=](submit_atom, Submission& submission) { on_submit(self, submission); },
@@ -678,17 +874,20 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
         on_stolen(self, batch);
         dispatch(self);
       },
-      [=](register_atom, caf::actor worker, std::uint32_t threads) -> std::uint32_t {
-        auto& st = self->state;
-        const auto id = static_cast<std::uint32_t>(st.workers.size());
-        WorkerRecord record;
-        record.actor = worker;
-        record.threads = std::max<std::uint32_t>(1, threads);
-        st.workers.push_back(std::move(record));
-        st.stats.workers += 1;
-        self->send(worker, welcome_atom::value, id);
-        dispatch(self);
-        return id;
+      [=](register_atom, const WorkerRegistration& registration) -> std::uint32_t {
+        return on_register(self, registration);
+      },
+      [=](lost_atom, std::uint32_t id) { on_worker_lost(self, id); },
+      [=](workers_atom) -> std::vector<WorkerInfo> {
+        std::vector<WorkerInfo> out;
+        const auto& workers = self->state.workers;
+        for (std::uint32_t id = 0; id < workers.size(); ++id) {
+          const WorkerRecord& w = workers[id];
+          if (w.gone) continue;
+          out.push_back(
+              WorkerInfo{id, w.name, w.address, w.threads, w.memory_limit, w.occupancy, w.retiring});
+        }
+        return out;
       },
       [=](retire_atom, std::uint32_t id) {
         auto& st = self->state;

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <memory>
+
+#include "actors/worker_directory.hpp"
 
 namespace tessera {
 
@@ -14,6 +17,9 @@ struct SchedulerOptions {
   double backlog_seconds_per_thread = 0.002;
   // Tasks one worker may hold when nothing is known yet about an operation's task duration.
   std::uint32_t initial_tasks_per_thread = 2;
+  // Filled with each registered worker, for the workers of this process to find each other. Made by the
+  // scheduler when not given.
+  std::shared_ptr<WorkerDirectory> directory{};
 };
 
 caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options = {});

@@ -13,6 +13,7 @@ struct WorkerState {
   std::uint32_t id = 0;
   caf::actor scheduler;
   std::shared_ptr<ComputePool> pool;
+  std::shared_ptr<const WorkerDirectory> directory;
   std::unordered_map<OpId, caf::actor> operations;
   // Inputs that arrived before this worker heard of their operation (they travel worker to worker,
   // the assignment travels from the scheduler: either may come first).
@@ -30,9 +31,13 @@ caf::actor* find_operation(WorkerActor* self, OpId op) {
 caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOptions options) {
   self->state.scheduler = std::move(scheduler);
   self->state.pool = std::make_shared<ComputePool>(options.threads);
+  self->state.directory = options.directory;
   self->set_down_handler([](const caf::down_msg&) {});
   return {
       [=](welcome_atom, std::uint32_t id) { self->state.id = id; },
+      // Peers of this process are found through the shared directory; a worker process's transport
+      // handles notices about peers in other processes.
+      [=](peer_atom, const PeerNotice&) {},
       [=](assign_atom, AssignBatch& batch) {
         auto& st = self->state;
         for (auto& run : batch.runs) {
@@ -40,8 +45,8 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
           caf::actor* target = find_operation(self, op);
           if (!target) {
             auto actor = spawn_operation_actor(
-                self->home_system(),
-                OperationActorArgs{run.op, st.id, caf::actor_cast<caf::actor>(self), st.scheduler, st.pool});
+                self->home_system(), OperationActorArgs{run.op, st.id, caf::actor_cast<caf::actor>(self),
+                                                        st.scheduler, st.pool, st.directory});
             target = &st.operations.emplace(op, std::move(actor)).first->second;
             if (auto early = st.early_inputs.find(op); early != st.early_inputs.end()) {
               self->send(*target, input_atom::value, InputBatch{std::move(early->second)});

@@ -5,11 +5,15 @@
 
 #include <caf/all.hpp>
 #include <cstdint>
+#include <memory>
+
+#include "actors/worker_directory.hpp"
 
 namespace tessera {
 
 struct WorkerOptions {
   std::uint32_t threads = 1;  // compute threads: how many task functions run at once here
+  std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
 };
 
 caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options);
