@@ -121,6 +121,12 @@ struct SchedulerState {
   std::vector<std::pair<SinkRecord*, std::vector<ResultSink::Delivery>>> deliveries;
   std::unordered_map<SinkRecord*, std::size_t> delivery_index;
   SchedulerStatus stats;
+  // Tasks computed again after a worker was lost, not yet placed. They are placed even on full workers:
+  // consumers placed before the loss fill those workers while they wait for exactly these tasks.
+  std::unordered_set<std::uint64_t> recovering;
+  static std::uint64_t task_key(OpId op, std::uint32_t task) {
+    return (static_cast<std::uint64_t>(op) << 32) ^ task;
+  }
 
   OpRecord* find(OpId id) {
     auto it = ops.find(id);
@@ -145,11 +151,12 @@ struct SchedulerState {
   bool usable(std::uint32_t w) const { return w != kNoWorker && !workers[w].gone && !workers[w].retiring; }
 
   // The least loaded usable worker with room for another task of `rec`; kNoWorker if none.
-  std::uint32_t least_loaded(const OpRecord& rec) const {
+  // With `anyway`, the least loaded usable worker even when all are full.
+  std::uint32_t least_loaded(const OpRecord& rec, bool anyway = false) const {
     std::uint32_t best = kNoWorker;
     double best_load = 0;
     for (std::uint32_t w = 0; w < workers.size(); ++w) {
-      if (!usable(w) || workers[w].occupancy >= capacity(workers[w], rec)) continue;
+      if (!usable(w) || (!anyway && workers[w].occupancy >= capacity(workers[w], rec))) continue;
       const double load = double(workers[w].occupancy) / workers[w].threads;
       if (best == kNoWorker || load < best_load) best = w, best_load = load;
     }
@@ -257,6 +264,7 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
   const std::uint32_t slot = worker.next_slot[op]++;
   // A task placed before and stolen back has already counted for its consumers.
   const bool first_placement = rec.worker[task] == kNoWorker;
+  if (!st.recovering.empty()) st.recovering.erase(SchedulerState::task_key(op, task));
   worker.occupancy_by_op[op] += 1;
   rec.state[task] = TaskState::ready;
   rec.worker[task] = w;
@@ -277,6 +285,8 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
       const auto* ref = columns[j].reference(task);
       if (!ref) continue;
       OpRecord* producer = st.find(ref->op);
+      // A producer being computed again subscribes this task when it is placed (below, for it).
+      if (producer->worker[ref->index] == kNoWorker) continue;
       st.touch(producer->worker[ref->index])
           .subscribe.subscriptions.push_back(Subscription{
               ref->op, producer->slot[ref->index], Destination{w, op, slot, static_cast<std::uint16_t>(j)}});
@@ -286,7 +296,7 @@ void place(SchedulerState& st, OpRecord& rec, std::uint32_t task, std::uint32_t 
     for (const Edge& edge : rec.dependents[task]) {
       OpRecord* consumer = st.find(edge.consumer);
       if (!consumer) continue;
-      if (first_placement) {
+      if (first_placement && consumer->unplaced_inputs[edge.task] > 0) {
         if (--consumer->unplaced_inputs[edge.task] == 0 && consumer->state[edge.task] == TaskState::waiting)
           st.newly_placeable.push_back(Range{edge.consumer, edge.task, edge.task + 1});
       } else if (consumer->state[edge.task] == TaskState::ready) {
@@ -403,7 +413,16 @@ void dispatch(SchedulerActor* self) {
     while (range.begin < range.end && rec->state[range.begin] != TaskState::waiting) ++range.begin;
     if (range.begin == range.end) continue;
     bool placed_any = false;
-    if (!rec->op->has_references()) {
+    const bool recovering =
+        !st.recovering.empty() && st.recovering.count(SchedulerState::task_key(range.op, range.begin));
+    if (recovering) {
+      const std::uint32_t w = st.least_loaded(*rec, true);
+      if (w != kNoWorker) {
+        place(st, *rec, range.begin, w);
+        range.begin += 1;
+        placed_any = true;
+      }
+    } else if (!rec->op->has_references()) {
       const std::uint32_t w = st.least_loaded(*rec);
       if (w != kNoWorker) {
         const std::uint64_t room = st.capacity(st.workers[w], *rec) - st.workers[w].occupancy;
@@ -737,11 +756,9 @@ void revive(SchedulerState& st, OpRecord& rec, std::uint32_t task,
   } else {
     // Done (its result lost or dropped) or released with a forgotten operation: computed again, which
     // takes its inputs again.
-    if (state == TaskState::done) {
-      st.stats.results_held -= rec.holds[task] > 0 ? 1 : 0;
-    } else {
-      rec.worker[task] = kNoWorker;  // a recreated record: placed for the first time
-    }
+    if (state == TaskState::done && rec.holds[task] > 0) st.stats.results_held -= 1;
+    // Placed as if for the first time: its consumers wait for it, or subscribe again if placed already.
+    rec.worker[task] = kNoWorker;
     rec.state[task] = TaskState::waiting;
     rec.unfinished += 1;
     st.stats.tasks_recomputed += 1;
@@ -776,7 +793,6 @@ void revive(SchedulerState& st, OpRecord& rec, std::uint32_t task,
            (producer->holds[ref->index] == 0 || st.workers[producer->worker[ref->index]].gone));
       producer->holds[ref->index] += 1;
       producer->holds_total += 1;
-      producer->add_edge(ref->index, Edge{rec.op->id(), task});
       if (result_gone) more.emplace_back(producer, ref->index);
     }
   }
@@ -829,8 +845,11 @@ void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
   // Consumers already placed on live workers subscribed to the lost places: they are subscribed again
   // when the producers are placed anew (place() follows the dependents' edges).
   std::unordered_set<std::uint64_t> again;
-  auto key = [](OpId op, std::uint32_t t) { return (static_cast<std::uint64_t>(op) << 32) ^ t; };
-  for (auto& [rec, t] : revived) again.insert(key(rec->op->id(), t));
+  auto key = SchedulerState::task_key;
+  for (auto& [rec, t] : revived) {
+    again.insert(key(rec->op->id(), t));
+    st.recovering.insert(key(rec->op->id(), t));
+  }
   for (auto& [id, rec] : st.ops) {
     if (!rec->op->has_references()) continue;
     const auto& columns = rec->op->columns();
@@ -846,17 +865,20 @@ void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
         const bool known = std::any_of(edges.begin(), edges.end(), [&](const Edge& e) {
           return e.consumer == rec->op->id() && e.task == t;
         });
-        if (!known) edges.push_back(Edge{rec->op->id(), t});
-        if (producer->worker[ref->index] == kNoWorker && rec->state[t] == TaskState::waiting &&
-            !rec->unplaced_inputs.empty())
+        if (known) continue;
+        edges.push_back(Edge{rec->op->id(), t});
+        // One count per edge: place() takes one off per edge when the producer is placed.
+        if (producer->worker[ref->index] == kNoWorker && rec->state[t] == TaskState::waiting)
           rec->unplaced_inputs[t] += 1;
       }
     }
   }
-  for (auto& [rec, t] : revived) {
+  // At the front: what waits for them may be filling the workers.
+  for (auto it = revived.rbegin(); it != revived.rend(); ++it) {
+    auto [rec, t] = *it;
     st.maybe_finished.insert(rec->op->id());
     if (rec->op->has_references() && rec->unplaced_inputs[t] != 0) continue;  // placed after its producers
-    st.placeable.push_back(Range{rec->op->id(), t, t + 1});
+    st.placeable.push_front(Range{rec->op->id(), t, t + 1});
   }
   dispatch(self);
   forget_finished(self);

@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <numeric>
-#include <thread>
 #include <tessera/tessera.hpp>
+#include <thread>
 
 #include "actors/messages.hpp"
 #include "test_util.hpp"
@@ -86,6 +86,8 @@ TEST(Lineage, ChainsAcrossALostWorkerComplete) {
   saboteur.join();
   for (std::int64_t chain = 0; chain < 12; ++chain) EXPECT_EQ(values[chain], chain + 21);
   EXPECT_EQ(cluster.status().workers_lost, 1u);
+  // Nothing recomputed is left stranded.
+  EXPECT_TRUE(tessera::testing::eventually([&] { return cluster.status().tasks_pending == 0; }));
 }
 
 }  // namespace
