@@ -23,7 +23,7 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   if (!options_.scheduler.directory) options_.scheduler.directory = std::make_shared<WorkerDirectory>();
   scheduler_ = spawn_scheduler(*system_, options_.scheduler);
   link_ = std::make_shared<SchedulerLink>(SchedulerLink{scheduler_});
-  scale(options_.workers);
+  if (options_.workers > 0) scale(options_.workers);  // none: a scheduler for worker processes
 }
 
 EmbeddedCluster::~EmbeddedCluster() {

@@ -21,6 +21,7 @@ struct Hello {
   threads @2 :UInt32;       # workers: compute threads
   memoryLimit @3 :UInt64;   # workers: bytes, 0 for none
   listen @4 :Text;          # workers: where peers fetch results
+  publicKey @5 :Text;       # workers with CURVE: how peers reach `listen`
 }
 
 struct Welcome {
@@ -110,6 +111,113 @@ struct Status {
   tasksCancelled @8 :UInt64;
   tasksStolen @9 :UInt64;
   clients @10 :UInt32;
+  workersLost @11 :UInt64;
+  tasksRecomputed @12 :UInt64;
+}
+
+# ---- Scheduler <-> worker and worker <-> worker ----
+
+# Scheduler -> worker: the worker's id in the cluster (after the transport's welcome).
+struct WorkerWelcome {
+  workerId @0 :UInt32;
+}
+
+# Scheduler -> worker: how to reach another worker; an empty address means it left.
+struct Peer {
+  workerId @0 :UInt32;
+  address @1 :Text;
+  publicKey @2 :Text;
+}
+
+struct AssignRun {
+  op @0 :UInt64;
+  firstTask @1 :UInt32;
+  count @2 :UInt32;
+  firstSlot @3 :UInt32;
+  adopt @4 :Bool;
+  report @5 :Bool;
+}
+
+# Scheduler -> worker: batched task assignment. An operation's definition travels once per worker, with
+# the first assignment that needs it.
+struct Assign {
+  operations @0 :List(Values.Operation);
+  runs @1 :List(AssignRun);
+}
+
+struct Destination {
+  worker @0 :UInt32;
+  op @1 :UInt64;
+  slot @2 :UInt32;
+  column @3 :UInt16;
+}
+
+struct Subscription {
+  op @0 :UInt64;
+  slot @1 :UInt32;
+  to @2 :Destination;
+}
+
+# Scheduler -> worker: when these slots are done, send their results to these destinations.
+struct Subscribe {
+  subscriptions @0 :List(Subscription);
+}
+
+# Scheduler -> worker: slots of one operation to free (drop) or not to run (cancel).
+struct Slots {
+  op @0 :UInt64;
+  slots @1 :List(UInt32);
+}
+
+# Scheduler -> worker: give back up to `most` queued tasks of `op` for an idle worker.
+struct Steal {
+  op @0 :UInt64;
+  most @1 :UInt32;
+}
+
+struct FailedTask {
+  task @0 :UInt32;
+  error @1 :TaskFailure;
+}
+
+# Worker -> scheduler: finished tasks of one operation; results only for watched tasks (else none).
+struct Done {
+  op @0 :UInt64;
+  tasks @1 :List(UInt32);
+  results @2 :List(Values.Value);
+  failures @3 :List(FailedTask);
+  busySeconds @4 :Float64;
+  ran @5 :UInt32;
+}
+
+# Worker -> scheduler: tasks taken back from a queue (work stealing).
+struct Stolen {
+  op @0 :UInt64;
+  tasks @1 :List(UInt32);
+}
+
+struct Input {
+  op @0 :UInt64;
+  slot @1 :UInt32;
+  column @2 :UInt16;
+  value @3 :Values.Value;
+}
+
+# Worker -> worker: task results, sent straight to the worker whose tasks read them.
+struct Inputs {
+  worker @0 :UInt32;   # the receiving worker's id
+  inputs @1 :List(Input);
+}
+
+# Scheduler -> client: what `tessera workers` shows.
+struct WorkerEntry {
+  workerId @0 :UInt32;
+  name @1 :Text;
+  address @2 :Text;
+  threads @3 :UInt32;
+  memoryLimit @4 :UInt64;
+  tasksAssigned @5 :UInt64;
+  retiring @6 :Bool;
 }
 
 struct Envelope {
@@ -127,5 +235,19 @@ struct Envelope {
     cancel @10 :Cancel;
     statusRequest @11 :Void;
     status @12 :Status;
+    workerWelcome @13 :WorkerWelcome;
+    peer @14 :Peer;
+    assign @15 :Assign;
+    subscribe @16 :Subscribe;
+    drop @17 :Slots;
+    cancelSlots @18 :Slots;
+    steal @19 :Steal;
+    forget @20 :UInt64;
+    shutdown @21 :Void;
+    done @22 :Done;
+    stolen @23 :Stolen;
+    inputs @24 :Inputs;
+    workersRequest @25 :Void;
+    workers @26 :List(WorkerEntry);
   }
 }

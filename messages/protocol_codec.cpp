@@ -53,6 +53,18 @@ SubmitMessage decode(Submit::Reader in, std::span<const std::span<const std::byt
   return out;
 }
 
+void encode(const tessera::TaskFailed& error, TaskFailure::Builder out) {
+  out.setFunction(error.function());
+  out.setKey(error.key());
+  out.setMessage(error.message());
+  out.setCancelled(error.cancelled());
+}
+
+std::shared_ptr<const tessera::TaskFailed> decode(TaskFailure::Reader in) {
+  return std::make_shared<const TaskFailed>(text(in.getFunction()), text(in.getKey()), text(in.getMessage()),
+                                            in.getCancelled());
+}
+
 void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliveries, Results::Builder out,
             Attachments& attachments) {
   out.setSinkId(sink_id);
@@ -65,11 +77,7 @@ void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliver
     if (d.state == tessera::TaskState::done) {
       encode(d.value, b.initValue(), attachments);
     } else if (d.error) {
-      auto e = b.initError();
-      e.setFunction(d.error->function());
-      e.setKey(d.error->key());
-      e.setMessage(d.error->message());
-      e.setCancelled(d.error->cancelled());
+      encode(*d.error, b.initError());
     }
   }
 }
@@ -86,9 +94,7 @@ std::vector<tessera::Delivery> decode(Results::Reader in,
     if (state == tessera::TaskState::done) {
       delivery.value = decode(d.getValue(), frames);
     } else {
-      auto e = d.getError();
-      delivery.error = std::make_shared<const TaskFailed>(text(e.getFunction()), text(e.getKey()),
-                                                          text(e.getMessage()), e.getCancelled());
+      delivery.error = decode(d.getError());
     }
     out.push_back(std::move(delivery));
   }

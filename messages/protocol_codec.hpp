@@ -22,6 +22,9 @@ void encode(const SubmitMessage& message, Submit::Builder out, Attachments& atta
 SubmitMessage decode(Submit::Reader in, std::span<const std::span<const std::byte>> frames,
                      const IdMap& map_id, const DecodeLimits& limits = {});
 
+void encode(const tessera::TaskFailed& error, TaskFailure::Builder out);
+std::shared_ptr<const tessera::TaskFailed> decode(TaskFailure::Reader in);
+
 void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliveries, Results::Builder out,
             Attachments& attachments);
 std::vector<tessera::Delivery> decode(Results::Reader in, std::span<const std::span<const std::byte>> frames);

@@ -1,9 +1,12 @@
 #include "nodes/scheduler_gateway.hpp"
 
+#include <iostream>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
 #include "messages/protocol_codec.hpp"
+#include "nodes/remote_worker_proxy.hpp"
+#include "nodes/worker_codec.hpp"
 
 namespace tessera {
 namespace {
@@ -25,9 +28,22 @@ class RemoteSink final : public ResultSink {
     server->send(peer_, message);
   }
 
+  // Releases a slot once (the client's release, or the grace period's end).
+  void release_once(std::uint32_t slot) {
+    if (released_.empty()) released_.resize(size());
+    if (released_[slot]) return;
+    released_[slot] = true;
+    release(slot);
+    unreleased -= 1;
+  }
+  void release_all() {
+    for (std::uint32_t slot = 0; slot < size(); ++slot) release_once(slot);
+  }
+
   std::uint32_t unreleased = 0;
 
  private:
+  std::vector<bool> released_;
   std::weak_ptr<transport::Server> server_;
   std::string peer_;
 };
@@ -35,15 +51,123 @@ class RemoteSink final : public ResultSink {
 }  // namespace
 
 struct SchedulerGateway::State {
+  using Clock = std::chrono::steady_clock;
   caf::actor scheduler;
   std::string name;
+  GatewayOptions options;
   std::weak_ptr<const SchedulerLink> link;
   std::weak_ptr<transport::Server> server;
+  transport::LogFunction log;
   struct Client {
+    std::string name;
     std::unordered_map<OpId, OpId> ids;  // the client's operation ids -> this process's
     std::unordered_map<std::uint64_t, std::shared_ptr<RemoteSink>> sinks;
+    Clock::time_point last_seen = Clock::now();
   };
-  std::unordered_map<std::string, Client> clients;  // I/O thread only
+  struct WorkerPeer {
+    std::uint32_t id = 0;
+    std::string name;
+    Clock::time_point last_seen = Clock::now();
+  };
+  // I/O thread only.
+  std::unordered_map<std::string, Client> clients;
+  std::unordered_map<std::string, WorkerPeer> workers;
+
+  // A worker process said hello: a proxy stands for it, and the scheduler gives it an id.
+  void worker_joined(const transport::PeerInfo& peer) {
+    auto& system = scheduler->home_system();
+    auto proxy = spawn_remote_worker_proxy(system, server, peer.id);
+    caf::scoped_actor self{system};
+    std::uint32_t id = 0;
+    bool registered = false;
+    self->request(scheduler, std::chrono::seconds(10), register_atom::value,
+                  WorkerRegistration{proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
+                                     peer.public_key, peer.memory_limit})
+        .receive(
+            [&](std::uint32_t assigned) {
+              id = assigned;
+              registered = true;
+            },
+            [&](const caf::error&) {});
+    if (!registered) {
+      log("worker '" + peer.name + "' could not be registered: the scheduler did not answer");
+      caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+      return;
+    }
+    workers[peer.id] = WorkerPeer{id, peer.name};
+    log("worker '" + peer.name + "' joined as worker " + std::to_string(id) + " (" +
+        std::to_string(peer.threads) + " threads, peers reach it at " + peer.listen + ")");
+  }
+
+  // Heartbeat timeouts, on the I/O thread.
+  void tick(transport::Server& target) {
+    const auto now = Clock::now();
+    for (auto it = workers.begin(); it != workers.end();) {
+      if (now - it->second.last_seen <= options.worker_timeout) {
+        ++it;
+        continue;
+      }
+      log("worker '" + it->second.name + "' (worker " + std::to_string(it->second.id) +
+          ") sent nothing for " + std::to_string(options.worker_timeout.count()) +
+          " ms: declared lost; its running tasks and held results are recomputed elsewhere");
+      caf::anon_send(scheduler, lost_atom::value, it->second.id);
+      target.forget(it->first);
+      it = workers.erase(it);
+    }
+    for (auto it = clients.begin(); it != clients.end();) {
+      if (now - it->second.last_seen <= options.client_grace) {
+        ++it;
+        continue;
+      }
+      log("client '" + it->second.name + "' sent nothing for " +
+          std::to_string(options.client_grace.count()) + " ms: its " +
+          std::to_string(it->second.sinks.size()) + " result tables are released");
+      for (auto& [id, sink] : it->second.sinks) sink->release_all();
+      target.forget(it->first);
+      it = clients.erase(it);
+    }
+  }
+
+  void handle_worker(WorkerPeer& worker, transport::Received& message) {
+    auto envelope = message.envelope();
+    worker.last_seen = Clock::now();
+    switch (envelope.which()) {
+      case wire::Envelope::DONE:
+        caf::anon_send(scheduler, done_atom::value,
+                       wire::decode(envelope.getDone(), message.frames(), worker.id));
+        return;
+      case wire::Envelope::STOLEN:
+        caf::anon_send(scheduler, stolen_atom::value, wire::decode(envelope.getStolen(), worker.id));
+        return;
+      case wire::Envelope::HEARTBEAT:
+        return;
+      default:
+        throw wire::WireError("a worker may not send this kind of message");
+    }
+  }
+
+  void answer_workers(const transport::PeerInfo& peer) {
+    std::vector<WorkerInfo> list;
+    caf::scoped_actor self{scheduler->home_system()};
+    self->request(scheduler, std::chrono::seconds(10), workers_atom::value)
+        .receive([&](const std::vector<WorkerInfo>& answer) { list = answer; },
+                 [&](const caf::error&) {
+                   throw wire::WireError("the scheduler did not answer a workers request");
+                 });
+    transport::Outgoing answer;
+    auto out = answer.envelope().initWorkers(static_cast<unsigned>(list.size()));
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      auto entry = out[static_cast<unsigned>(i)];
+      entry.setWorkerId(list[i].id);
+      entry.setName(list[i].name);
+      entry.setAddress(list[i].address.empty() ? "(in the scheduler's process)" : list[i].address);
+      entry.setThreads(list[i].threads);
+      entry.setMemoryLimit(list[i].memory_limit);
+      entry.setTasksAssigned(list[i].tasks_assigned);
+      entry.setRetiring(list[i].retiring);
+    }
+    if (auto target = server.lock()) target->send(peer.id, answer);
+  }
 
   void refuse_submission(const transport::PeerInfo& peer, wire::Submit::Reader submit,
                          const std::string& reason) {
@@ -62,8 +186,16 @@ struct SchedulerGateway::State {
   }
 
   void handle(const transport::PeerInfo& peer, transport::Received& message) {
+    if (peer.role == wire::Role::WORKER) {
+      auto worker = workers.find(peer.id);
+      if (worker == workers.end()) throw wire::WireError("a message from a worker that is not registered");
+      handle_worker(worker->second, message);
+      return;
+    }
     auto envelope = message.envelope();
     Client& client = clients[peer.id];
+    client.name = peer.name;
+    client.last_seen = Clock::now();
     switch (envelope.which()) {
       case wire::Envelope::SUBMIT: {
         auto map_id = [&](OpId theirs) {
@@ -97,8 +229,7 @@ struct SchedulerGateway::State {
           if (slot >= sink->size())
             throw wire::WireError("release of slot " + std::to_string(slot) + " of " +
                                   std::to_string(sink->size()));
-          sink->release(slot);
-          sink->unreleased -= 1;
+          sink->release_once(slot);
         }
         if (sink->unreleased == 0) client.sinks.erase(it);
         return;
@@ -133,9 +264,14 @@ struct SchedulerGateway::State {
         out.setTasksCancelled(status.tasks_cancelled);
         out.setTasksStolen(status.tasks_stolen);
         out.setClients(static_cast<std::uint32_t>(clients.size()));
+        out.setWorkersLost(status.workers_lost);
+        out.setTasksRecomputed(status.tasks_recomputed);
         if (auto target = server.lock()) target->send(peer.id, answer);
         return;
       }
+      case wire::Envelope::WORKERS_REQUEST:
+        answer_workers(peer);
+        return;
       case wire::Envelope::HEARTBEAT:
         return;
       default:
@@ -145,13 +281,27 @@ struct SchedulerGateway::State {
 };
 
 SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link,
-                                   transport::ServerOptions options)
+                                   transport::ServerOptions options, GatewayOptions gateway)
     : state_(std::make_shared<State>()) {
   state_->scheduler = std::move(scheduler);
   state_->link = std::move(link);
   state_->name = options.name;
+  state_->options = gateway;
+  if (!options.log)
+    options.log = [](const std::string& line) { std::cerr << "[tessera] " << line << std::endl; };
+  state_->log = options.log;
   auto state = state_;
   options.defer_start = true;  // the handler needs state_->server before the first message
+  options.joined = [state](transport::Server&, const transport::PeerInfo& peer) {
+    if (peer.role == wire::Role::WORKER) {
+      state->worker_joined(peer);
+    } else {
+      auto& client = state->clients[peer.id];
+      client.name = peer.name;
+      client.last_seen = State::Clock::now();
+    }
+  };
+  options.tick = [state](transport::Server& server) { state->tick(server); };
   server_ = std::make_shared<transport::Server>(
       std::move(options), [state](transport::Server&, const transport::PeerInfo& peer,
                                   transport::Received& message) { state->handle(peer, message); });

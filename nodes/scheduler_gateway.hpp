@@ -1,9 +1,13 @@
-// SchedulerGateway: serves remote clients for a scheduler actor in this process. Their submissions,
-// releases and cancellations become the scheduler's own messages; the results they want go back over the
-// connection. Each client's operation ids get numbers of this process, so clients never collide.
+// SchedulerGateway: serves remote clients and worker processes for a scheduler actor in this process.
+// Clients' submissions, releases and cancellations become the scheduler's own messages; the results they
+// want go back over the connection. Each client's operation ids get numbers of this process, so clients
+// never collide. Each worker process gets a proxy actor the scheduler treats as a worker; a worker that
+// stops sending heartbeats is declared lost (its tasks are recomputed), and a client that goes silent
+// has its futures released after a grace period.
 #pragma once
 
 #include <caf/all.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -12,10 +16,17 @@
 
 namespace tessera {
 
+struct GatewayOptions {
+  // A worker silent this long is lost. Workers send a heartbeat several times within it.
+  std::chrono::milliseconds worker_timeout{3000};
+  // A client silent this long is gone: what its futures held is released.
+  std::chrono::milliseconds client_grace{30000};
+};
+
 class SchedulerGateway {
  public:
   SchedulerGateway(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link,
-                   transport::ServerOptions options);
+                   transport::ServerOptions options, GatewayOptions gateway = {});
   ~SchedulerGateway();
   SchedulerGateway(const SchedulerGateway&) = delete;
   SchedulerGateway& operator=(const SchedulerGateway&) = delete;

@@ -1,5 +1,6 @@
-// tessera-node --config FILE.toml: one program for every role of a Tessera process. This build serves
-// role "both": a scheduler and its workers in this process, accepting remote clients over ZeroMQ.
+// tessera-node --config FILE.toml: one program for every role of a Tessera process: "scheduler" (accepts
+// clients and worker processes), "worker" (joins a scheduler) or "both" (a scheduler and its workers in
+// this process, accepting remote clients: the embedded default).
 #include <dlfcn.h>
 #include <signal.h>
 
@@ -7,9 +8,15 @@
 #include <iostream>
 #include <sstream>
 
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
 #include "actors/embedded_cluster.hpp"
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
+#include "nodes/worker_node.hpp"
 
 namespace {
 
@@ -52,11 +59,6 @@ int main(int argc, char** argv) {
   tessera::NodeConfig config;
   try {
     config = tessera::load_node_config(config_path);
-    if (config.role != tessera::NodeRole::both)
-      throw tessera::ConfigError(
-          config_path + ": node.role \"" +
-          std::string(config.role == tessera::NodeRole::worker ? "worker" : "scheduler") +
-          "\" is not served by this build yet; use \"both\"");
     for (const auto& plugin : config.plugins)
       if (!dlopen(plugin.c_str(), RTLD_NOW | RTLD_GLOBAL))
         throw tessera::ConfigError(config_path + ": plugin '" + plugin +
@@ -74,22 +76,61 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   try {
-    tessera::EmbeddedCluster cluster{
-        {.workers = config.workers, .threads_per_worker = config.threads_per_worker}};
-    tessera::transport::ServerOptions server;
-    server.listen = config.listen;
-    server.name = config.name;
-    if (config.curve) {
-      server.curve = tessera::transport::CurveKeys{read_key(config.public_key_file, "public"),
-                                                   read_key(config.secret_key_file, "secret")};
-      server.authorized_keys = config.authorized_keys;
+    std::optional<tessera::transport::CurveKeys> keys;
+    if (config.curve)
+      keys = tessera::transport::CurveKeys{read_key(config.public_key_file, "public"),
+                                           read_key(config.secret_key_file, "secret")};
+    const auto seconds = [](double s) {
+      return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
+    };
+    std::unique_ptr<tessera::EmbeddedCluster> cluster;
+    std::unique_ptr<tessera::SchedulerGateway> gateway;
+    std::vector<std::unique_ptr<tessera::WorkerNode>> workers;
+    if (config.role == tessera::NodeRole::worker) {
+      for (std::uint32_t i = 0; i < config.workers; ++i) {
+        workers.push_back(std::make_unique<tessera::WorkerNode>(tessera::WorkerNodeOptions{
+            .scheduler = config.scheduler_address,
+            .listen = config.worker_listen,
+            .name = config.workers == 1 ? config.name : config.name + "-" + std::to_string(i),
+            .threads = config.threads_per_worker,
+            .memory_limit = config.memory_limit_bytes,
+            .curve = keys,
+            .scheduler_public_key = config.scheduler_public_key,
+            .authorized_keys = config.authorized_keys,
+            .heartbeat_interval = seconds(config.heartbeat_interval_seconds)}));
+        const auto id = workers.back()->wait_for_id(std::chrono::seconds(10));
+        std::cout << "tessera-node '" << config.name << "' worker "
+                  << (id ? std::to_string(*id) : "(unregistered)") << " joined " << config.scheduler_address
+                  << "; peers reach it at " << workers.back()->endpoint() << std::endl;
+      }
+    } else {
+      // A scheduler alone runs no workers of its own: worker processes join it.
+      const bool with_workers = config.role == tessera::NodeRole::both;
+      cluster = std::make_unique<tessera::EmbeddedCluster>(tessera::ClusterOptions{
+          .workers = with_workers ? config.workers : 0, .threads_per_worker = config.threads_per_worker});
+      tessera::transport::ServerOptions server;
+      server.listen = config.listen;
+      server.name = config.name;
+      if (keys) {
+        server.curve = keys;
+        server.authorized_keys = config.authorized_keys;
+      }
+      gateway = std::make_unique<tessera::SchedulerGateway>(
+          cluster->scheduler(), cluster->link(), std::move(server),
+          tessera::GatewayOptions{.worker_timeout = seconds(config.heartbeat_timeout_seconds),
+                                  .client_grace = seconds(config.client_grace_seconds)});
+      std::cout << "tessera-node '" << config.name << "' listening on " << gateway->endpoint();
+      if (with_workers)
+        std::cout << " with " << config.workers << " workers x " << cluster->threads_per_worker()
+                  << " threads";
+      std::cout << std::endl;
     }
-    tessera::SchedulerGateway gateway(cluster.scheduler(), cluster.link(), std::move(server));
-    std::cout << "tessera-node '" << config.name << "' listening on " << gateway.endpoint() << " with "
-              << config.workers << " workers x " << cluster.threads_per_worker() << " threads" << std::endl;
     int signal = 0;
     sigwait(&stop_signals, &signal);
     std::cout << "tessera-node '" << config.name << "' stopping (signal " << signal << ")" << std::endl;
+    workers.clear();
+    gateway.reset();
+    cluster.reset();
   } catch (const std::exception& e) {
     std::cerr << "tessera-node: " << e.what() << "\n";
     return 1;

@@ -53,6 +53,34 @@ std::string kind_name(wire::Envelope::Which which) {
       return "status request";
     case wire::Envelope::STATUS:
       return "status";
+    case wire::Envelope::WORKER_WELCOME:
+      return "worker welcome";
+    case wire::Envelope::PEER:
+      return "peer";
+    case wire::Envelope::ASSIGN:
+      return "assign";
+    case wire::Envelope::SUBSCRIBE:
+      return "subscribe";
+    case wire::Envelope::DROP:
+      return "drop";
+    case wire::Envelope::CANCEL_SLOTS:
+      return "cancel slots";
+    case wire::Envelope::STEAL:
+      return "steal";
+    case wire::Envelope::FORGET:
+      return "forget";
+    case wire::Envelope::SHUTDOWN:
+      return "shutdown";
+    case wire::Envelope::DONE:
+      return "done";
+    case wire::Envelope::STOLEN:
+      return "stolen";
+    case wire::Envelope::INPUTS:
+      return "inputs";
+    case wire::Envelope::WORKERS_REQUEST:
+      return "workers request";
+    case wire::Envelope::WORKERS:
+      return "workers";
   }
   return "message kind " + std::to_string(static_cast<int>(which));
 }
@@ -62,9 +90,15 @@ void release_attachment(void*, void* owner) {
   delete static_cast<tessera::Value*>(owner);
 }
 
-void send_frames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
-  for (std::size_t i = 0; i < frames.size(); ++i)
-    socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+// False when the socket's send timeout passed before the first frame was taken (then none was sent; once
+// the first frame of a message is queued, ZeroMQ takes the rest).
+bool send_frames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const auto sent =
+        socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    if (!sent && i == 0) return false;
+  }
+  return true;
 }
 
 void set_curve_client(zmq::socket_t& socket, const CurveKeys& keys, const std::string& server_public_key) {
@@ -160,6 +194,13 @@ void Server::send(const std::string& peer_id, Outgoing& message) {
   send_frames(outbox_push_, frames);
 }
 
+void Server::forget(const std::string& peer_id) {
+  auto it = std::find_if(peers_.begin(), peers_.end(), [&](const PeerInfo& p) { return p.id == peer_id; });
+  if (it == peers_.end()) return;
+  peers_.erase(it);
+  peer_count_ = peers_.size();
+}
+
 void Server::refuse(const std::string& peer_id, const std::string& reason) {
   Outgoing answer;
   answer.envelope().initRefuse().setReason(reason);
@@ -176,6 +217,7 @@ void Server::run() {
   std::vector<zmq::pollitem_t> items{{router_.handle(), 0, ZMQ_POLLIN, 0},
                                      {outbox_pull_.handle(), 0, ZMQ_POLLIN, 0}};
   if (options_.curve) items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
+  auto next_tick = std::chrono::steady_clock::now();
   while (!stopping_) {
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
     if (items[0].revents & ZMQ_POLLIN) {
@@ -193,6 +235,13 @@ void Server::run() {
       }
     }
     if (items.size() > 2 && (items[2].revents & ZMQ_POLLIN)) answer_zap();
+    if (options_.tick) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_tick) {
+        options_.tick(*this);
+        next_tick = now + std::chrono::milliseconds(50);
+      }
+    }
   }
 }
 
@@ -222,7 +271,9 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
         return;
       }
       auto hello = envelope.getHello();
-      PeerInfo peer{peer_id, static_cast<std::uint32_t>(peers_.size() + 1), hello.getRole(), hello.getName()};
+      PeerInfo peer{peer_id,           next_peer_number_++, hello.getRole(),
+                    hello.getName(),   hello.getThreads(),  hello.getMemoryLimit(),
+                    hello.getListen(), hello.getPublicKey()};
       peers_.push_back(peer);
       peer_count_ = peers_.size();
       log(role_name(peer.role) + " '" + peer.name + "' connected as peer " + std::to_string(peer.number));
@@ -233,6 +284,7 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       auto frames = welcome.frames();
       router_.send(zmq::buffer(peer_id), zmq::send_flags::sndmore);
       send_frames(router_, frames);
+      if (options_.joined) options_.joined(*this, peers_.back());
       return;
     }
     if (envelope.isHello()) return;  // a repeated hello changes nothing
@@ -285,6 +337,8 @@ Connection::Connection(ConnectionOptions options)
   outbox_push_.set(zmq::sockopt::linger, 0);
   outbox_push_.connect("inproc://tessera-connection-outbox");
   if (options.curve) set_curve_client(dealer_, *options.curve, options.server_public_key);
+  if (options.send_timeout.count() >= 0)
+    dealer_.set(zmq::sockopt::sndtimeo, static_cast<int>(options.send_timeout.count()));
   dealer_.connect(options.address);
   Outgoing hello;
   hello.envelope().setVersion(options.protocol_version);
@@ -294,6 +348,7 @@ Connection::Connection(ConnectionOptions options)
   h.setThreads(options.threads);
   h.setMemoryLimit(options.memory_limit);
   h.setListen(options.listen);
+  h.setPublicKey(options.curve ? options.curve->public_key : std::string());
   send(hello);
   auto answer = receive(options.handshake_timeout);
   if (!answer)
@@ -309,9 +364,9 @@ Connection::Connection(ConnectionOptions options)
   peer_number_ = envelope.getWelcome().getPeerId();
 }
 
-void Connection::send(Outgoing& message) {
+bool Connection::send(Outgoing& message) {
   auto frames = message.frames();
-  send_frames(dealer_, frames);
+  return send_frames(dealer_, frames);
 }
 
 void Connection::post(Outgoing& message) {

@@ -70,6 +70,9 @@ class Outgoing {
   kj::Array<capnp::word> flat_;
 };
 
+class Server;
+struct PeerInfo;
+
 struct ServerOptions {
   std::string listen = "tcp://127.0.0.1:0";  // 127.0.0.1 unless told otherwise; port 0 takes a free one
   std::string name = "scheduler";
@@ -78,6 +81,10 @@ struct ServerOptions {
   std::size_t max_message_bytes = std::size_t{1} << 30;  // larger messages are dropped by ZeroMQ
   LogFunction log;                                       // default: stderr
   bool defer_start = false;  // true: the I/O thread starts on start(), not at construction
+  // On the I/O thread: a peer said hello and was welcomed.
+  std::function<void(Server&, const PeerInfo&)> joined{};
+  // On the I/O thread, about every 50 ms: time-based work such as heartbeat timeouts.
+  std::function<void(Server&)> tick{};
 };
 
 struct PeerInfo {
@@ -85,6 +92,10 @@ struct PeerInfo {
   std::uint32_t number;
   wire::Role role;
   std::string name;
+  std::uint32_t threads = 0;       // workers: compute threads
+  std::uint64_t memory_limit = 0;  // workers
+  std::string listen{};            // workers: where their peers send them inputs
+  std::string public_key{};        // workers with CURVE
 };
 
 class Server {
@@ -104,6 +115,8 @@ class Server {
   void send(const std::string& peer_id, Outgoing& message);
   std::size_t peer_count() const { return peer_count_.load(); }
   std::uint64_t dropped() const { return dropped_.load(); }
+  // I/O thread only (from a handler or tick): the peer must say hello again before it is heard.
+  void forget(const std::string& peer_id);
 
  private:
   void run();
@@ -122,6 +135,7 @@ class Server {
   std::atomic<std::size_t> peer_count_{0};
   std::atomic<std::uint64_t> dropped_{0};
   std::vector<PeerInfo> peers_;  // I/O thread only
+  std::uint32_t next_peer_number_ = 1;
   std::thread thread_;
 };
 
@@ -140,6 +154,8 @@ struct ConnectionOptions {
   std::optional<CurveKeys> curve{};  // this end's keys
   std::string server_public_key{};   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};
+  // How long send() may wait for room (a peer that is gone); negative: for ever.
+  std::chrono::milliseconds send_timeout{-1};
   std::uint32_t protocol_version = kProtocolVersion;  // tests set another to see the refusal
 };
 
@@ -150,7 +166,8 @@ class Connection {
   // Connects and shakes hands; throws ConnectionRefused with the server's reason, or when no answer
   // comes within the timeout (wrong address, or a CURVE key the server does not accept).
   explicit Connection(ConnectionOptions options);
-  void send(Outgoing& message);
+  // False when the send timeout passed first (the message was not sent).
+  bool send(Outgoing& message);
   // Waits up to `timeout` for the next message; nullopt on timeout.
   std::optional<Received> receive(std::chrono::milliseconds timeout);
   // Thread-safe: queues the message for the thread that calls pump().

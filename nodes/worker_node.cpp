@@ -1,0 +1,317 @@
+#include "nodes/worker_node.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+#include "actors/worker_actor.hpp"
+#include "actors/worker_directory.hpp"
+#include "nodes/worker_codec.hpp"
+
+namespace tessera {
+namespace {
+
+// In the worker process, the scheduler's stand-in: what the worker's operation actors report goes over
+// the connection.
+caf::behavior scheduler_proxy(caf::event_based_actor*, std::shared_ptr<transport::Connection> connection) {
+  return {
+      [=](done_atom, const DoneBatch& batch) {
+        transport::Outgoing message;
+        wire::encode(batch, message.envelope().initDone(), message.attachments());
+        connection->post(message);
+      },
+      [=](stolen_atom, const StolenBatch& batch) {
+        transport::Outgoing message;
+        wire::encode(batch, message.envelope().initStolen());
+        connection->post(message);
+      },
+  };
+}
+
+struct PeerTarget {
+  std::uint32_t id = 0;
+  std::string address, public_key;
+  std::string name;                             // this worker's, for the peer's log
+  std::optional<transport::CurveKeys> curve{};  // this worker's keys
+  transport::LogFunction log;
+};
+
+struct PeerProxyState {
+  std::unique_ptr<transport::Connection> connection;
+};
+
+// Another worker's stand-in: inputs for its tasks go straight to its process.
+caf::behavior peer_proxy(caf::stateful_actor<PeerProxyState>* self, PeerTarget target) {
+  return {
+      [=](input_atom, const InputBatch& batch) {
+        auto& connection = self->state.connection;
+        if (!connection) {
+          try {
+            connection = std::make_unique<transport::Connection>(
+                transport::ConnectionOptions{.address = target.address,
+                                             .role = wire::Role::WORKER,
+                                             .name = target.name,
+                                             .curve = target.curve,
+                                             .server_public_key = target.public_key,
+                                             .send_timeout = std::chrono::milliseconds(5000)});
+          } catch (const std::exception& e) {
+            target.log("cannot reach worker " + std::to_string(target.id) + " at " + target.address + ": " +
+                       e.what() + "; the scheduler recomputes what it needed if it is gone");
+            return;
+          }
+        }
+        transport::Outgoing message;
+        wire::encode(target.id, batch, message.envelope().initInputs(), message.attachments());
+        if (!connection->send(message))
+          target.log("worker " + std::to_string(target.id) + " at " + target.address +
+                     " takes no inputs (gone?); " + std::to_string(batch.inputs.size()) + " dropped");
+      },
+      [=](shutdown_atom) { self->quit(); },
+  };
+}
+
+}  // namespace
+
+struct WorkerNode::State {
+  WorkerNodeOptions options;
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  std::shared_ptr<WorkerDirectory> directory = std::make_shared<WorkerDirectory>();
+  std::unique_ptr<transport::Server> peer_server;
+  std::shared_ptr<transport::Connection> first_connection;
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable changed;
+  caf::actor worker;                // this session's worker actor
+  std::optional<std::uint32_t> id;  // its id, once the scheduler has given it
+  bool stopping = false;
+  std::thread thread;
+
+  void log(const std::string& line) const { options.log(line); }
+
+  std::shared_ptr<transport::Connection> connect() const {
+    return std::make_shared<transport::Connection>(
+        transport::ConnectionOptions{.address = options.scheduler,
+                                     .role = wire::Role::WORKER,
+                                     .name = options.name,
+                                     .threads = options.threads,
+                                     .memory_limit = options.memory_limit,
+                                     .listen = peer_server->endpoint(),
+                                     .curve = options.curve,
+                                     .server_public_key = options.scheduler_public_key});
+  }
+
+  // Inputs from a peer, on the peer server's I/O thread.
+  void on_peer_message(transport::Received& message) {
+    auto envelope = message.envelope();
+    if (envelope.isHeartbeat()) return;
+    if (!envelope.isInputs()) throw wire::WireError("a peer may only send inputs here");
+    auto inputs = envelope.getInputs();
+    caf::actor target;
+    {
+      std::lock_guard lock(mutex);
+      if (!id || *id != inputs.getWorker())
+        throw wire::WireError("inputs for worker " + std::to_string(inputs.getWorker()) + ", but this is " +
+                              (id ? "worker " + std::to_string(*id) : "a worker not yet registered"));
+      target = worker;
+    }
+    caf::anon_send(target, input_atom::value, wire::decode(inputs, message.frames()));
+  }
+
+  void run() {
+    auto connection = std::move(first_connection);
+    for (;;) {
+      if (connection) session(connection);
+      connection.reset();
+      std::unique_lock lock(mutex);
+      if (stopping) return;
+      // Not a test's sleep: the pause between attempts to reach a scheduler that is away.
+      changed.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; });
+      if (stopping) return;
+      lock.unlock();
+      try {
+        connection = connect();
+        log("reconnected to the scheduler at " + options.scheduler);
+      } catch (const std::exception& e) {
+        log("cannot reach the scheduler at " + options.scheduler + ": " + e.what());
+      }
+    }
+  }
+
+  void session(const std::shared_ptr<transport::Connection>& connection) {
+    auto proxy = system->spawn(scheduler_proxy, connection);
+    auto local = spawn_worker(*system, proxy, WorkerOptions{options.threads, directory});
+    {
+      std::lock_guard lock(mutex);
+      worker = local;
+      id.reset();
+    }
+    wire::OperationTable operations;
+    std::unordered_map<std::uint32_t, caf::actor> peers;
+    std::vector<std::uint32_t> known_ids;
+    auto next_heartbeat = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        std::lock_guard lock(mutex);
+        if (stopping) break;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_heartbeat) {
+        transport::Outgoing heartbeat;
+        heartbeat.envelope().initHeartbeat();
+        connection->post(heartbeat);
+        next_heartbeat = now + options.heartbeat_interval;
+      }
+      std::optional<transport::Received> message;
+      try {
+        message = connection->pump(std::chrono::milliseconds(20));
+      } catch (const std::exception& e) {
+        log(std::string("dropped a malformed message from the scheduler: ") + e.what());
+        continue;
+      }
+      if (!message) continue;
+      bool ended = false;
+      try {
+        ended = handle(*message, local, operations, peers, known_ids);
+      } catch (const kj::Exception& e) {
+        log(std::string("dropped a malformed message from the scheduler: ") + e.getDescription().cStr());
+      } catch (const std::exception& e) {
+        log(std::string("dropped a message from the scheduler: ") + e.what());
+      }
+      if (ended) break;
+    }
+    caf::anon_send(local, shutdown_atom::value);
+    caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+    for (auto& [peer, actor] : peers) caf::anon_send(actor, shutdown_atom::value);
+    for (auto known : known_ids) directory->erase(known);
+    std::lock_guard lock(mutex);
+    worker = nullptr;
+    id.reset();
+  }
+
+  // True when the session ends (the scheduler dropped this worker or refused it).
+  bool handle(transport::Received& message, const caf::actor& local, wire::OperationTable& operations,
+              std::unordered_map<std::uint32_t, caf::actor>& peers, std::vector<std::uint32_t>& known_ids) {
+    auto envelope = message.envelope();
+    switch (envelope.which()) {
+      case wire::Envelope::WORKER_WELCOME: {
+        const std::uint32_t assigned = envelope.getWorkerWelcome().getWorkerId();
+        directory->set(assigned, local);
+        known_ids.push_back(assigned);
+        caf::anon_send(local, welcome_atom::value, assigned);
+        {
+          std::lock_guard lock(mutex);
+          id = assigned;
+        }
+        changed.notify_all();
+        log("registered with the scheduler at " + options.scheduler + " as worker " +
+            std::to_string(assigned) + "; peers reach it at " + peer_server->endpoint());
+        return false;
+      }
+      case wire::Envelope::PEER: {
+        auto peer = envelope.getPeer();
+        const std::uint32_t other = peer.getWorkerId();
+        if (auto it = peers.find(other); it != peers.end()) {
+          caf::anon_send(it->second, shutdown_atom::value);
+          peers.erase(it);
+          directory->erase(other);
+        }
+        if (peer.getAddress().size() == 0) return false;  // it left
+        PeerTarget target{other,        peer.getAddress(), peer.getPublicKey(),
+                          options.name, options.curve,     options.log};
+        auto actor = system->spawn(peer_proxy, std::move(target));
+        peers[other] = actor;
+        directory->set(other, actor);
+        known_ids.push_back(other);
+        return false;
+      }
+      case wire::Envelope::ASSIGN:
+        caf::anon_send(local, assign_atom::value,
+                       wire::decode(envelope.getAssign(), message.frames(), operations));
+        return false;
+      case wire::Envelope::SUBSCRIBE:
+        caf::anon_send(local, subscribe_atom::value, wire::decode(envelope.getSubscribe()));
+        return false;
+      case wire::Envelope::DROP:
+        caf::anon_send(local, drop_atom::value, wire::decode(envelope.getDrop()));
+        return false;
+      case wire::Envelope::CANCEL_SLOTS:
+        caf::anon_send(local, cancel_atom::value, wire::decode(envelope.getCancelSlots()));
+        return false;
+      case wire::Envelope::STEAL:
+        caf::anon_send(local, steal_atom::value, OpId{envelope.getSteal().getOp()},
+                       envelope.getSteal().getMost());
+        return false;
+      case wire::Envelope::FORGET:
+        operations.erase(envelope.getForget());
+        caf::anon_send(local, forget_atom::value, OpId{envelope.getForget()});
+        return false;
+      case wire::Envelope::SHUTDOWN:
+        log("the scheduler ended this worker's registration; registering again");
+        return true;
+      case wire::Envelope::REFUSE:
+        log("the scheduler refused this worker: " + std::string(envelope.getRefuse().getReason()) +
+            "; registering again");
+        return true;
+      case wire::Envelope::ERROR:
+        log("the scheduler reports: " + std::string(envelope.getError().getReason()));
+        return false;
+      default:
+        throw wire::WireError("a scheduler does not send this kind of message to a worker");
+    }
+  }
+};
+
+WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<State>()) {
+  auto& st = *state_;
+  if (!options.log)
+    options.log = [](const std::string& line) { std::cerr << "[tessera] " << line << std::endl; };
+  const std::uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (options.threads == 0) options.threads = cores;
+  st.options = std::move(options);
+  st.config.set("scheduler.max-threads", static_cast<size_t>(std::max(2u, cores)));
+  st.system = std::make_unique<caf::actor_system>(st.config);
+  transport::ServerOptions server;
+  server.listen = st.options.listen;
+  server.name = st.options.name;
+  server.log = st.options.log;
+  server.curve = st.options.curve;
+  server.authorized_keys = st.options.authorized_keys;
+  server.defer_start = true;
+  State* raw = state_.get();
+  st.peer_server = std::make_unique<transport::Server>(
+      std::move(server), [raw](transport::Server&, const transport::PeerInfo&, transport::Received& message) {
+        raw->on_peer_message(message);
+      });
+  st.peer_server->start();
+  st.first_connection = st.connect();  // throws ConnectionRefused: the node stops with the reason
+  st.thread = std::thread([raw] { raw->run(); });
+}
+
+WorkerNode::~WorkerNode() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->changed.notify_all();
+  state_->thread.join();
+  state_->peer_server.reset();
+  state_->system->await_all_actors_done();
+  state_->system.reset();
+}
+
+const std::string& WorkerNode::endpoint() const {
+  return state_->peer_server->endpoint();
+}
+
+std::optional<std::uint32_t> WorkerNode::wait_for_id(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_->mutex);
+  state_->changed.wait_for(lock, timeout, [&] { return state_->id.has_value(); });
+  return state_->id;
+}
+
+}  // namespace tessera
