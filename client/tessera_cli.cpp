@@ -1,8 +1,10 @@
 // tessera: the command line over a scheduler node.
 //   tessera keygen [--out PREFIX]                 a CURVE key pair: PREFIX.key (secret), PREFIX.pub
 //   tessera --scheduler ADDR status [--json]      what the scheduler is doing
+//   tessera --scheduler ADDR workers [--json]     its workers: name, address, threads, memory, tasks
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
@@ -12,7 +14,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tessera keygen [--out PREFIX]\n"
-    "       tessera --scheduler tcp://HOST:PORT status [--json]\n";
+    "       tessera --scheduler tcp://HOST:PORT status [--json]\n"
+    "       tessera --scheduler tcp://HOST:PORT workers [--json]\n";
 
 int keygen(const std::string& prefix) {
   const auto keys = tessera::transport::generate_curve_keys();
@@ -28,23 +31,95 @@ int keygen(const std::string& prefix) {
   return 0;
 }
 
+// One request, one answer; the CLI says goodbye so the scheduler does not keep it as a client.
+class Session {
+ public:
+  explicit Session(const std::string& scheduler)
+      : scheduler_(scheduler),
+        connection_(tessera::transport::ConnectionOptions{.address = scheduler, .name = "tessera-cli"}) {}
+  ~Session() {
+    tessera::transport::Outgoing goodbye;
+    goodbye.envelope().setShutdown();
+    connection_.set_linger(std::chrono::milliseconds(200));
+    connection_.send(goodbye);
+  }
+  tessera::transport::Received ask(tessera::transport::Outgoing& request, const char* what) {
+    connection_.send(request);
+    auto answer = connection_.receive(std::chrono::seconds(10));
+    if (!answer) throw std::runtime_error(scheduler_ + " did not answer with " + what);
+    return std::move(*answer);
+  }
+
+ private:
+  std::string scheduler_;
+  tessera::transport::Connection connection_;
+};
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string bytes_text(std::uint64_t bytes) {
+  if (bytes == 0) return "no limit";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+
+int workers(const std::string& scheduler, bool json) {
+  Session session(scheduler);
+  tessera::transport::Outgoing request;
+  request.envelope().setWorkersRequest();
+  auto answer = session.ask(request, "a list of workers");
+  if (!answer.envelope().isWorkers())
+    throw std::runtime_error(scheduler + " did not answer with its workers");
+  auto list = answer.envelope().getWorkers();
+  if (json) {
+    std::cout << "[";
+    for (unsigned i = 0; i < list.size(); ++i) {
+      auto w = list[i];
+      std::cout << (i ? "," : "") << "{\"id\":" << w.getWorkerId() << ",\"name\":" << json_string(w.getName())
+                << ",\"address\":" << json_string(w.getAddress()) << ",\"threads\":" << w.getThreads()
+                << ",\"memory_limit\":" << w.getMemoryLimit() << ",\"tasks\":" << w.getTasksAssigned()
+                << ",\"retiring\":" << (w.getRetiring() ? "true" : "false") << "}";
+    }
+    std::cout << "]\n";
+    return 0;
+  }
+  std::printf("%-4s %-16s %-28s %7s %12s %8s\n", "id", "name", "address", "threads", "memory", "tasks");
+  for (auto w : list)
+    std::printf("%-4u %-16s %-28s %7u %12s %8llu%s\n", w.getWorkerId(), std::string(w.getName()).c_str(),
+                std::string(w.getAddress()).c_str(), w.getThreads(), bytes_text(w.getMemoryLimit()).c_str(),
+                static_cast<unsigned long long>(w.getTasksAssigned()), w.getRetiring() ? " (retiring)" : "");
+  return 0;
+}
+
 int status(const std::string& scheduler, bool json) {
-  tessera::transport::Connection connection(
-      tessera::transport::ConnectionOptions{.address = scheduler, .name = "tessera-cli"});
+  Session session(scheduler);
   tessera::transport::Outgoing request;
   request.envelope().setStatusRequest();
-  connection.send(request);
-  auto answer = connection.receive(std::chrono::seconds(10));
-  if (!answer || !answer->envelope().isStatus())
-    throw std::runtime_error(scheduler + " did not answer with a status");
-  auto s = answer->envelope().getStatus();
+  auto answer = session.ask(request, "a status");
+  if (!answer.envelope().isStatus()) throw std::runtime_error(scheduler + " did not answer with a status");
+  auto s = answer.envelope().getStatus();
   if (json) {
     std::cout << "{\"name\":\"" << std::string(s.getName()) << "\",\"workers\":" << s.getWorkers()
               << ",\"retiring_workers\":" << s.getRetiringWorkers() << ",\"operations\":" << s.getOperations()
               << ",\"tasks_pending\":" << s.getTasksPending() << ",\"results_held\":" << s.getResultsHeld()
               << ",\"tasks_done\":" << s.getTasksDone() << ",\"tasks_erred\":" << s.getTasksErred()
               << ",\"tasks_cancelled\":" << s.getTasksCancelled()
-              << ",\"tasks_stolen\":" << s.getTasksStolen() << ",\"clients\":" << s.getClients() << "}\n";
+              << ",\"tasks_stolen\":" << s.getTasksStolen() << ",\"clients\":" << s.getClients()
+              << ",\"workers_lost\":" << s.getWorkersLost()
+              << ",\"tasks_recomputed\":" << s.getTasksRecomputed() << "}\n";
   } else {
     std::cout << "scheduler " << std::string(s.getName()) << " at " << scheduler << "\n"
               << "  workers         " << s.getWorkers() << " (" << s.getRetiringWorkers() << " retiring)\n"
@@ -53,7 +128,9 @@ int status(const std::string& scheduler, bool json) {
               << "  tasks pending   " << s.getTasksPending() << "\n"
               << "  results held    " << s.getResultsHeld() << "\n"
               << "  tasks done      " << s.getTasksDone() << ", erred " << s.getTasksErred() << ", cancelled "
-              << s.getTasksCancelled() << ", stolen " << s.getTasksStolen() << "\n";
+              << s.getTasksCancelled() << ", stolen " << s.getTasksStolen() << "\n"
+              << "  workers lost    " << s.getWorkersLost() << " (tasks recomputed " << s.getTasksRecomputed()
+              << ")\n";
   }
   return 0;
 }
@@ -82,6 +159,13 @@ int main(int argc, char** argv) try {
     }
   }
   if (command == "keygen") return keygen(out);
+  if (command == "workers") {
+    if (scheduler.empty()) {
+      std::cerr << "tessera: workers needs --scheduler tcp://HOST:PORT\n";
+      return 2;
+    }
+    return workers(scheduler, json);
+  }
   if (command == "status") {
     if (scheduler.empty()) {
       std::cerr << "tessera: status needs --scheduler tcp://HOST:PORT\n";

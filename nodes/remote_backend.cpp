@@ -30,6 +30,11 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     link_.reset();  // futures that outlive the connection stop reporting releases
     stopping_ = true;
     thread_.join();
+    // Goodbye: the scheduler releases what this client held now instead of after its grace period.
+    transport::Outgoing goodbye;
+    goodbye.envelope().setShutdown();
+    connection_.set_linger(std::chrono::milliseconds(200));
+    connection_.send(goodbye);
   }
 
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
@@ -74,7 +79,15 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
   void send(transport::Outgoing& message) { connection_.post(message); }
 
   void run() {
+    auto next_heartbeat = std::chrono::steady_clock::now();
     while (!stopping_) {
+      // Heartbeats tell the scheduler this client is still there while it only waits.
+      if (std::chrono::steady_clock::now() >= next_heartbeat) {
+        transport::Outgoing heartbeat;
+        heartbeat.envelope().initHeartbeat();
+        connection_.post(heartbeat);
+        next_heartbeat = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
       std::optional<transport::Received> message;
       try {
         message = connection_.pump(std::chrono::milliseconds(20));

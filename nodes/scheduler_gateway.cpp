@@ -272,6 +272,13 @@ struct SchedulerGateway::State {
       case wire::Envelope::WORKERS_REQUEST:
         answer_workers(peer);
         return;
+      case wire::Envelope::SHUTDOWN: {
+        // The client leaves: what it still held is released now, not after the grace period.
+        for (auto& [id, sink] : client.sinks) sink->release_all();
+        clients.erase(peer.id);
+        if (auto target = server.lock()) target->forget(peer.id);
+        return;
+      }
       case wire::Envelope::HEARTBEAT:
         return;
       default:

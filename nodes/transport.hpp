@@ -175,6 +175,10 @@ class Connection {
   // Sends what was posted and waits up to `timeout` for the next message; nullopt on timeout.
   std::optional<Received> pump(std::chrono::milliseconds timeout);
   std::uint32_t peer_number() const { return peer_number_; }
+  // How long closing waits for unsent messages (0 by default: a last goodbye needs more).
+  void set_linger(std::chrono::milliseconds linger) {
+    dealer_.set(zmq::sockopt::linger, static_cast<int>(linger.count()));
+  }
 
  private:
   zmq::context_t context_;

@@ -51,8 +51,8 @@ AssignBatch decode(Assign::Reader in, std::span<const std::span<const std::byte>
                       std::to_string(it->second->size()));
     if (std::uint64_t{r.getFirstSlot()} + r.getCount() > limits.max_tasks)
       throw WireError("assignment to slots past the limit of " + std::to_string(limits.max_tasks));
-    batch.runs.push_back(
-        tessera::AssignRun{it->second, r.getFirstTask(), r.getCount(), r.getFirstSlot(), r.getAdopt(), r.getReport()});
+    batch.runs.push_back(tessera::AssignRun{it->second, r.getFirstTask(), r.getCount(), r.getFirstSlot(),
+                                            r.getAdopt(), r.getReport()});
   }
   return batch;
 }
@@ -78,7 +78,8 @@ SubscribeBatch decode(Subscribe::Reader in) {
   for (auto s : in.getSubscriptions()) {
     auto to = s.getTo();
     batch.subscriptions.push_back(tessera::Subscription{
-        s.getOp(), s.getSlot(), tessera::Destination{to.getWorker(), to.getOp(), to.getSlot(), to.getColumn()}});
+        s.getOp(), s.getSlot(),
+        tessera::Destination{to.getWorker(), to.getOp(), to.getSlot(), to.getColumn()}});
   }
   return batch;
 }
@@ -123,7 +124,8 @@ DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> fr
   for (auto task : in.getTasks()) batch.tasks.push_back(task);
   batch.results.reserve(batch.tasks.size());
   for (auto r : in.getResults()) batch.results.push_back(decode(r, frames));
-  for (auto f : in.getFailures()) batch.failures.push_back(tessera::TaskFailure{f.getTask(), decode(f.getError())});
+  for (auto f : in.getFailures())
+    batch.failures.push_back(tessera::TaskFailure{f.getTask(), decode(f.getError())});
   return batch;
 }
 

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <tessera/tessera.hpp>
 
+#include "node_process.hpp"
+
 namespace plugin_tasks {
 std::int64_t square(std::int64_t x);
 std::int64_t add(std::int64_t a, std::int64_t b);
@@ -21,60 +23,7 @@ std::int64_t fails_on_seven(std::int64_t x);
 namespace {
 
 namespace fs = std::filesystem;
-
-// Starts tessera-node with a config and reads the endpoint it prints; stops it (SIGTERM) at the end.
-class NodeProcess {
- public:
-  explicit NodeProcess(const std::string& config_text) {
-    dir_ = fs::temp_directory_path() / ("tessera-node-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    const fs::path config = dir_ / "node.toml";
-    std::ofstream(config) << config_text;
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      execl(TESSERA_NODE_BINARY, TESSERA_NODE_BINARY, "--config", config.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    stdout_ = fdopen(out[0], "r");
-    char line[512];
-    // The first line names the endpoint; fgets returns when the node has printed it (or exited).
-    if (!fgets(line, sizeof line, stdout_)) throw std::runtime_error("tessera-node printed nothing");
-    first_line_ = line;
-    const auto at = first_line_.find("tcp://");
-    if (at == std::string::npos) throw std::runtime_error("unexpected first line: " + first_line_);
-    endpoint_ = first_line_.substr(at, first_line_.find(' ', at) - at);
-  }
-  ~NodeProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-    if (stdout_) fclose(stdout_);
-    fs::remove_all(dir_);
-  }
-  // Stops the node and returns its exit code.
-  int stop() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  const std::string& endpoint() const { return endpoint_; }
-
- private:
-  fs::path dir_;
-  pid_t pid_ = -1;
-  FILE* stdout_ = nullptr;
-  std::string first_line_, endpoint_;
-};
+using tessera::testing::NodeProcess;
 
 std::string config(const std::string& extra = "") {
   return "[node]\nname = \"test-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"

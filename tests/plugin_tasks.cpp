@@ -37,3 +37,22 @@ std::int64_t fails_on_seven(std::int64_t x) {
 TESSERA_TASK(fails_on_seven);
 
 }  // namespace plugin_tasks
+
+namespace plugin_tasks {
+
+// Slow enough that a worker can be killed while tasks are still running.
+std::int64_t slow_square(std::int64_t x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return x * x;
+}
+TESSERA_TASK(slow_square);
+
+// The sum of a chunk: reading it needs the chunk itself, wherever it was made.
+double chunk_sum(const std::vector<double>& chunk, std::int64_t offset) {
+  double s = 0;
+  for (double x : chunk) s += x;
+  return s + static_cast<double>(offset);
+}
+TESSERA_TASK(chunk_sum);
+
+}  // namespace plugin_tasks

@@ -1,0 +1,212 @@
+// A cluster of real processes on 127.0.0.1: a scheduler process and worker processes started from TOML
+// configs, a remote client with the local API, results moving worker to worker, `tessera workers`, a
+// worker killed with SIGKILL mid-graph (its tasks are recomputed, the results are the same), a worker
+// that rejoins, and a client that vanishes (its futures are released after the grace period).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <tessera/tessera.hpp>
+
+#include "node_process.hpp"
+#include "test_util.hpp"
+
+namespace plugin_tasks {
+std::int64_t square(std::int64_t x);
+std::int64_t add(std::int64_t a, std::int64_t b);
+std::int64_t slow_square(std::int64_t x);
+std::vector<double> ramp(std::int64_t n);
+double chunk_sum(const std::vector<double>& chunk, std::int64_t offset);
+}  // namespace plugin_tasks
+
+namespace {
+
+using tessera::testing::NodeProcess;
+
+std::string plugins() {
+  return "[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n";
+}
+
+std::string scheduler_config(const std::string& extra = "") {
+  return "[node]\nname = \"test-scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = "
+         "\"tcp://127.0.0.1:0\"\n"
+         "heartbeat_interval = 0.1\nheartbeat_timeout = 1.0\n" +
+         extra + plugins();
+}
+
+std::string worker_config(const std::string& name, const std::string& scheduler) {
+  return "[node]\nname = \"" + name +
+         "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
+         scheduler + "\"\nthreads_per_worker = 2\nmemory_limit = \"1GiB\"\n" + plugins();
+}
+
+std::string run_command(const std::string& command, int& code) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  code = WEXITSTATUS(pclose(pipe));
+  return out;
+}
+
+std::string cli(const NodeProcess& scheduler, const std::string& args) {
+  int code = 0;
+  auto out = run_command(
+      std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler.endpoint() + " " + args, code);
+  EXPECT_EQ(code, 0) << out;
+  return out;
+}
+
+std::uint64_t status_field(const NodeProcess& scheduler, const std::string& field) {
+  const auto json = cli(scheduler, "status --json");
+  const auto at = json.find("\"" + field + "\":");
+  if (at == std::string::npos) return ~std::uint64_t{0};
+  return std::stoull(json.substr(at + field.size() + 3));
+}
+
+class ClusterProcess : public ::testing::Test {
+ protected:
+  NodeProcess scheduler{scheduler_config()};
+  std::unique_ptr<NodeProcess> first{
+      std::make_unique<NodeProcess>(worker_config("alpha", scheduler.endpoint()))};
+  std::unique_ptr<NodeProcess> second{
+      std::make_unique<NodeProcess>(worker_config("beta", scheduler.endpoint()))};
+};
+
+TEST_F(ClusterProcess, ClientApiRunsOnWorkerProcesses) {
+  tessera::Client client(scheduler.endpoint());
+  std::vector<std::int64_t> xs(2000);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto squares = client.gather(client.map(plugin_tasks::square, xs));
+  for (std::int64_t i = 0; i < 2000; ++i) ASSERT_EQ(squares[i], i * i);
+
+  // A tree of additions: most inputs cross from one worker process to the other.
+  using tessera::delayed;
+  std::vector<tessera::Delayed<std::int64_t>> level;
+  for (std::int64_t i = 0; i < 256; ++i) level.push_back(delayed(plugin_tasks::square)(i));
+  while (level.size() > 1) {
+    std::vector<tessera::Delayed<std::int64_t>> next;
+    for (std::size_t i = 0; i < level.size(); i += 2)
+      next.push_back(delayed(plugin_tasks::add)(level[i], level[i + 1]));
+    level = std::move(next);
+  }
+  std::int64_t expected = 0;
+  for (std::int64_t i = 0; i < 256; ++i) expected += i * i;
+  EXPECT_EQ(client.compute(level[0]), expected);
+
+  // 8 MiB chunks made on one worker and read on another.
+  std::vector<tessera::Delayed<double>> sums;
+  for (std::int64_t i = 0; i < 8; ++i)
+    sums.push_back(delayed(plugin_tasks::chunk_sum)(delayed(plugin_tasks::ramp)(std::int64_t{1} << 20), i));
+  const double ramp_sum = double(1 << 20) * ((1 << 20) - 1) / 2;
+  const auto got = client.compute(sums);
+  for (std::int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(got[i], ramp_sum + double(i));
+  EXPECT_EQ(status_field(scheduler, "workers"), 2u);
+}
+
+TEST_F(ClusterProcess, CliListsWorkersAsTextAndJson) {
+  const auto json = cli(scheduler, "workers --json");
+  EXPECT_NE(json.find("\"name\":\"alpha\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"name\":\"beta\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"threads\":2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"memory_limit\":1073741824"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"address\":\"tcp://127.0.0.1:"), std::string::npos) << json;
+  const auto text = cli(scheduler, "workers");
+  EXPECT_NE(text.find("alpha"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.0 GiB"), std::string::npos) << text;
+}
+
+TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
+  tessera::Client client(scheduler.endpoint());
+  std::vector<std::int64_t> xs(400);
+  std::iota(xs.begin(), xs.end(), 0);
+  // A map and a layer that reads it: results held on the killed worker are needed again.
+  auto squares = client.map(plugin_tasks::slow_square, xs);
+  auto sums = client.map(plugin_tasks::add, squares, xs);
+  ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "tasks_done") >= 100; }));
+  second->kill_hard();
+  const auto values = client.gather(sums);
+  for (std::int64_t i = 0; i < 400; ++i) ASSERT_EQ(values[i], i * i + i);
+  EXPECT_EQ(status_field(scheduler, "workers_lost"), 1u);
+  EXPECT_EQ(status_field(scheduler, "workers"), 1u);
+  EXPECT_GT(status_field(scheduler, "tasks_recomputed"), 0u);
+
+  // A worker started again joins and takes work.
+  second = std::make_unique<NodeProcess>(worker_config("beta-again", scheduler.endpoint()));
+  EXPECT_EQ(status_field(scheduler, "workers"), 2u);
+  EXPECT_NE(cli(scheduler, "workers").find("beta-again"), std::string::npos);
+  auto more = client.gather(client.map(plugin_tasks::square, xs));
+  EXPECT_EQ(more[399], 399 * 399);
+}
+
+TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {
+  NodeProcess scheduler{scheduler_config("client_grace = 0.5\n")};
+  NodeProcess worker{worker_config("alpha", scheduler.endpoint())};
+  const pid_t child = fork();
+  if (child == 0) {
+    // A client that holds results and vanishes without a goodbye.
+    tessera::Client client(scheduler.endpoint());
+    std::vector<std::int64_t> xs(100);
+    std::iota(xs.begin(), xs.end(), 0);
+    auto futures = client.map(plugin_tasks::square, xs);
+    client.gather(futures);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "results_held") == 0; },
+                                           std::chrono::seconds(10)));
+  EXPECT_EQ(status_field(scheduler, "tasks_done"), 100u);
+}
+
+}  // namespace
+
+namespace {
+
+// The shipped config/scheduler.toml and config/worker.toml, on a free port and with the examples plugin
+// given by its absolute path (the test writes them elsewhere).
+std::string shipped(const std::string& file, const std::string& scheduler_address) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/config/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string out;
+  std::string line;
+  while (std::getline(text, line)) {
+    if (line.rfind("paths = ", 0) == 0) line = "paths = [\"" TESSERA_EXAMPLES_PLUGIN "\"]";
+    if (line.rfind("listen = \"tcp://127.0.0.1:7070\"", 0) == 0) line = "listen = \"tcp://127.0.0.1:0\"";
+    if (line.rfind("scheduler = ", 0) == 0) line = "scheduler = \"" + scheduler_address + "\"";
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ClusterProcessExample, RemoteRunGivesTheEmbeddedResults) {
+  NodeProcess scheduler{shipped("scheduler.toml", "")};
+  NodeProcess first{shipped("worker.toml", scheduler.endpoint())};
+  NodeProcess second{shipped("worker.toml", scheduler.endpoint())};
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-example-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  int code = 0;
+  const std::string example = TESSERA_EXAMPLE_BINARY;
+  auto out = run_command(example + " --sets 120 --output " + (dir / "embedded.csv").string(), code);
+  ASSERT_EQ(code, 0) << out;
+  out = run_command(example + " --sets 120 --scheduler " + scheduler.endpoint() + " --output " +
+                        (dir / "remote.csv").string(),
+                    code);
+  ASSERT_EQ(code, 0) << out;
+  const auto embedded = read_file((dir / "embedded.csv").string());
+  EXPECT_GT(embedded.size(), 120u);
+  EXPECT_EQ(read_file((dir / "remote.csv").string()), embedded);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,83 @@
+// NodeProcess: a real tessera-node started from a TOML config (written to a temporary directory); the
+// first line it prints names its endpoint. Stopped with SIGTERM (or killed with SIGKILL) by the test.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::testing {
+
+namespace fs = std::filesystem;
+
+// Starts tessera-node with a config and reads the endpoint it prints; stops it (SIGTERM) at the end.
+class NodeProcess {
+ public:
+  explicit NodeProcess(const std::string& config_text) {
+    static int instances = 0;
+    dir_ = fs::temp_directory_path() /
+           ("tessera-node-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
+    fs::create_directories(dir_);
+    const fs::path config = dir_ / "node.toml";
+    std::ofstream(config) << config_text;
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      execl(TESSERA_NODE_BINARY, TESSERA_NODE_BINARY, "--config", config.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    stdout_ = fdopen(out[0], "r");
+    char line[512];
+    // The first line names the endpoint; fgets returns when the node has printed it (or exited).
+    if (!fgets(line, sizeof line, stdout_)) throw std::runtime_error("tessera-node printed nothing");
+    first_line_ = line;
+    const auto at = first_line_.find("tcp://");
+    if (at == std::string::npos) throw std::runtime_error("unexpected first line: " + first_line_);
+    endpoint_ = first_line_.substr(at, first_line_.find_first_of(" ;\n", at) - at);
+  }
+  ~NodeProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    if (stdout_) fclose(stdout_);
+    fs::remove_all(dir_);
+  }
+  // Stops the node and returns its exit code.
+  int stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // kill -9: no chance to say goodbye.
+  void kill_hard() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& first_line() const { return first_line_; }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  FILE* stdout_ = nullptr;
+  std::string first_line_, endpoint_;
+};
+
+}  // namespace tessera::testing
