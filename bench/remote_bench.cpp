@@ -1,6 +1,8 @@
-// tessera-bench-remote: a client in this process, a tessera-node process on 127.0.0.1 (started here,
-// from a generated config that loads the benchmark plugin): no-op task throughput through client.map and
-// the latency of one tiny submit + result (p50, p99).
+// tessera-bench-remote: a client in this process and tessera-node processes on 127.0.0.1 (started here
+// from generated configs that load the benchmark plugin). Topology "processes" (default): a scheduler
+// process and --worker-processes worker processes; "both": one node with a scheduler and its workers.
+// Measures no-op task throughput through client.map, the latency of one tiny submit + result (p50, p99),
+// and (processes) the rate at which 8 MiB chunks move between worker processes.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,76 +11,157 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "bench_tasks.hpp"
 #include "bench_util.hpp"
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// A tessera-node child process; the first line it prints names an endpoint.
+class Node {
+ public:
+  Node(const std::string& binary, const std::string& config_text) {
+    static int instances = 0;
+    config_ = fs::temp_directory_path() / ("tessera-bench-remote-" + std::to_string(getpid()) + "-" +
+                                           std::to_string(++instances) + ".toml");
+    std::ofstream(config_) << config_text;
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      execl(binary.c_str(), binary.c_str(), "--config", config_.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    stdout_ = fdopen(out[0], "r");
+    char line[512];
+    if (!fgets(line, sizeof line, stdout_)) throw std::runtime_error("tessera-node did not start");
+    const std::string text = line;
+    const auto at = text.find("tcp://");
+    endpoint_ = text.substr(at, text.find_first_of(" ;\n", at) - at);
+  }
+  ~Node() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    fclose(stdout_);
+    fs::remove(config_);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  fs::path config_;
+  pid_t pid_ = -1;
+  FILE* stdout_ = nullptr;
+  std::string endpoint_;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) try {
   tessera::bench::Flags flags(argc, argv,
-                              {{"tasks", "1000000"},
+                              {{"topology", "processes"},
+                               {"tasks", "1000000"},
+                               {"worker-processes", "2"},
                                {"workers", "1"},
                                {"threads", "2"},
                                {"repeat", "3"},
                                {"latency-samples", "2000"},
+                               {"chunks", "64"},
                                {"node", TESSERA_NODE_BINARY},
                                {"plugin", TESSERA_BENCH_PLUGIN}});
-  namespace fs = std::filesystem;
-  const fs::path config =
-      fs::temp_directory_path() / ("tessera-bench-remote-" + std::to_string(getpid()) + ".toml");
-  std::ofstream(config)
-      << "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
-      << "[worker]\nworkers = " << flags.integer("workers")
-      << "\nthreads_per_worker = " << flags.integer("threads") << "\n[plugins]\npaths = [\""
-      << flags.str("plugin") << "\"]\n";
-  int out[2];
-  if (pipe(out) != 0) throw std::runtime_error("pipe failed");
-  const pid_t node = fork();
-  if (node == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    execl(flags.str("node").c_str(), flags.str("node").c_str(), "--config", config.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
+  const std::string topology = flags.str("topology");
+  if (topology != "processes" && topology != "both")
+    throw std::runtime_error("--topology must be processes or both, not " + topology);
+  const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
+  std::unique_ptr<Node> scheduler;
+  std::vector<std::unique_ptr<Node>> workers;
+  if (topology == "both") {
+    scheduler = std::make_unique<Node>(
+        flags.str("node"),
+        "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+        "[worker]\nworkers = " +
+            std::to_string(flags.integer("workers")) +
+            "\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins);
+  } else {
+    scheduler = std::make_unique<Node>(flags.str("node"),
+                                       "[node]\nname = \"bench-scheduler\"\nrole = "
+                                       "\"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
+                                           plugins);
+    for (long long i = 0; i < flags.integer("worker-processes"); ++i)
+      workers.push_back(std::make_unique<Node>(
+          flags.str("node"), "[node]\nname = \"bench-worker-" + std::to_string(i) +
+                                 "\"\nrole = \"worker\"\n[worker]\nscheduler = \"" + scheduler->endpoint() +
+                                 "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) +
+                                 "\n" + plugins));
   }
-  close(out[1]);
-  FILE* node_out = fdopen(out[0], "r");
-  char line[512];
-  if (!fgets(line, sizeof line, node_out)) throw std::runtime_error("tessera-node did not start");
-  std::string text = line;
-  const auto at = text.find("tcp://");
-  const std::string endpoint = text.substr(at, text.find(' ', at) - at);
-  {
-    tessera::Client client(endpoint);
-    const auto n = flags.integer("tasks");
-    std::vector<std::int64_t> inputs(static_cast<std::size_t>(n));
-    std::iota(inputs.begin(), inputs.end(), 0);
-    client.gather(client.map(bench_tasks::noop, std::vector<std::int64_t>(1000, 1)));  // warm-up
-    std::vector<double> times;
+  const std::string shape = "\"topology\":\"" + topology +
+                            "\",\"worker_processes\":" + std::to_string(workers.size()) +
+                            ",\"threads\":" + std::to_string(flags.integer("threads"));
+  tessera::Client client(scheduler->endpoint());
+  const auto n = flags.integer("tasks");
+  std::vector<std::int64_t> inputs(static_cast<std::size_t>(n));
+  std::iota(inputs.begin(), inputs.end(), 0);
+  client.gather(client.map(bench_tasks::noop, std::vector<std::int64_t>(1000, 1)));  // warm-up
+  std::vector<double> times;
+  for (long long r = 0; r < flags.integer("repeat"); ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    auto results = client.gather(client.map(bench_tasks::noop, inputs));
+    times.push_back(tessera::bench::seconds_since(start));
+    if (results.back() != n - 1) throw std::runtime_error("wrong result");
+  }
+  const double s = tessera::bench::median(times);
+  std::cout << "{\"bench\":\"remote_tasks\",\"mode\":\"map\",\"tasks\":" << n << "," << shape
+            << ",\"seconds\":" << s << ",\"rate\":" << static_cast<long long>(static_cast<double>(n) / s)
+            << "}" << std::endl;
+
+  std::vector<double> latencies;
+  for (long long i = 0; i < flags.integer("latency-samples"); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (client.submit(bench_tasks::noop, i).result() != i) throw std::runtime_error("wrong result");
+    latencies.push_back(tessera::bench::seconds_since(start) * 1e6);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  std::cout << "{\"bench\":\"remote_latency\"," << shape << ",\"samples\":" << latencies.size()
+            << ",\"p50_us\":" << latencies[latencies.size() / 2]
+            << ",\"p99_us\":" << latencies[latencies.size() * 99 / 100] << "}" << std::endl;
+
+  if (workers.size() >= 2) {
+    // Chunks spread over the workers; each consumer reads two, and counts the bytes that crossed.
+    const auto chunks = flags.integer("chunks");
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(chunks));
+    std::iota(ids.begin(), ids.end(), 0);
+    auto made = client.map(bench_tasks::stamped_chunk, ids);
+    for (auto& f : made) f.wait();
+    std::vector<tessera::Future<std::vector<double>>> firsts, seconds;
+    for (std::size_t i = 0; i < made.size(); ++i) {
+      firsts.push_back(made[i]);
+      seconds.push_back(made[(i + made.size() / 2 + 1) % made.size()]);
+    }
+    std::vector<double> rates, crossed_totals, transfer_times;
     for (long long r = 0; r < flags.integer("repeat"); ++r) {
       const auto start = std::chrono::steady_clock::now();
-      auto results = client.gather(client.map(bench_tasks::noop, inputs));
-      times.push_back(tessera::bench::seconds_since(start));
-      if (results.back() != n - 1) throw std::runtime_error("wrong result");
+      auto crossed = client.gather(client.map(bench_tasks::crossed_bytes, firsts, seconds));
+      const double elapsed = tessera::bench::seconds_since(start);
+      std::int64_t total = 0;
+      for (auto c : crossed) {
+        if (c < 0) throw std::runtime_error("a chunk arrived damaged");
+        total += c;
+      }
+      rates.push_back(static_cast<double>(total) / elapsed / (1 << 30));
+      crossed_totals.push_back(static_cast<double>(total));
+      transfer_times.push_back(elapsed);
     }
-    const double s = tessera::bench::median(times);
-    std::cout << "{\"bench\":\"remote_tasks\",\"mode\":\"map\",\"tasks\":" << n
-              << ",\"workers\":" << flags.integer("workers") << ",\"threads\":" << flags.integer("threads")
-              << ",\"seconds\":" << s << ",\"rate\":" << static_cast<long long>(static_cast<double>(n) / s)
-              << "}" << std::endl;
-    std::vector<double> latencies;
-    for (long long i = 0; i < flags.integer("latency-samples"); ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      if (client.submit(bench_tasks::noop, i).result() != i) throw std::runtime_error("wrong result");
-      latencies.push_back(tessera::bench::seconds_since(start) * 1e6);
-    }
-    std::sort(latencies.begin(), latencies.end());
-    std::cout << "{\"bench\":\"remote_latency\",\"samples\":" << latencies.size()
-              << ",\"p50_us\":" << latencies[latencies.size() / 2]
-              << ",\"p99_us\":" << latencies[latencies.size() * 99 / 100] << "}" << std::endl;
+    std::cout << "{\"bench\":\"chunk_transfer\"," << shape << ",\"chunk_bytes\":" << (8 << 20)
+              << ",\"consumers\":" << chunks
+              << ",\"crossed_bytes\":" << tessera::bench::median(crossed_totals)
+              << ",\"seconds\":" << tessera::bench::median(transfer_times)
+              << ",\"gib_per_s\":" << tessera::bench::median(rates) << "}" << std::endl;
   }
-  kill(node, SIGTERM);
-  int status = 0;
-  waitpid(node, &status, 0);
-  fs::remove(config);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "tessera-bench-remote: " << e.what() << "\n";

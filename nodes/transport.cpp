@@ -85,6 +85,14 @@ std::string kind_name(wire::Envelope::Which which) {
   return "message kind " + std::to_string(static_cast<int>(which));
 }
 
+// No high-water marks: ZeroMQ would otherwise drop (ROUTER) or block on (DEALER) the messages past 1000
+// queued for a slow peer, and a dropped assignment or result is a task that never finishes. Memory is
+// the bound instead, as with Dask's TCP comms.
+void unbounded(zmq::socket_t& socket) {
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.set(zmq::sockopt::rcvhwm, 0);
+}
+
 // Called by ZeroMQ (on its I/O thread) once a zero-copy frame has gone out.
 void release_attachment(void*, void* owner) {
   delete static_cast<tessera::Value*>(owner);
@@ -156,6 +164,7 @@ Server::Server(ServerOptions options, Handler handler)
   if (!options_.log)
     options_.log = [](const std::string& line) { std::cerr << "[tessera] " << line << std::endl; };
   router_.set(zmq::sockopt::linger, 0);
+  unbounded(router_);
   router_.set(zmq::sockopt::router_mandatory, 1);
   router_.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_message_bytes));
   if (options_.curve) {
@@ -168,6 +177,9 @@ Server::Server(ServerOptions options, Handler handler)
   router_.bind(options_.listen);
   endpoint_ = router_.get(zmq::sockopt::last_endpoint);
   outbox_address_ = "inproc://tessera-outbox";
+  // Unbounded too: a sender on the I/O thread itself (a handler's answer) must never wait for it.
+  unbounded(outbox_pull_);
+  unbounded(outbox_push_);
   outbox_pull_.bind(outbox_address_);
   outbox_push_.set(zmq::sockopt::linger, 0);
   outbox_push_.connect(outbox_address_);
@@ -220,18 +232,23 @@ void Server::run() {
   auto next_tick = std::chrono::steady_clock::now();
   while (!stopping_) {
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
-    if (items[0].revents & ZMQ_POLLIN) {
+    // A burst is drained in one go (bounded, so neither direction starves the other).
+    constexpr int kBurst = 256;
+    for (int i = 0; i < kBurst && (items[0].revents & ZMQ_POLLIN); ++i) {
       std::vector<zmq::message_t> parts;
-      if (zmq::recv_multipart(router_, std::back_inserter(parts), zmq::recv_flags::dontwait)) handle(parts);
+      if (!zmq::recv_multipart(router_, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
+      handle(parts);
     }
-    if (items[1].revents & ZMQ_POLLIN) {
+    for (int i = 0; i < kBurst && (items[1].revents & ZMQ_POLLIN); ++i) {
       std::vector<zmq::message_t> parts;
-      if (zmq::recv_multipart(outbox_pull_, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
-        try {
-          send_frames(router_, parts);
-        } catch (const zmq::error_t& e) {
-          log("could not send to peer " + hex(parts[0].to_string()) + ": " + e.what());
+      if (!zmq::recv_multipart(outbox_pull_, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
+      try {
+        if (!send_frames(router_, parts)) {
+          dropped_ += 1;
+          log("could not send to peer " + hex(parts[0].to_string()) + ": it takes no more messages");
         }
+      } catch (const zmq::error_t& e) {
+        log("could not send to peer " + hex(parts[0].to_string()) + ": " + e.what());
       }
     }
     if (items.size() > 2 && (items[2].revents & ZMQ_POLLIN)) answer_zap();
@@ -333,6 +350,10 @@ Connection::Connection(ConnectionOptions options)
       outbox_pull_(context_, zmq::socket_type::pull),
       outbox_push_(context_, zmq::socket_type::push) {
   dealer_.set(zmq::sockopt::linger, 0);
+  unbounded(dealer_);
+  // Unbounded: the thread that pumps may post too (heartbeats), and must never wait for itself.
+  unbounded(outbox_pull_);
+  unbounded(outbox_push_);
   outbox_pull_.bind("inproc://tessera-connection-outbox");
   outbox_push_.set(zmq::sockopt::linger, 0);
   outbox_push_.connect("inproc://tessera-connection-outbox");
