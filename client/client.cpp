@@ -38,6 +38,15 @@ void Client::send_cancel(std::vector<TaskRef> tasks) {
 
 Client::Client(const std::string& scheduler_address) : backend_(connect_remote(scheduler_address)) {}
 
+Client::Client(const std::string& scheduler_address, const ConnectOptions& options)
+    : backend_(connect_remote(
+          scheduler_address,
+          RemoteOptions{.name = options.name,
+                        .curve = options.secret_key.empty() ? std::nullopt
+                                                            : std::optional(transport::CurveKeys{
+                                                                  options.public_key, options.secret_key}),
+                        .server_public_key = options.scheduler_public_key})) {}
+
 void Client::release_all(ResultSink& sink) {
   for (std::uint32_t i = 0; i < sink.size(); ++i) sink.release(i);
 }

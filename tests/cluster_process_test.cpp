@@ -10,6 +10,7 @@
 #include <tessera/tessera.hpp>
 
 #include "node_process.hpp"
+#include "nodes/transport.hpp"
 #include "test_util.hpp"
 
 namespace plugin_tasks {
@@ -206,6 +207,79 @@ TEST(ClusterProcessExample, RemoteRunGivesTheEmbeddedResults) {
   const auto embedded = read_file((dir / "embedded.csv").string());
   EXPECT_GT(embedded.size(), 120u);
   EXPECT_EQ(read_file((dir / "remote.csv").string()), embedded);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+struct KeyFiles {
+  std::string public_key, secret_key;  // Z85
+  std::string public_file, secret_file;
+};
+
+KeyFiles write_keys(const std::filesystem::path& dir, const std::string& name) {
+  const auto keys = tessera::transport::generate_curve_keys();
+  KeyFiles out{keys.public_key, keys.secret_key, (dir / (name + ".pub")).string(),
+               (dir / (name + ".key")).string()};
+  std::ofstream(out.public_file) << keys.public_key << "\n";
+  std::ofstream(out.secret_file) << keys.secret_key << "\n";
+  return out;
+}
+
+std::string security(const KeyFiles& own, const std::string& scheduler_key,
+                     const std::vector<std::string>& authorized) {
+  std::string list;
+  for (const auto& key : authorized) list += (list.empty() ? "\"" : ", \"") + key + "\"";
+  return "[security]\ncurve = true\npublic_key_file = \"" + own.public_file + "\"\nsecret_key_file = \"" +
+         own.secret_file + "\"\nscheduler_public_key = \"" + scheduler_key + "\"\nauthorized_keys = [" +
+         list + "]\n";
+}
+
+TEST(ClusterProcessCurve, EncryptedClusterWorksAndAStrangerIsRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-curve-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto scheduler_keys = write_keys(dir, "scheduler");
+  const auto alpha_keys = write_keys(dir, "alpha"), beta_keys = write_keys(dir, "beta");
+  const auto client_keys = write_keys(dir, "client"), stranger_keys = write_keys(dir, "stranger");
+  const std::vector<std::string> workers{alpha_keys.public_key, beta_keys.public_key};
+  NodeProcess scheduler{
+      scheduler_config() +
+      security(scheduler_keys, "", {alpha_keys.public_key, beta_keys.public_key, client_keys.public_key})};
+  // Workers accept inputs only from each other.
+  NodeProcess alpha{worker_config("alpha", scheduler.endpoint()) +
+                    security(alpha_keys, scheduler_keys.public_key, workers)};
+  NodeProcess beta{worker_config("beta", scheduler.endpoint()) +
+                   security(beta_keys, scheduler_keys.public_key, workers)};
+
+  tessera::Client client(scheduler.endpoint(),
+                         tessera::ConnectOptions{.public_key = client_keys.public_key,
+                                                 .secret_key = client_keys.secret_key,
+                                                 .scheduler_public_key = scheduler_keys.public_key});
+  using tessera::delayed;
+  std::vector<tessera::Delayed<double>> sums;
+  for (std::int64_t i = 0; i < 8; ++i)
+    sums.push_back(delayed(plugin_tasks::chunk_sum)(delayed(plugin_tasks::ramp)(std::int64_t{1} << 16), i));
+  const double ramp_sum = double(1 << 16) * ((1 << 16) - 1) / 2;
+  const auto got = client.compute(sums);
+  for (std::int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(got[i], ramp_sum + double(i));
+
+  // A worker with a key the scheduler was not given never joins: the node stops with the reason.
+  int code = 0;
+  const auto config = dir / "stranger.toml";
+  std::ofstream(config) << worker_config("stranger", scheduler.endpoint())
+                        << security(stranger_keys, scheduler_keys.public_key, workers);
+  const auto out = run_command(std::string(TESSERA_NODE_BINARY) + " --config " + config.string(), code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("CURVE key"), std::string::npos) << out;
+  EXPECT_EQ(tessera::Client(scheduler.endpoint(),
+                            tessera::ConnectOptions{.public_key = client_keys.public_key,
+                                                    .secret_key = client_keys.secret_key,
+                                                    .scheduler_public_key = scheduler_keys.public_key})
+                .submit(plugin_tasks::square, 9)
+                .result(),
+            81);
   std::filesystem::remove_all(dir);
 }
 

@@ -6,6 +6,9 @@ Prints one JSON object per measurement on stdout (progress goes to stderr):
   tasks_map / map   / dask-threaded     N no-op tasks via dask.delayed + dask.compute(scheduler="threads"), 2 threads
   tasks_map / graph / dask-threaded     N no-op tasks as a raw graph dict via dask.threaded.get, 2 threads
   tasks_map / map   / dask-distributed  client.map(noop, range(N), pure=False) on LocalCluster(2 procs x 1 thread)
+  tasks_map / map   / dask-cluster      client.map(noop) on LocalCluster(2 procs x 2 threads), as tessera-bench-remote
+  latency   /       / dask-cluster      one client.submit(noop).result(), p50/p99 (us), same cluster
+  chunk_transfer /  / dask-cluster      8 MiB numpy chunks made on worker A (workers=[A]) and read on worker B
   sims      / map   / dask-distributed-map  500 simulations (sleep U(0, 0.05) s) via client.map, LocalCluster(10 x 4)
   sims      / bag   / dask-bag              the same through dask.bag.from_sequence(npartitions=100) on that cluster
 
@@ -112,6 +115,65 @@ def bench_distributed(n, repeat):
         emit("tasks_map", "map", "dask-distributed", n, 2, 1, *timed(run, repeat, settled(client)))
 
 
+CHUNK_DOUBLES = 1 << 20  # 8 MiB, as Tessera's stamped_chunk
+
+
+def make_chunk(i):
+    import numpy as np
+    chunk = np.ones(CHUNK_DOUBLES)
+    chunk[1] = i
+    return chunk
+
+
+def read_chunk(chunk):
+    return float(chunk.sum())
+
+
+def bench_cluster(n, repeat, chunks, latency_samples):
+    """The peers of tessera-bench-remote: a scheduler and 2 worker processes x 2 threads."""
+    from distributed import Client, wait
+
+    log(f"cluster map, {n} tasks, 2 processes x 2 threads")
+    with local_cluster(2, 2) as cluster, Client(cluster) as client:
+        def run():
+            client.gather(client.map(noop, range(n), pure=False))
+        emit("tasks_map", "map", "dask-cluster", n, 2, 2, *timed(run, repeat, settled(client)))
+
+        log(f"cluster latency, {latency_samples} samples")
+        client.submit(noop, -1, pure=False).result()
+        latencies = []
+        for i in range(latency_samples):
+            t0 = time.perf_counter()
+            client.submit(noop, i, pure=False).result()
+            latencies.append((time.perf_counter() - t0) * 1e6)
+        latencies.sort()
+        print(json.dumps({"bench": "latency", "impl": "dask-cluster", "peer": "dask", "samples": latency_samples,
+                          "p50_us": round(latencies[len(latencies) // 2], 1),
+                          "p99_us": round(latencies[len(latencies) * 99 // 100], 1),
+                          "dask_version": dask.__version__}), flush=True)
+
+        log(f"cluster chunk transfer, {chunks} chunks of 8 MiB, worker A -> worker B")
+        a, b = sorted(client.scheduler_info()["workers"])[:2]
+        runs = []
+        for _ in range(repeat + 1):
+            # Fresh chunks each run: B keeps a replica of what it read, so rereading old ones moves nothing.
+            made = client.map(make_chunk, range(chunks), workers=[a], pure=False)
+            wait(made)
+            t0 = time.perf_counter()
+            reads = client.map(read_chunk, made, workers=[b], pure=False)
+            client.gather(reads)
+            runs.append(time.perf_counter() - t0)
+            del reads, made
+            settled(client)()
+        runs = runs[1:]  # the first run warms up
+        seconds = statistics.median(runs)
+        crossed = chunks * CHUNK_DOUBLES * 8
+        print(json.dumps({"bench": "chunk_transfer", "impl": "dask-cluster", "peer": "dask", "chunk_bytes": CHUNK_DOUBLES * 8,
+                          "crossed_bytes": crossed, "seconds": round(seconds, 6),
+                          "gib_per_s": round(crossed / seconds / (1 << 30), 3), "runs": [round(r, 6) for r in runs],
+                          "dask_version": dask.__version__}), flush=True)
+
+
 def bench_sims(repeat):
     import numpy as np
     from distributed import Client
@@ -137,16 +199,21 @@ def main():
     ap.add_argument("--tasks", type=int, default=100_000, help="tasks for the threaded-scheduler runs")
     ap.add_argument("--distributed-tasks", type=int, default=5_000, help="tasks for the distributed map run")
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (after one warm-up)")
-    ap.add_argument("--only", choices=("threaded", "distributed", "sims"), action="append",
+    ap.add_argument("--cluster-tasks", type=int, default=5_000, help="tasks for the 2 x 2 cluster map run")
+    ap.add_argument("--chunks", type=int, default=64, help="8 MiB chunks moved between workers")
+    ap.add_argument("--latency-samples", type=int, default=500, help="submit + result round trips timed")
+    ap.add_argument("--only", choices=("threaded", "distributed", "cluster", "sims"), action="append",
                     help="run only these groups (repeatable); default all")
     args = ap.parse_args()
-    groups = args.only or ("threaded", "distributed", "sims")
+    groups = args.only or ("threaded", "distributed", "cluster", "sims")
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
     if "threaded" in groups:
         bench_threaded(args.tasks, args.repeat)
     if "distributed" in groups:
         bench_distributed(args.distributed_tasks, args.repeat)
+    if "cluster" in groups:
+        bench_cluster(args.cluster_tasks, args.repeat, args.chunks, args.latency_samples)
     if "sims" in groups:
         bench_sims(args.repeat)
 

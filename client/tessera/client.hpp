@@ -17,12 +17,22 @@
 
 namespace tessera {
 
+// How a client reaches a scheduler node. With CURVE on at the scheduler, this client's key pair (Z85) and
+// the scheduler's public key; the scheduler refuses (and logs) a key it was not given.
+struct ConnectOptions {
+  std::string name = "client";  // shown in the scheduler's log
+  std::string public_key{};
+  std::string secret_key{};
+  std::string scheduler_public_key{};
+};
+
 class Client {
  public:
   // A client of a cluster in this process.
   explicit Client(LocalCluster& cluster) : backend_(cluster.backend()) {}
   // A client of a scheduler node, e.g. "tcp://127.0.0.1:7070" (see tessera-node); the same API.
   explicit Client(const std::string& scheduler_address);
+  Client(const std::string& scheduler_address, const ConnectOptions& options);
 
   // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
   template <class F, class... X>
