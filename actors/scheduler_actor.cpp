@@ -30,10 +30,18 @@ struct WatchRange {
 };
 
 // The operations an operation's tasks read from, kept while any record needs them: a result lost with
-// a worker is recomputed from this lineage even after its producers' records were forgotten.
+// a worker is recomputed from this lineage even after its producers' records were forgotten. One node per
+// submission: its operations may reference each other both ways (delayed graphs lowered by function), so
+// a node per operation could hold itself in a cycle; references to earlier submissions point back only.
 struct Lineage {
-  OperationPtr op;
+  std::vector<OperationPtr> ops;
   std::vector<std::shared_ptr<const Lineage>> producers;
+
+  const OperationPtr* find(OpId id) const {
+    for (const auto& op : ops)
+      if (op->id() == id) return &op;
+    return nullptr;
+  }
 
   // A long chain of lineage is torn down in a loop, not by recursion that could overflow the stack.
   ~Lineage() {
@@ -477,13 +485,14 @@ void on_submit(SchedulerActor* self, Submission& submission) {
   auto sink = std::make_shared<SinkRecord>();
   sink->sink = submission.sink;
   std::vector<OpRecord*> created;
+  auto lineage = std::make_shared<Lineage>();
   for (auto& op : submission.operations) {
     if (st.find(op->id())) continue;  // a shared layer submitted before
     auto rec = std::make_unique<OpRecord>();
     const std::uint32_t n = op->size();
     rec->op = op;
-    rec->lineage = std::make_shared<Lineage>();
-    rec->lineage->op = op;
+    rec->lineage = lineage;
+    lineage->ops.push_back(op);
     rec->state.assign(n, TaskState::waiting);
     rec->worker.assign(n, kNoWorker);
     rec->slot.assign(n, 0);
@@ -513,10 +522,10 @@ void on_submit(SchedulerActor* self, Submission& submission) {
         }
         producer->holds[ref->index] += 1;
         producer->holds_total += 1;
-        if (producer != rec) {
-          auto& lineage = rec->lineage->producers;
-          if (std::find(lineage.begin(), lineage.end(), producer->lineage) == lineage.end())
-            lineage.push_back(producer->lineage);
+        if (producer->lineage != lineage) {
+          auto& earlier = lineage->producers;
+          if (std::find(earlier.begin(), earlier.end(), producer->lineage) == earlier.end())
+            earlier.push_back(producer->lineage);
         }
         const TaskState state = producer->state[ref->index];
         if (state == TaskState::waiting && producer->worker[ref->index] == kNoWorker)
@@ -770,20 +779,24 @@ void revive(SchedulerState& st, OpRecord& rec, std::uint32_t task,
       OpRecord* producer = st.find(ref->op);
       if (!producer) {
         // Forgotten: bring its record back from lineage, every task released until revived.
-        for (const auto& node : rec.lineage->producers) {
-          if (node->op->id() != ref->op) continue;
+        std::shared_ptr<const Lineage> home = rec.lineage;
+        const OperationPtr* op = home->find(ref->op);
+        for (std::size_t k = 0; !op && k < rec.lineage->producers.size(); ++k) {
+          home = rec.lineage->producers[k];
+          op = home->find(ref->op);
+        }
+        if (op) {
           auto back = std::make_unique<OpRecord>();
-          const std::uint32_t n = node->op->size();
-          back->op = node->op;
-          back->lineage = std::const_pointer_cast<Lineage>(node);
+          const std::uint32_t n = (*op)->size();
+          back->op = *op;
+          back->lineage = std::const_pointer_cast<Lineage>(home);
           back->state.assign(n, TaskState::cancelled);
           back->worker.assign(n, kNoWorker);
           back->slot.assign(n, 0);
           back->holds.assign(n, 0);
-          if (node->op->has_references()) back->unplaced_inputs.assign(n, 0);
+          if ((*op)->has_references()) back->unplaced_inputs.assign(n, 0);
           producer = back.get();
-          st.ops.emplace(node->op->id(), std::move(back));
-          break;
+          st.ops.emplace((*op)->id(), std::move(back));
         }
         if (!producer) continue;  // not in lineage: cannot happen for a task that ran
       }
