@@ -253,7 +253,7 @@ def main():
                 f"{d_chunks['gib_per_s']:.2f} GiB/s" if d_chunks else "")
         print(f"\n8 MiB chunks between worker processes: {t_chunks['gib_per_s']:.2f} GiB/s "
               f"({t_chunks['crossed_bytes'] / 2**20:.0f} MiB crossed in {t_chunks['seconds']:.3f} s, counted by the "
-              f"consumers from each chunk's maker stamp; the time includes reading every input){peer}. "
+              f"consumers from each chunk's maker stamp; the time includes reading each chunk that crossed){peer}. "
               f"Target >= 1 GiB/s: {verdict}.")
     failed = any(r is None for r in (t_map, t_delayed, t_sims["map"], d_thr, d_dist, d_sims_map)) \
         or (args.big and t_big is None)
