@@ -4,6 +4,7 @@ find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(CapnProto REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(cppzmq REQUIRED)
+find_package(RocksDB REQUIRED)  # RocksDB::rocksdb-shared (the static archive drags in compression libraries)
 
 # CAF 0.17 ships no CMake package: find its headers and libraries by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

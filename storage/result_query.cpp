@@ -1,0 +1,352 @@
+#include "storage/result_query.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+// What export shows for a value it does not spell out (bytes, matrices, custom types).
+std::string opaque(const Value& v) {
+  std::string out = "(";
+  out.append(kind_name(v.kind()));
+  out += ')';
+  return out;
+}
+
+std::optional<double> number_of(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::integer:
+    case ValueKind::real:
+      return v.as_double();
+    case ValueKind::boolean:
+      return v.as_bool() ? 1.0 : 0.0;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<double> element(const Value& v, std::size_t i) {
+  switch (v.kind()) {
+    case ValueKind::doubles:
+      return i < v.as_doubles().size() ? std::optional(v.as_doubles()[i]) : std::nullopt;
+    case ValueKind::vector:
+      return i < static_cast<std::size_t>(v.as_vector().size())
+                 ? std::optional(v.as_vector()[static_cast<Eigen::Index>(i)])
+                 : std::nullopt;
+    case ValueKind::list:
+      return i < v.as_list().size() ? number_of(v.as_list()[i]) : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The cells of a value, flattened for CSV: numbers as numbers, text as text.
+void flatten(const Value& v, std::vector<std::string>& cells) {
+  std::ostringstream number;
+  number << std::setprecision(17);
+  switch (v.kind()) {
+    case ValueKind::none:
+      cells.emplace_back();
+      return;
+    case ValueKind::integer:
+      cells.push_back(std::to_string(v.as_int()));
+      return;
+    case ValueKind::real:
+      number << v.as_double();
+      cells.push_back(number.str());
+      return;
+    case ValueKind::boolean:
+      cells.push_back(v.as_bool() ? "true" : "false");
+      return;
+    case ValueKind::string:
+      cells.push_back("\"" + v.as_string() + "\"");
+      return;
+    case ValueKind::doubles:
+      for (double x : v.as_doubles()) {
+        number.str({});
+        number << x;
+        cells.push_back(number.str());
+      }
+      return;
+    case ValueKind::vector:
+      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i) {
+        number.str({});
+        number << v.as_vector()[i];
+        cells.push_back(number.str());
+      }
+      return;
+    case ValueKind::list:
+      for (const auto& item : v.as_list()) flatten(item, cells);
+      return;
+    default:
+      cells.push_back(opaque(v));
+  }
+}
+
+std::string json_text(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  std::ostringstream out;
+  out << std::setprecision(17) << x;
+  return out.str();
+}
+
+std::string json_of(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::none:
+      return "null";
+    case ValueKind::integer:
+      return std::to_string(v.as_int());
+    case ValueKind::real:
+      return json_number(v.as_double());
+    case ValueKind::boolean:
+      return v.as_bool() ? "true" : "false";
+    case ValueKind::string:
+      return json_text(v.as_string());
+    case ValueKind::doubles: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.as_doubles().size(); ++i)
+        (out += i ? "," : "") += json_number(v.as_doubles()[i]);
+      return out += "]";
+    }
+    case ValueKind::vector: {
+      std::string out = "[";
+      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i)
+        (out += i ? "," : "") += json_number(v.as_vector()[i]);
+      return out += "]";
+    }
+    case ValueKind::list: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.as_list().size(); ++i) (out += i ? "," : "") += json_of(v.as_list()[i]);
+      return out += "]";
+    }
+    default:
+      return json_text(opaque(v));
+  }
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  bool done() {
+    skip();
+    return at_ == text_.size();
+  }
+  bool word(std::string_view w) {
+    skip();
+    if (text_.substr(at_, w.size()) != w) return false;
+    const std::size_t end = at_ + w.size();
+    if (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_'))
+      return false;
+    at_ = end;
+    return true;
+  }
+  bool symbol(std::string_view s) {
+    skip();
+    if (text_.substr(at_, s.size()) != s) return false;
+    at_ += s.size();
+    return true;
+  }
+  double number() {
+    skip();
+    double value = 0;
+    const char* begin = text_.data() + at_;
+    auto [end, error] = std::from_chars(begin, text_.data() + text_.size(), value);
+    if (error != std::errc()) fail("a number");
+    at_ += static_cast<std::size_t>(end - begin);
+    return value;
+  }
+  [[noreturn]] void fail(const std::string& expected) const {
+    throw QueryError("filter '" + std::string(text_) + "': expected " + expected + " at position " +
+                     std::to_string(at_ + 1));
+  }
+
+ private:
+  void skip() {
+    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
+  }
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+ResultField parse_field(Parser& p) {
+  if (!p.word("result")) p.fail("'result', 'failed' or 'ok'");
+  ResultField field;
+  if (p.symbol("[")) {
+    const double index = p.number();
+    if (index < 0 || index != std::floor(index)) p.fail("a whole index");
+    field.index = static_cast<std::size_t>(index);
+    if (!p.symbol("]")) p.fail("']'");
+  }
+  return field;
+}
+
+}  // namespace
+
+std::optional<double> ResultField::read(const StreamResult& r) const {
+  if (r.failed) return std::nullopt;
+  return index ? element(r.value, *index) : number_of(r.value);
+}
+
+ResultField ResultField::parse(std::string_view text) {
+  Parser p(text);
+  auto field = parse_field(p);
+  if (!p.done()) p.fail("the end of the field");
+  return field;
+}
+
+ResultFilter ResultFilter::parse(std::string_view text) {
+  ResultFilter filter;
+  Parser p(text);
+  if (p.done()) return filter;
+  do {
+    if (p.word("failed")) {
+      filter.failed_ = true;
+      continue;
+    }
+    if (p.word("ok")) {
+      filter.failed_ = false;
+      continue;
+    }
+    Clause clause;
+    clause.field = parse_field(p);
+    if (p.symbol("<=")) {
+      clause.op = Op::less_equal;
+    } else if (p.symbol(">=")) {
+      clause.op = Op::greater_equal;
+    } else if (p.symbol("==")) {
+      clause.op = Op::equal;
+    } else if (p.symbol("!=")) {
+      clause.op = Op::not_equal;
+    } else if (p.symbol("<")) {
+      clause.op = Op::less;
+    } else if (p.symbol(">")) {
+      clause.op = Op::greater;
+    } else {
+      p.fail("one of < <= > >= == !=");
+    }
+    clause.number = p.number();
+    filter.clauses_.push_back(clause);
+  } while (p.word("and"));
+  if (!p.done()) p.fail("'and' or the end of the filter");
+  return filter;
+}
+
+bool ResultFilter::matches(const StreamResult& r) const {
+  if (failed_ && *failed_ != r.failed) return false;
+  for (const auto& c : clauses_) {
+    const auto x = c.field.read(r);
+    if (!x) return false;
+    switch (c.op) {
+      case Op::less:
+        if (!(*x < c.number)) return false;
+        break;
+      case Op::less_equal:
+        if (!(*x <= c.number)) return false;
+        break;
+      case Op::greater:
+        if (!(*x > c.number)) return false;
+        break;
+      case Op::greater_equal:
+        if (!(*x >= c.number)) return false;
+        break;
+      case Op::equal:
+        if (!(*x == c.number)) return false;
+        break;
+      case Op::not_equal:
+        if (!(*x != c.number)) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                        const ResultField& field, std::size_t bins) {
+  ResultSummary s;
+  std::vector<double> numbers;
+  double sum = 0;
+  s.min = std::numeric_limits<double>::infinity();
+  s.max = -std::numeric_limits<double>::infinity();
+  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
+    if (!filter.matches(r)) return true;
+    ++s.count;
+    if (r.failed) ++s.failed;
+    if (auto x = field.read(r)) {
+      numbers.push_back(*x);
+      sum += *x;
+      s.min = std::min(s.min, *x);
+      s.max = std::max(s.max, *x);
+    }
+    return true;
+  });
+  s.numeric = numbers.size();
+  if (numbers.empty()) {
+    s.min = s.max = 0;
+    return s;
+  }
+  s.mean = sum / static_cast<double>(numbers.size());
+  if (bins > 0) {
+    s.histogram.assign(bins, 0);
+    const double width = (s.max - s.min) / static_cast<double>(bins);
+    for (double x : numbers) {
+      auto bin = width > 0 ? static_cast<std::size_t>((x - s.min) / width) : 0;
+      s.histogram[std::min(bin, bins - 1)] += 1;
+    }
+  }
+  return s;
+}
+
+void export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                std::ostream& out) {
+  out << "id,parameters...,result...|error\n";
+  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
+    if (!filter.matches(r)) return true;
+    std::vector<std::string> cells{std::to_string(r.id)};
+    flatten(r.parameters, cells);
+    if (r.failed) {
+      cells.push_back("error: " + r.error + " (on " + r.node + ")");
+    } else {
+      flatten(r.value, cells);
+    }
+    for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << cells[i];
+    out << "\n";
+    return true;
+  });
+}
+
+void export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                 std::ostream& out) {
+  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
+    if (!filter.matches(r)) return true;
+    out << "{\"id\":" << r.id << ",\"parameters\":" << json_of(r.parameters);
+    if (r.failed) {
+      out << ",\"error\":" << json_text(r.error) << ",\"node\":" << json_text(r.node);
+    } else {
+      out << ",\"result\":" << json_of(r.value);
+    }
+    out << "}\n";
+    return true;
+  });
+}
+
+}  // namespace tessera

@@ -1,0 +1,65 @@
+// Queries over a stream's stored results: a filter ("result > 2", "result[1] <= 0.5 and result[0] > 0",
+// "failed", "ok"), summaries of one numeric field (count, mean, min, max, histogram), and export as CSV or
+// JSON lines. They read the store directly, so they work while the stream runs and after a restart.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/result_store.hpp"
+
+namespace tessera {
+
+class QueryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A numeric field of a result: the result itself, or element i of a list or vector result.
+struct ResultField {
+  std::optional<std::size_t> index;
+  // Nullopt when the result is failed or not numeric there.
+  std::optional<double> read(const StreamResult& r) const;
+  static ResultField parse(std::string_view text);  // "result" or "result[i]"
+};
+
+class ResultFilter {
+ public:
+  ResultFilter() = default;  // matches everything
+  // Throws QueryError naming the position and what was expected.
+  static ResultFilter parse(std::string_view text);
+  bool matches(const StreamResult& r) const;
+
+ private:
+  enum class Op { less, less_equal, greater, greater_equal, equal, not_equal };
+  struct Clause {
+    ResultField field;
+    Op op = Op::equal;
+    double number = 0;
+  };
+  std::vector<Clause> clauses_;  // all must hold
+  std::optional<bool> failed_;   // "failed" / "ok"
+};
+
+struct ResultSummary {
+  std::uint64_t count = 0;    // results that matched the filter
+  std::uint64_t failed = 0;   // of which errors
+  std::uint64_t numeric = 0;  // of which had a number in the field
+  double mean = 0, min = 0, max = 0;
+  std::vector<std::uint64_t> histogram;  // `bins` equal bins over [min, max]
+};
+
+ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                        const ResultField& field = {}, std::size_t bins = 10);
+
+// One line per result: id, then the parameters and the result flattened, or the error.
+void export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                std::ostream& out);
+void export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                 std::ostream& out);
+
+}  // namespace tessera

@@ -1,0 +1,191 @@
+#include "storage/result_store.hpp"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <unordered_set>
+
+#include "messages/results.capnp.h"
+#include "messages/wire_codec.hpp"
+
+namespace tessera {
+namespace {
+
+// Keys sort by stream, then id: big-endian numbers after a one-letter kind.
+std::string key(char kind, std::uint64_t stream, std::optional<std::uint64_t> id = std::nullopt) {
+  std::string out(1, kind);
+  for (int shift = 56; shift >= 0; shift -= 8) out += static_cast<char>((stream >> shift) & 0xff);
+  if (id)
+    for (int shift = 56; shift >= 0; shift -= 8) out += static_cast<char>((*id >> shift) & 0xff);
+  return out;
+}
+
+std::uint64_t read_be64(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+// Everything inline: a stored record has no frames beside it.
+const wire::EncodeOptions kInline{.attachment_threshold = ~std::size_t{0}};
+
+std::string flat(capnp::MallocMessageBuilder& builder) {
+  auto words = capnp::messageToFlatArray(builder);
+  auto bytes = words.asChars();
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string encode_result(const StreamResult& r) {
+  capnp::MallocMessageBuilder builder;
+  auto out = builder.initRoot<wire::StoredResult>();
+  wire::Attachments none;
+  if (r.failed) {
+    auto e = out.initError();
+    e.setMessage(r.error);
+    e.setNode(r.node);
+  } else {
+    wire::encode(r.value, out.initValue(), none, kInline);
+  }
+  wire::encode(r.parameters, out.initParameters(), none, kInline);
+  return flat(builder);
+}
+
+StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
+  wire::HeaderReader reader(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  auto in = reader.root<wire::StoredResult>();
+  StreamResult r;
+  r.id = id;
+  if (in.isError()) {
+    r.failed = true;
+    r.error = in.getError().getMessage();
+    r.node = in.getError().getNode();
+  } else {
+    r.value = wire::decode(in.getValue(), {});
+  }
+  if (in.hasParameters()) r.parameters = wire::decode(in.getParameters(), {});
+  return r;
+}
+
+std::string encode_info(const StreamInfo& info) {
+  capnp::MallocMessageBuilder builder;
+  auto out = builder.initRoot<wire::StreamInfo>();
+  out.setSimulation(info.simulation);
+  out.setClosed(info.closed);
+  out.setPushed(info.pushed);
+  return flat(builder);
+}
+
+StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
+  wire::HeaderReader reader(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  auto in = reader.root<wire::StreamInfo>();
+  return StreamInfo{id, in.getSimulation(), in.getClosed(), in.getPushed()};
+}
+
+void check(const rocksdb::Status& status, const std::string& what, const std::filesystem::path& dir) {
+  if (!status.ok()) throw StoreError("result store " + dir.string() + ": " + what + ": " + status.ToString());
+}
+
+}  // namespace
+
+ResultStore::ResultStore(const std::filesystem::path& directory) : directory_(directory) {
+  std::error_code ignored;
+  std::filesystem::create_directories(directory_, ignored);
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* db = nullptr;
+  check(rocksdb::DB::Open(options, directory_.string(), &db), "cannot open", directory_);
+  db_.reset(db);
+}
+
+ResultStore::~ResultStore() = default;
+
+std::uint64_t ResultStore::create_stream(const std::string& simulation) {
+  std::string last;
+  std::uint64_t next = 1;
+  if (db_->Get(rocksdb::ReadOptions(), "n", &last).ok() && last.size() == 8)
+    next = read_be64(last.data()) + 1;
+  std::string encoded;
+  for (int shift = 56; shift >= 0; shift -= 8) encoded += static_cast<char>((next >> shift) & 0xff);
+  rocksdb::WriteBatch batch;
+  batch.Put("n", encoded);
+  batch.Put(key('m', next), encode_info(StreamInfo{next, simulation, false, 0}));
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  check(db_->Write(sync, &batch), "cannot create a stream", directory_);
+  return next;
+}
+
+void ResultStore::update_stream(const StreamInfo& info) {
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  check(db_->Put(sync, key('m', info.id), encode_info(info)), "cannot update a stream", directory_);
+}
+
+std::optional<StreamInfo> ResultStore::stream(std::uint64_t id) const {
+  std::string bytes;
+  if (!db_->Get(rocksdb::ReadOptions(), key('m', id), &bytes).ok()) return std::nullopt;
+  return decode_info(id, bytes);
+}
+
+std::vector<StreamInfo> ResultStore::streams() const {
+  std::vector<StreamInfo> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek("m"); it->Valid() && it->key().size() == 9 && it->key()[0] == 'm'; it->Next())
+    out.push_back(decode_info(read_be64(it->key().data() + 1), it->value()));
+  return out;
+}
+
+std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results) {
+  rocksdb::WriteBatch batch;
+  std::vector<std::uint64_t> written;
+  std::unordered_set<std::uint64_t> in_batch;
+  std::string ignored;
+  for (const auto& r : results) {
+    const std::string k = key('r', stream, r.id);
+    if (!in_batch.insert(r.id).second) continue;
+    if (db_->Get(rocksdb::ReadOptions(), k, &ignored).ok()) continue;  // stored by an earlier run
+    batch.Put(k, encode_result(r));
+    written.push_back(r.id);
+  }
+  if (written.empty()) return written;
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  check(db_->Write(sync, &batch), "cannot write results", directory_);
+  return written;
+}
+
+bool ResultStore::contains(std::uint64_t stream, std::uint64_t id) const {
+  std::string ignored;
+  return db_->Get(rocksdb::ReadOptions(), key('r', stream, id), &ignored).ok();
+}
+
+std::optional<StreamResult> ResultStore::get(std::uint64_t stream, std::uint64_t id) const {
+  std::string bytes;
+  if (!db_->Get(rocksdb::ReadOptions(), key('r', stream, id), &bytes).ok()) return std::nullopt;
+  return decode_result(id, bytes);
+}
+
+void ResultStore::scan(std::uint64_t stream, std::uint64_t first, std::uint64_t last,
+                       const std::function<bool(const StreamResult&)>& visit) const {
+  const std::string end = key('r', stream, last);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(key('r', stream, first)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+    if (it->key().size() != 17) break;
+    if (!visit(decode_result(read_be64(it->key().data() + 9), it->value()))) return;
+  }
+}
+
+std::uint64_t ResultStore::count(std::uint64_t stream) const {
+  std::uint64_t n = 0;
+  scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult&) {
+    ++n;
+    return true;
+  });
+  return n;
+}
+
+}  // namespace tessera

@@ -1,0 +1,120 @@
+// The RocksDB result store and its queries: results are kept once per id (a rerun's duplicate is
+// skipped), survive reopening the store (a node restart), and answer filters, summaries and exports.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "graph/codec.hpp"
+#include "storage/result_query.hpp"
+#include "storage/result_store.hpp"
+
+namespace {
+
+using namespace tessera;
+
+class TempDir {
+ public:
+  TempDir() {
+    static int n = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("tessera-store-test-" + std::to_string(getpid()) + "-" + std::to_string(++n));
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+StreamResult ok(std::uint64_t id, double value) {
+  return StreamResult{id, to_value(value), to_value(std::vector<double>{double(id), 0.5}), false, "", ""};
+}
+
+TEST(ResultStore, KeepsEachIdOnceAndSurvivesReopening) {
+  TempDir dir;
+  std::uint64_t stream = 0;
+  {
+    ResultStore store(dir.path());
+    stream = store.create_stream("costly_simulation");
+    EXPECT_EQ(store.put(stream, {ok(1, 1.5), ok(2, 2.5), ok(2, 9.0)}), (std::vector<std::uint64_t>{1, 2}));
+    // A rerun after a worker failure writes the same ids again: only the new one is stored.
+    EXPECT_EQ(store.put(stream, {ok(2, 7.0), ok(3, 3.5)}), (std::vector<std::uint64_t>{3}));
+    auto info = *store.stream(stream);
+    info.pushed = 3;
+    info.closed = true;
+    store.update_stream(info);
+    StreamResult error{4, {}, to_value(std::vector<double>{4, 0.5}), true, "division by zero", "worker-7"};
+    store.put(stream, {error});
+  }
+  ResultStore store(dir.path());  // as after a restart
+  EXPECT_EQ(store.count(stream), 4u);
+  EXPECT_DOUBLE_EQ(from_value<double>(store.get(stream, 2)->value), 2.5);
+  EXPECT_TRUE(store.get(stream, 4)->failed);
+  EXPECT_EQ(store.get(stream, 4)->error, "division by zero");
+  EXPECT_EQ(store.get(stream, 4)->node, "worker-7");
+  EXPECT_FALSE(store.get(stream, 5));
+  const auto info = *store.stream(stream);
+  EXPECT_TRUE(info.closed);
+  EXPECT_EQ(info.pushed, 3u);
+  EXPECT_EQ(info.simulation, "costly_simulation");
+  EXPECT_EQ(store.create_stream("other"), stream + 1);
+  EXPECT_EQ(store.streams().size(), 2u);
+  std::vector<std::uint64_t> ids;
+  store.scan(stream, 2, 4, [&](const StreamResult& r) {
+    ids.push_back(r.id);
+    return true;
+  });
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{2, 3}));
+}
+
+TEST(ResultQuery, FiltersSummariesAndExports) {
+  TempDir dir;
+  ResultStore store(dir.path());
+  const auto stream = store.create_stream("sim");
+  std::vector<StreamResult> results;
+  for (std::uint64_t id = 0; id < 100; ++id) results.push_back(ok(id, double(id) / 25.0));
+  results.push_back(StreamResult{100, {}, {}, true, "boom", "w"});
+  store.put(stream, results);
+
+  auto over_two = summarize(store, stream, ResultFilter::parse("result > 2"));
+  EXPECT_EQ(over_two.count, 49u);  // 51/25 .. 99/25
+  auto everything = summarize(store, stream, ResultFilter{}, ResultField{}, 4);
+  EXPECT_EQ(everything.count, 101u);
+  EXPECT_EQ(everything.failed, 1u);
+  EXPECT_EQ(everything.numeric, 100u);
+  EXPECT_DOUBLE_EQ(everything.min, 0.0);
+  EXPECT_DOUBLE_EQ(everything.max, 99.0 / 25.0);
+  EXPECT_NEAR(everything.mean, 49.5 / 25.0, 1e-12);
+  EXPECT_EQ(everything.histogram, (std::vector<std::uint64_t>{25, 25, 25, 25}));
+  EXPECT_EQ(summarize(store, stream, ResultFilter::parse("result >= 1 and result < 2")).count, 25u);
+  EXPECT_EQ(summarize(store, stream, ResultFilter::parse("failed")).count, 1u);
+  EXPECT_EQ(summarize(store, stream, ResultFilter::parse("ok")).count, 100u);
+
+  try {
+    ResultFilter::parse("result >> 2");
+    FAIL();
+  } catch (const QueryError& e) {
+    EXPECT_NE(std::string(e.what()).find("position 9"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ResultFilter::parse("value > 2"), QueryError);
+  EXPECT_THROW(ResultFilter::parse("result > 2 or result < 1"), QueryError);
+
+  std::ostringstream csv, json;
+  export_csv(store, stream, ResultFilter::parse("result > 3.9"), csv);
+  EXPECT_EQ(csv.str(), "id,parameters...,result...|error\n98,98,0.5,3.9199999999999999\n99,99,0.5,3.96\n");
+  export_json(store, stream, ResultFilter::parse("failed"), json);
+  EXPECT_EQ(json.str(), "{\"id\":100,\"parameters\":null,\"error\":\"boom\",\"node\":\"w\"}\n");
+}
+
+TEST(ResultStore, UnwritableDirectoryIsAClearError) {
+  try {
+    ResultStore store("/proc/tessera-cannot-be-here");
+    FAIL();
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/tessera-cannot-be-here"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
