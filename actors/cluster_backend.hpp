@@ -3,11 +3,17 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
+
+#include <stdexcept>
 
 #include "actors/messages.hpp"
 #include "actors/result_sink.hpp"
+#include "actors/stream_actor.hpp"
 
 namespace tessera {
 
@@ -18,13 +24,27 @@ class ClusterBackend {
   virtual std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                              std::uint32_t slots) = 0;
   virtual void cancel(std::vector<TaskRef> tasks) = 0;
+
+  // Streams of parameter sets: opens one (the simulation's name is checked first), returning its id.
+  virtual std::uint64_t open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
+  virtual void push(std::uint64_t stream, StreamBatch batch) = 0;
+  virtual void close(std::uint64_t stream) = 0;
+  // The store the results are written to, for queries.
+  virtual std::shared_ptr<const ResultStore> store() = 0;
 };
 
 // The scheduler actor of this process.
 class LocalBackend final : public ClusterBackend {
  public:
-  LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link)
-      : scheduler_(std::move(scheduler)), link_(std::move(link)) {}
+  // `streams` opens a stream on the cluster; null when the cluster has none.
+  using StreamOpener =
+      std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>;
+  LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link, StreamOpener open_stream = {},
+               std::function<std::shared_ptr<const ResultStore>()> store = {})
+      : scheduler_(std::move(scheduler)),
+        link_(std::move(link)),
+        open_stream_(std::move(open_stream)),
+        store_(std::move(store)) {}
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
@@ -35,10 +55,41 @@ class LocalBackend final : public ClusterBackend {
   void cancel(std::vector<TaskRef> tasks) override {
     caf::anon_send(scheduler_, cancel_atom::value, CancelRequest{std::move(tasks)});
   }
+  std::uint64_t open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
+    if (!open_stream_) throw std::logic_error("this cluster runs no streams");
+    auto [id, actor] = open_stream_(settings, std::move(sink));
+    std::lock_guard lock(streams_mutex_);
+    streams_[id] = actor;
+    return id;
+  }
+  void push(std::uint64_t stream, StreamBatch batch) override {
+    caf::anon_send(stream_actor(stream), stream_push_atom::value, std::move(batch));
+  }
+  void close(std::uint64_t stream) override {
+    caf::anon_send(stream_actor(stream), stream_close_atom::value);
+    std::lock_guard lock(streams_mutex_);
+    streams_.erase(stream);
+  }
+  std::shared_ptr<const ResultStore> store() override {
+    if (!store_) throw std::logic_error("this cluster has no result store");
+    return store_();
+  }
 
  private:
+  caf::actor stream_actor(std::uint64_t stream) {
+    std::lock_guard lock(streams_mutex_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end())
+      throw std::invalid_argument("stream " + std::to_string(stream) + " is not open");
+    return it->second;
+  }
+
   caf::actor scheduler_;
   std::weak_ptr<const SchedulerLink> link_;
+  StreamOpener open_stream_;
+  std::function<std::shared_ptr<const ResultStore>()> store_;
+  std::mutex streams_mutex_;
+  std::unordered_map<std::uint64_t, caf::actor> streams_;
 };
 
 }  // namespace tessera

@@ -1,6 +1,9 @@
 #include "actors/embedded_cluster.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <thread>
 
@@ -32,6 +35,35 @@ EmbeddedCluster::~EmbeddedCluster() {
   scheduler_ = nullptr;
   system_->await_all_actors_done();
   system_.reset();
+  store_.reset();
+  if (!temporary_store_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(temporary_store_, ignored);
+  }
+}
+
+std::shared_ptr<ResultStore> EmbeddedCluster::store() {
+  std::lock_guard lock(store_mutex_);
+  if (!store_) {
+    std::filesystem::path dir = options_.data_dir;
+    if (dir.empty()) {
+      static std::atomic<int> instances{0};
+      dir = std::filesystem::temp_directory_path() /
+            ("tessera-store-" + std::to_string(::getpid()) + "-" + std::to_string(++instances));
+      temporary_store_ = dir;
+    }
+    store_ = std::make_shared<ResultStore>(dir);
+  }
+  return store_;
+}
+
+std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSettings& settings,
+                                                                  std::shared_ptr<StreamSink> sink) {
+  auto results = store();
+  const std::uint64_t id = results->create_stream(settings.simulation);
+  auto actor =
+      spawn_stream_actor(*system_, StreamActorArgs{id, settings, results, std::move(sink), scheduler_});
+  return {id, actor};
 }
 
 void EmbeddedCluster::scale(std::uint32_t workers) {
@@ -88,7 +120,13 @@ bool EmbeddedCluster::wait_for_workers(std::uint32_t workers, std::chrono::milli
 namespace tessera {
 
 std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
-  return std::make_shared<LocalBackend>(scheduler_, link_);
+  auto* self = const_cast<EmbeddedCluster*>(this);  // the backend lives no longer than the cluster's clients
+  return std::make_shared<LocalBackend>(
+      scheduler_, link_,
+      [self](const StreamSettings& settings, std::shared_ptr<StreamSink> sink) {
+        return self->open_stream(settings, std::move(sink));
+      },
+      [self] { return std::shared_ptr<const ResultStore>(self->store()); });
 }
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "actors/messages.hpp"
 #include "actors/result_sink.hpp"
 #include "actors/scheduler_actor.hpp"
+#include "actors/stream_actor.hpp"
 
 namespace tessera {
 
@@ -25,6 +27,8 @@ struct ClusterOptions {
   // CAF scheduler threads for message handling. Default: the cores (at least 2).
   std::uint32_t actor_threads = 0;
   SchedulerOptions scheduler{};
+  // Where stream results are stored (RocksDB). Empty: a temporary directory, removed with the cluster.
+  std::string data_dir{};
 };
 
 class EmbeddedCluster {
@@ -49,6 +53,11 @@ class EmbeddedCluster {
   caf::actor scheduler() const { return scheduler_; }
   std::weak_ptr<const SchedulerLink> link() const { return link_; }
   caf::actor_system& system() { return *system_; }
+  // The result store, opened on first use (in data_dir).
+  std::shared_ptr<ResultStore> store();
+  // Opens a stream on this cluster: its id in the store and its stream actor.
+  std::pair<std::uint64_t, caf::actor> open_stream(const StreamSettings& settings,
+                                                   std::shared_ptr<StreamSink> sink);
 
  private:
   ClusterOptions options_;
@@ -58,6 +67,9 @@ class EmbeddedCluster {
   std::shared_ptr<SchedulerLink> link_;
   mutable std::mutex mutex_;
   std::vector<std::uint32_t> active_;  // worker ids in the order they joined
+  std::mutex store_mutex_;
+  std::shared_ptr<ResultStore> store_;
+  std::filesystem::path temporary_store_;  // removed at destruction when the store lives there
 };
 
 }  // namespace tessera

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "actors/stream_sink.hpp"
 #include "graph/errors.hpp"
 #include "graph/operation.hpp"
+#include "graph/simulation.hpp"
 #include "graph/task_state.hpp"
 #include "graph/watch.hpp"
 
@@ -146,6 +148,38 @@ struct SchedulerStatus {
   std::uint64_t tasks_recomputed = 0;  // lost with a worker and run again from lineage
 };
 
+// ---- Streams of parameter sets ----
+
+// Client -> stream actor: parameter sets with consecutive ids from first_id.
+struct StreamBatch {
+  std::uint64_t first_id = 0;
+  std::vector<Value> parameters;
+};
+
+// Stream actor -> worker (-> its simulation pool): run these parameter sets, answer `stream`.
+struct SimulationJob {
+  caf::actor stream;
+  std::string simulation;
+  std::shared_ptr<const Config> config;
+  std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
+  std::vector<std::uint64_t> ids;
+  std::vector<Value> parameters;  // aligned with ids
+};
+
+// Simulation actor -> stream actor: what a job gave, one record per id (results or errors).
+struct SimulationOutcome {
+  std::uint32_t worker = 0;
+  std::vector<StreamRecord> records;
+  double busy_seconds = 0;
+};
+
+// Scheduler -> stream actor: a worker that takes simulation jobs.
+struct StreamWorker {
+  std::uint32_t id = 0;
+  caf::actor actor;
+  std::uint32_t threads = 1;
+};
+
 // Atoms (CAF 0.17: at most 10 characters).
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
@@ -167,6 +201,12 @@ using stolen_atom = caf::atom_constant<caf::atom("stolen")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
 using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using workers_atom = caf::atom_constant<caf::atom("workers")>;
+using stream_push_atom = caf::atom_constant<caf::atom("spush")>;
+using stream_close_atom = caf::atom_constant<caf::atom("sclose")>;
+using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
+using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
+using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;
+using idle_atom = caf::atom_constant<caf::atom("idle")>;
 
 }  // namespace tessera
 
@@ -184,4 +224,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerRegistration)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PeerNotice)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerInfo)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::WorkerInfo>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationJob)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationOutcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::StreamWorker>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<tessera::ResultSink>)

@@ -913,6 +913,13 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
         return on_register(self, registration);
       },
       [=](lost_atom, std::uint32_t id) { on_worker_lost(self, id); },
+      [=](stream_workers_atom) -> std::vector<StreamWorker> {
+        std::vector<StreamWorker> out;
+        auto& st = self->state;
+        for (std::uint32_t id = 0; id < st.workers.size(); ++id)
+          if (st.usable(id)) out.push_back(StreamWorker{id, st.workers[id].actor, st.workers[id].threads});
+        return out;
+      },
       [=](workers_atom) -> std::vector<WorkerInfo> {
         std::vector<WorkerInfo> out;
         const auto& workers = self->state.workers;

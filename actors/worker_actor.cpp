@@ -5,6 +5,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/operation_actor.hpp"
+#include "actors/simulation_pool.hpp"
 
 namespace tessera {
 namespace {
@@ -19,7 +20,18 @@ struct WorkerState {
   // the assignment travels from the scheduler: either may come first).
   std::unordered_map<OpId, std::vector<InputDelivery>> early_inputs;
   std::unordered_set<OpId> forgotten;
+  std::string name;
+  // Simulation pools by simulation, pool size and config: streams with the same settings share one.
+  std::unordered_map<std::string, caf::actor> simulations;
 };
+
+std::string pool_key(const SimulationJob& job) {
+  std::string key = job.simulation + "/" + std::to_string(job.pool_size);
+  if (job.config)
+    for (const auto& [name, value] : job.config->entries())
+      key += "/" + name + "=" + std::to_string(value.content_hash());
+  return key;
+}
 
 using WorkerActor = caf::stateful_actor<WorkerState>;
 
@@ -32,9 +44,36 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
   self->state.scheduler = std::move(scheduler);
   self->state.pool = std::make_shared<ComputePool>(options.threads);
   self->state.directory = options.directory;
+  self->state.name = options.name;
   self->set_down_handler([](const caf::down_msg&) {});
   return {
-      [=](welcome_atom, std::uint32_t id) { self->state.id = id; },
+      [=](welcome_atom, std::uint32_t id) {
+        self->state.id = id;
+        if (self->state.name.empty()) self->state.name = "worker-" + std::to_string(id);
+      },
+      [=](simulate_atom, SimulationJob& job) {
+        auto& st = self->state;
+        auto key = pool_key(job);
+        auto it = st.simulations.find(key);
+        if (it == st.simulations.end()) {
+          const SimulationType* type = SimulationRegistry::global().find(job.simulation);
+          if (!type) {
+            // The stream checked the name where it was opened; this worker lacks the plugin.
+            SimulationOutcome outcome{st.id, {}, 0};
+            for (auto id : job.ids)
+              outcome.records.push_back(StreamRecord{
+                  id, Value{}, true, "simulation '" + job.simulation + "' is not registered on " + st.name,
+                  st.name});
+            self->send(job.stream, simulated_atom::value, std::move(outcome));
+            return;
+          }
+          const std::uint32_t size = job.pool_size ? job.pool_size : st.pool->threads();
+          auto pool = spawn_simulation_pool(
+              self->home_system(), SimulationPoolArgs{type, job.config, size, st.id, st.name, st.pool});
+          it = st.simulations.emplace(std::move(key), pool).first;
+        }
+        self->send(it->second, simulate_atom::value, std::move(job));
+      },
       // Peers of this process are found through the shared directory; a worker process's transport
       // handles notices about peers in other processes.
       [=](peer_atom, const PeerNotice&) {},
@@ -104,6 +143,8 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         // Messages already forwarded to operation actors are handled before their shutdown (FIFO).
         for (auto& [op, actor] : self->state.operations) self->send(actor, shutdown_atom::value);
         self->state.operations.clear();
+        for (auto& [key, pool] : self->state.simulations) self->send(pool, shutdown_atom::value);
+        self->state.simulations.clear();
         self->quit();
       },
   };

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "actors/worker_directory.hpp"
 
@@ -14,6 +15,7 @@ namespace tessera {
 struct WorkerOptions {
   std::uint32_t threads = 1;  // compute threads: how many task functions run at once here
   std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
+  std::string name{};  // named in simulation error records; default "worker-<id>"
 };
 
 caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options);

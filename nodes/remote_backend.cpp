@@ -53,6 +53,16 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     return sink;
   }
 
+  std::uint64_t open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink>) override {
+    throw SubmissionError("stream on '" + settings.simulation +
+                          "': streams through a remote scheduler are not served by this build yet");
+  }
+  void push(std::uint64_t, StreamBatch) override {}
+  void close(std::uint64_t) override {}
+  std::shared_ptr<const ResultStore> store() override {
+    throw SubmissionError("result queries through a remote scheduler are not served by this build yet");
+  }
+
   void cancel(std::vector<TaskRef> tasks) override {
     transport::Outgoing message;
     auto list = message.envelope().initCancel().initTasks(static_cast<unsigned>(tasks.size()));

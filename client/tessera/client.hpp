@@ -13,6 +13,8 @@
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
+#include "tessera/results.hpp"
+#include "tessera/stream.hpp"
 #include "tessera/task_function.hpp"
 
 namespace tessera {
@@ -33,6 +35,14 @@ class Client {
   // A client of a scheduler node, e.g. "tcp://127.0.0.1:7070" (see tessera-node); the same API.
   explicit Client(const std::string& scheduler_address);
   Client(const std::string& scheduler_address, const ConnectOptions& options);
+
+  // Opens a stream of parameter sets on the simulation registered under `simulation` (see stream.hpp);
+  // an unknown name is a SubmissionError listing the known ones.
+  Stream stream(std::string_view simulation, StreamOptions options = {}) {
+    return Stream(backend_, SimulationRegistry::global().get(simulation), std::move(options));
+  }
+  // Queries over a stream's stored results (see results.hpp).
+  ResultQuery results(std::uint64_t stream) { return ResultQuery(backend_->store(), stream); }
 
   // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
   template <class F, class... X>

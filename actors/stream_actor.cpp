@@ -1,0 +1,158 @@
+#include "actors/stream_actor.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <iostream>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+
+namespace tessera {
+namespace {
+
+// A job should take about this long on a simulation actor: tiny simulations share a job's overhead,
+// long ones go one at a time so the pools stay balanced.
+constexpr double kTargetJobSeconds = 0.002;
+constexpr std::size_t kMaxJob = 4096;
+
+struct Pending {
+  std::uint64_t id;
+  Value parameters;
+};
+
+struct StreamState {
+  StreamActorArgs args;
+  std::vector<StreamWorker> workers;
+  std::vector<std::uint32_t> jobs_out;  // per worker
+  std::deque<Pending> pending;
+  std::unordered_map<std::uint64_t, Value> in_flight;  // id -> parameters, until stored
+  double seconds_per_set = -1;                         // measured
+  std::uint64_t pushed = 0;
+  bool closed = false, finished = false;
+
+  std::size_t job_size() const {
+    if (seconds_per_set < 0) return 1;
+    return static_cast<std::size_t>(
+        std::clamp(kTargetJobSeconds / std::max(seconds_per_set, 1e-9), 1.0, double(kMaxJob)));
+  }
+};
+
+using StreamActor = caf::stateful_actor<StreamState>;
+
+void finish_if_done(StreamActor* self) {
+  auto& st = self->state;
+  if (!st.closed || st.finished || !st.pending.empty() || !st.in_flight.empty()) return;
+  st.finished = true;
+  try {
+    auto info =
+        st.args.store->stream(st.args.id).value_or(StreamInfo{st.args.id, st.args.settings.simulation});
+    info.closed = true;
+    info.pushed = st.pushed;
+    st.args.store->update_stream(info);
+  } catch (const std::exception& e) {
+    st.args.sink->finish(e.what());
+    self->quit();
+    return;
+  }
+  st.args.sink->finish();
+  self->quit();
+}
+
+void dispatch(StreamActor* self) {
+  auto& st = self->state;
+  if (st.workers.empty()) return;
+  const std::size_t size = st.job_size();
+  bool sent = true;
+  while (!st.pending.empty() && sent) {
+    sent = false;
+    for (std::size_t w = 0; w < st.workers.size() && !st.pending.empty(); ++w) {
+      // Two jobs per simulation actor: one running, one queued to hide the round trip.
+      const std::uint32_t actors =
+          st.args.settings.pool_size ? st.args.settings.pool_size : st.workers[w].threads;
+      if (st.jobs_out[w] >= 2 * actors) continue;
+      SimulationJob job{
+          self, st.args.settings.simulation, st.args.settings.config, st.args.settings.pool_size, {}, {}};
+      for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
+        job.ids.push_back(st.pending.front().id);
+        job.parameters.push_back(st.pending.front().parameters);
+        st.in_flight.emplace(st.pending.front().id, std::move(st.pending.front().parameters));
+        st.pending.pop_front();
+      }
+      st.jobs_out[w] += 1;
+      self->send(st.workers[w].actor, simulate_atom::value, std::move(job));
+      sent = true;
+    }
+  }
+}
+
+void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
+  auto& st = self->state;
+  for (std::size_t w = 0; w < st.workers.size(); ++w)
+    if (st.workers[w].id == outcome.worker && st.jobs_out[w] > 0) st.jobs_out[w] -= 1;
+  if (!outcome.records.empty()) {
+    const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
+    st.seconds_per_set = st.seconds_per_set < 0 ? per_set : 0.7 * st.seconds_per_set + 0.3 * per_set;
+  }
+  std::vector<StreamResult> results;
+  results.reserve(outcome.records.size());
+  for (auto& r : outcome.records) {
+    auto it = st.in_flight.find(r.id);
+    if (it == st.in_flight.end()) continue;  // answered already (a rerun)
+    results.push_back(StreamResult{r.id, r.value, it->second, r.failed, r.error, r.node});
+  }
+  try {
+    st.args.store->put(st.args.id, results);
+  } catch (const std::exception& e) {
+    std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
+    st.args.sink->finish(e.what());
+    st.finished = true;
+    self->quit();
+    return;
+  }
+  std::vector<StreamRecord> delivered;
+  delivered.reserve(results.size());
+  for (auto& r : outcome.records)
+    if (st.in_flight.erase(r.id)) delivered.push_back(std::move(r));
+  st.args.sink->deliver(delivered);
+  dispatch(self);
+  finish_if_done(self);
+}
+
+caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
+  self->state.args = std::move(args);
+  self->request(self->state.args.scheduler, caf::infinite, stream_workers_atom::value)
+      .then([=](std::vector<StreamWorker>& workers) {
+        auto& st = self->state;
+        st.workers = std::move(workers);
+        st.jobs_out.assign(st.workers.size(), 0);
+        if (st.workers.empty()) {
+          st.args.sink->finish("the cluster has no workers to run simulation '" +
+                               st.args.settings.simulation + "'");
+          self->quit();
+          return;
+        }
+        dispatch(self);
+      });
+  return {
+      [=](stream_push_atom, StreamBatch& batch) {
+        auto& st = self->state;
+        for (std::size_t i = 0; i < batch.parameters.size(); ++i)
+          st.pending.push_back(Pending{batch.first_id + i, std::move(batch.parameters[i])});
+        st.pushed += batch.parameters.size();
+        dispatch(self);
+      },
+      [=](simulated_atom, SimulationOutcome& outcome) { on_outcome(self, outcome); },
+      [=](stream_close_atom) {
+        self->state.closed = true;
+        finish_if_done(self);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args) {
+  return system.spawn(stream_actor, std::move(args));
+}
+
+}  // namespace tessera

@@ -1,0 +1,35 @@
+// The stream actor: one per open stream, beside the scheduler. It takes the client's parameter sets,
+// hands them to the workers' simulation pools in jobs sized by the measured simulation time, writes
+// each result to the node's store as it arrives (synced: a result is delivered only once durable, and
+// an id already stored is never stored again), then passes it to the client's sink, which gives the
+// producer credit back. When the stream is closed and every parameter set answered, it records the
+// stream as closed and finishes.
+#pragma once
+
+#include <caf/all.hpp>
+#include <memory>
+#include <string>
+
+#include "actors/stream_sink.hpp"
+#include "graph/simulation.hpp"
+#include "storage/result_store.hpp"
+
+namespace tessera {
+
+struct StreamSettings {
+  std::string simulation;
+  std::shared_ptr<const Config> config = std::make_shared<Config>();
+  std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
+};
+
+struct StreamActorArgs {
+  std::uint64_t id = 0;
+  StreamSettings settings;
+  std::shared_ptr<ResultStore> store;
+  std::shared_ptr<StreamSink> sink;
+  caf::actor scheduler;
+};
+
+caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args);
+
+}  // namespace tessera

@@ -1,0 +1,86 @@
+#include "tessera/stream.hpp"
+
+namespace tessera {
+namespace {
+// A batch goes out at this size even while the pipeline is busy.
+constexpr std::size_t kMaxBatch = 1024;
+}  // namespace
+
+Stream::Stream(std::shared_ptr<ClusterBackend> backend, const SimulationType& type, StreamOptions options)
+    : state_(std::make_unique<State>()) {
+  auto& st = *state_;
+  st.backend = std::move(backend);
+  st.type = &type;
+  st.max_in_flight = std::max<std::size_t>(1, options.max_in_flight);
+  st.sink = std::make_shared<StreamSink>(st.max_in_flight);
+  StreamSettings settings;
+  settings.simulation = type.name;
+  settings.config = std::make_shared<const Config>(std::move(options.config));
+  settings.pool_size = options.pool_size;
+  st.id = st.backend->open_stream(settings, st.sink);
+}
+
+Stream::~Stream() {
+  if (state_) close();
+}
+
+std::uint64_t Stream::next_id() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->next_id;
+}
+
+std::uint64_t Stream::pushed() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->next_id;
+}
+
+std::uint64_t Stream::push_value(Value parameters) {
+  auto& st = *state_;
+  std::unique_lock lock(st.mutex);
+  if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
+  if (auto why = st.type->check(parameters); !why.empty())
+    throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
+                          std::to_string(st.id) + ": " + why);
+  // Before waiting for credit, send what is buffered: its answers are the credit.
+  if (st.sink->in_flight() + 1 > st.max_in_flight) flush_locked(st);
+  st.sink->acquire(1);
+  const std::uint64_t id = st.next_id++;
+  st.buffer.push_back(std::move(parameters));
+  // Send now when nothing sent is outstanding (latency), else batch until the batch is full.
+  if (st.buffer.size() >= kMaxBatch || st.sink->in_flight() <= st.buffer.size()) flush_locked(st);
+  return id;
+}
+
+void Stream::flush_locked(State& st) {
+  if (st.buffer.empty()) return;
+  StreamBatch batch{st.sent, std::move(st.buffer)};
+  st.sent += batch.parameters.size();
+  st.buffer.clear();
+  st.backend->push(st.id, std::move(batch));
+}
+
+void Stream::flush() {
+  std::lock_guard lock(state_->mutex);
+  flush_locked(*state_);
+}
+
+void Stream::close() {
+  auto& st = *state_;
+  std::lock_guard lock(st.mutex);
+  if (st.closed) return;
+  flush_locked(st);
+  st.closed = true;
+  st.backend->close(st.id);
+}
+
+std::optional<StreamRecord> Stream::next(std::chrono::steady_clock::time_point deadline) {
+  flush();
+  return state_->sink->next(deadline);
+}
+
+bool Stream::wait(std::chrono::steady_clock::time_point deadline) {
+  flush();
+  return state_->sink->wait_finished(deadline);
+}
+
+}  // namespace tessera

@@ -1,0 +1,140 @@
+// Streams of parameter sets fed to simulation actors (the main job):
+//
+//   auto stream = client.stream("costly_simulation", {.max_in_flight = 4096});
+//   for (auto& p : params) stream.push(p);     // waits while max_in_flight sets are unanswered
+//   stream.close();
+//   for (auto& r : stream.results()) use(r.id, r.as<double>());
+//
+// Each parameter set gets a sequence id (0, 1, 2, ... per stream). Results arrive in completion order,
+// through a callback (on_result) or the results() iterator, once they are durable in the node's store.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <vector>
+
+#include "actors/cluster_backend.hpp"
+#include "actors/stream_sink.hpp"
+#include "graph/codec.hpp"
+#include "graph/errors.hpp"
+#include "graph/simulation.hpp"
+
+namespace tessera {
+
+struct StreamOptions {
+  // Parameter sets pushed but not yet answered; a push waits beyond this. Default 4096.
+  std::size_t max_in_flight = 4096;
+  // Simulation actors per worker; 0 (default): one per compute thread.
+  std::uint32_t pool_size = 0;
+  // Given to each simulation actor's constructor.
+  Config config{};
+};
+
+class Stream {
+ public:
+  Stream(std::shared_ptr<ClusterBackend> backend, const SimulationType& type, StreamOptions options);
+  ~Stream();
+  Stream(Stream&&) = default;
+  Stream& operator=(Stream&&) = default;
+
+  std::uint64_t id() const { return state_->id; }
+
+  // Sends one parameter set and returns its id. A set the simulation cannot take (wrong arity) is a
+  // SubmissionError naming the simulation, and uses no id.
+  template <class P>
+  std::uint64_t push(const P& parameters) {
+    return push_value(to_value(parameters));
+  }
+  template <std::ranges::input_range R>
+  std::uint64_t push_batch(const R& parameters) {
+    std::uint64_t first = next_id();
+    for (const auto& p : parameters) push(p);
+    return first;
+  }
+  std::uint64_t push_value(Value parameters);
+  // Sends what push() has buffered (it batches while the pipeline is busy).
+  void flush();
+  // No more pushes; results still come.
+  void close();
+
+  // From now on each result goes to `callback` (on a Tessera thread) instead of the iterator.
+  void on_result(std::function<void(const StreamRecord&)> callback) {
+    state_->sink->on_result(std::move(callback));
+  }
+  // The next result in completion order; nullopt once the stream is closed and every result was taken
+  // (or the deadline passed).
+  std::optional<StreamRecord> next(
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  // Waits until the stream is closed and every parameter set answered; false when the deadline passed.
+  bool wait(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  std::uint64_t pushed() const;
+  std::uint64_t completed() const { return state_->sink->delivered(); }
+  // Set when the stream failed as a whole (its store could not be written).
+  const std::string& error() const { return state_->sink->stream_error(); }
+
+  class Results {
+   public:
+    class iterator {
+     public:
+      using value_type = StreamRecord;
+      using difference_type = std::ptrdiff_t;
+      iterator() = default;
+      explicit iterator(Stream* stream) : stream_(stream) { ++*this; }
+      const StreamRecord& operator*() const { return *current_; }
+      const StreamRecord* operator->() const { return &*current_; }
+      iterator& operator++() {
+        current_ = stream_->next();
+        if (!current_) stream_ = nullptr;
+        return *this;
+      }
+      void operator++(int) { ++*this; }
+      bool operator==(const iterator& other) const { return stream_ == other.stream_; }
+
+     private:
+      Stream* stream_ = nullptr;
+      std::optional<StreamRecord> current_;
+    };
+    explicit Results(Stream* stream) : stream_(stream) {}
+    iterator begin() { return iterator(stream_); }
+    iterator end() { return iterator(); }
+
+   private:
+    Stream* stream_;
+  };
+  // Results in completion order until the stream is closed and all have come. Close it first (or from
+  // another thread), or the iteration waits for ever.
+  Results results() { return Results(this); }
+
+ private:
+  std::uint64_t next_id() const;
+  struct State {
+    std::shared_ptr<ClusterBackend> backend;
+    const SimulationType* type = nullptr;
+    std::shared_ptr<StreamSink> sink;
+    std::size_t max_in_flight = 0;
+    std::uint64_t id = 0;
+    std::mutex mutex;
+    std::uint64_t next_id = 0;  // the id the next push gets
+    std::uint64_t sent = 0;     // ids below this have been sent
+    std::vector<Value> buffer;  // pushed, not yet sent
+    bool closed = false;
+  };
+  void flush_locked(State& st);
+  std::unique_ptr<State> state_;
+};
+
+// StreamRecord's value as a C++ type.
+template <class T>
+T result_as(const StreamRecord& record) {
+  if (record.failed) throw TaskFailed("(simulation)", std::to_string(record.id), record.error, false);
+  return from_value<T>(record.value);
+}
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+#include "graph/simulation.hpp"
+
+#include <mutex>
+
+namespace tessera {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::optional<std::size_t> length_of(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::doubles:
+      return v.as_doubles().size();
+    case ValueKind::vector:
+      return static_cast<std::size_t>(v.as_vector().size());
+    case ValueKind::list:
+      return v.as_list().size();
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string SimulationType::check(const Value& parameters) const {
+  if (!arity) return {};
+  const auto length = length_of(parameters);
+  if (!length) return {};
+  if (*length != *arity)
+    return "simulation '" + name + "' takes " + std::to_string(*arity) + " parameters, got " +
+           std::to_string(*length);
+  return {};
+}
+
+SimulationRegistry& SimulationRegistry::global() {
+  static SimulationRegistry registry;
+  return registry;
+}
+
+const SimulationType& SimulationRegistry::add(SimulationType type) {
+  std::lock_guard lock(registry_mutex());
+  auto it = types_.find(type.name);
+  if (it != types_.end()) {
+    // The same class registered twice (a header included in two places) is harmless.
+    if (it->second->parameter_type == type.parameter_type && it->second->result_type == type.result_type)
+      return *it->second;
+    throw SubmissionError("simulation '" + type.name + "' is registered twice with different types");
+  }
+  auto owned = std::make_unique<SimulationType>(std::move(type));
+  auto& out = *owned;
+  types_.emplace(out.name, std::move(owned));
+  return out;
+}
+
+const SimulationType* SimulationRegistry::find(std::string_view name) const {
+  std::lock_guard lock(registry_mutex());
+  auto it = types_.find(name);
+  return it == types_.end() ? nullptr : it->second.get();
+}
+
+const SimulationType& SimulationRegistry::get(std::string_view name) const {
+  if (const auto* type = find(name)) return *type;
+  std::string known;
+  for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+  throw SubmissionError("unknown simulation '" + std::string(name) +
+                        "' (registered: " + (known.empty() ? "none" : known) + ")");
+}
+
+std::vector<std::string> SimulationRegistry::names() const {
+  std::lock_guard lock(registry_mutex());
+  std::vector<std::string> out;
+  for (const auto& [name, type] : types_) out.push_back(name);
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,132 @@
+// Simulations: user classes registered by name whose instances live between parameter sets. A class is
+// constructed once per simulation actor from a Config (load tables, warm caches), then `run(params)` is
+// called for each parameter set routed to that actor. Parameters and results are anything with a Codec
+// (a vector of doubles, a tuple, a record).
+//
+//   struct CostlySimulation {
+//     explicit CostlySimulation(const tessera::Config& config);
+//     double run(const std::vector<double>& params);
+//     static constexpr std::size_t arity = 4;  // optional: parameter sets of another length are refused
+//   };
+//   TESSERA_SIMULATION(CostlySimulation, "costly_simulation");
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "graph/codec.hpp"
+#include "graph/errors.hpp"
+
+namespace tessera {
+
+// Named settings a simulation is built from (from a stream's options or a node's config).
+class Config {
+ public:
+  Config() = default;
+  Config& set(std::string key, Value value) {
+    entries_[std::move(key)] = std::move(value);
+    return *this;
+  }
+  bool has(std::string_view key) const { return entries_.find(std::string(key)) != entries_.end(); }
+  template <class T>
+  T get(std::string_view key, T fallback) const {
+    auto it = entries_.find(std::string(key));
+    return it == entries_.end() ? fallback : from_value<T>(it->second);
+  }
+  const std::map<std::string, Value>& entries() const { return entries_; }
+
+ private:
+  std::map<std::string, Value> entries_;
+};
+
+// One simulation instance, type-erased.
+class Simulation {
+ public:
+  virtual ~Simulation() = default;
+  // Throws what the user's run throws; a TypeError when the parameters do not decode.
+  virtual Value run(const Value& parameters) = 0;
+};
+
+struct SimulationType {
+  std::string name;
+  std::string parameter_type, result_type;
+  std::optional<std::size_t> arity;  // parameter sets must have this many elements, when known
+  std::function<std::unique_ptr<Simulation>(const Config&)> make;
+  // A clear error naming the simulation when `parameters` cannot be its input; empty when it can.
+  std::string check(const Value& parameters) const;
+};
+
+class SimulationRegistry {
+ public:
+  static SimulationRegistry& global();
+  const SimulationType& add(SimulationType type);
+  const SimulationType* find(std::string_view name) const;
+  // Throws SubmissionError naming the simulation and the known ones.
+  const SimulationType& get(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  SimulationRegistry() = default;
+  std::map<std::string, std::unique_ptr<SimulationType>, std::less<>> types_;
+};
+
+namespace detail {
+
+template <class M>
+struct run_traits;
+template <class C, class R, class P>
+struct run_traits<R (C::*)(P)> {
+  using parameters = std::remove_cvref_t<P>;
+  using result = R;
+};
+template <class C, class R, class P>
+struct run_traits<R (C::*)(P) const> : run_traits<R (C::*)(P)> {};
+
+template <class S>
+class SimulationAdapter final : public Simulation {
+ public:
+  explicit SimulationAdapter(const Config& config) : instance_(config) {}
+  Value run(const Value& parameters) override {
+    using Traits = run_traits<decltype(&S::run)>;
+    return to_value(instance_.run(from_value<typename Traits::parameters>(parameters)));
+  }
+
+ private:
+  S instance_;
+};
+
+template <class S>
+concept HasArity = requires {
+  S::arity;
+};
+
+}  // namespace detail
+
+template <class S>
+const SimulationType& register_simulation(std::string name) {
+  using Traits = detail::run_traits<decltype(&S::run)>;
+  SimulationType type;
+  type.name = std::move(name);
+  type.parameter_type = Codec<typename Traits::parameters>::type_name();
+  type.result_type = Codec<typename Traits::result>::type_name();
+  if constexpr (detail::HasArity<S>) type.arity = S::arity;
+  type.make = [](const Config& config) -> std::unique_ptr<Simulation> {
+    return std::make_unique<detail::SimulationAdapter<S>>(config);
+  };
+  return SimulationRegistry::global().add(std::move(type));
+}
+
+}  // namespace tessera
+
+#define TESSERA_SIMULATION_CONCAT2(a, b) a##b
+#define TESSERA_SIMULATION_CONCAT(a, b) TESSERA_SIMULATION_CONCAT2(a, b)
+// Registers a simulation class under a name, at load time (also from a plugin a node loads).
+#define TESSERA_SIMULATION(Class, name)                                               \
+  [[maybe_unused]] static const ::tessera::SimulationType& TESSERA_SIMULATION_CONCAT( \
+      tessera_simulation_, __LINE__) = ::tessera::register_simulation<Class>(name)

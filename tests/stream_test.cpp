@@ -1,0 +1,199 @@
+// Streams of parameter sets on an embedded cluster: simulation actors built once and kept between
+// parameter sets, credit-based flow control, results in completion order through the iterator or a
+// callback, each stored once in RocksDB and queryable while the stream runs and after a restart,
+// errors stored per id while the stream goes on, and bad input refused by name.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <tessera/tessera.hpp>
+#include <thread>
+
+#include "test_util.hpp"
+
+namespace {
+
+std::atomic<int> constructions{0};
+
+// Remembers how many parameter sets it ran: state lives between parameter sets.
+struct CountingSimulation {
+  explicit CountingSimulation(const tessera::Config& config) : offset(config.get<double>("offset", 0.0)) {
+    constructions += 1;
+  }
+  std::vector<double> run(const std::vector<double>& p) {
+    runs += 1;
+    return {p[0] * 2 + offset, static_cast<double>(runs)};
+  }
+  static constexpr std::size_t arity = 2;
+  double offset;
+  std::int64_t runs = 0;
+};
+TESSERA_SIMULATION(CountingSimulation, "counting");
+
+struct SlowSimulation {
+  explicit SlowSimulation(const tessera::Config&) {}
+  double run(double x) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return x;
+  }
+};
+TESSERA_SIMULATION(SlowSimulation, "slow");
+
+struct PickySimulation {
+  explicit PickySimulation(const tessera::Config&) {}
+  double run(double x) {
+    if (x == 13) throw std::runtime_error("13 is unlucky");
+    return x + 1;
+  }
+};
+TESSERA_SIMULATION(PickySimulation, "picky");
+
+tessera::ClusterOptions stored_in(const std::filesystem::path& dir) {
+  tessera::ClusterOptions options;
+  options.workers = 1;
+  options.threads_per_worker = 2;
+  options.data_dir = dir.string();
+  return options;
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("tessera-stream-test-" + std::to_string(getpid()) + "-" + name);
+}
+
+TEST(Stream, EveryParameterSetIsAnsweredOnceAndStored) {
+  constructions = 0;
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.config.set("offset", tessera::to_value(0.5));
+  auto stream = client.stream("counting", std::move(options));
+  const int n = 10000;
+  for (int i = 0; i < n; ++i) EXPECT_EQ(stream.push(std::vector<double>{double(i), 1.0}), std::uint64_t(i));
+  stream.close();
+  std::set<std::uint64_t> seen;
+  for (const auto& r : stream.results()) {
+    ASSERT_FALSE(r.failed) << r.error;
+    EXPECT_TRUE(seen.insert(r.id).second) << "id " << r.id << " twice";
+    EXPECT_DOUBLE_EQ(tessera::result_as<std::vector<double>>(r)[0], double(r.id) * 2 + 0.5);
+  }
+  EXPECT_EQ(seen.size(), std::size_t(n));
+  // One instance per simulation actor (2 workers x 2 threads), kept between parameter sets.
+  EXPECT_LE(constructions.load(), 4);
+  EXPECT_GE(constructions.load(), 1);
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), std::uint64_t(n));
+  EXPECT_EQ(stored.where("result[0] > 10000.5").count(), std::uint64_t(n - 5000 - 1));
+  const auto summary = stored.summary("result[0]");
+  EXPECT_DOUBLE_EQ(summary.min, 0.5);
+  EXPECT_DOUBLE_EQ(summary.max, (n - 1) * 2 + 0.5);
+  // The run counter shows instances were reused: some instance ran many parameter sets.
+  EXPECT_GT(stored.summary("result[1]").max, 100.0);
+}
+
+TEST(Stream, AFastProducerIsHeldToMaxInFlight) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("slow", {.max_in_flight = 64});
+  std::size_t worst = 0;
+  for (int i = 0; i < 2000; ++i) {
+    stream.push(double(i));
+    worst = std::max<std::size_t>(worst, stream.pushed() - stream.completed());
+  }
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  EXPECT_LE(worst, 64u);
+  EXPECT_GE(worst, 32u);  // and it did keep the pipeline full
+  EXPECT_EQ(client.results(stream.id()).count(), 2000u);
+}
+
+TEST(Stream, ResultsComeThroughACallbackAndQueriesWorkWhileItRuns) {
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("slow", {.max_in_flight = 256});
+  std::atomic<int> called{0};
+  stream.on_result([&](const tessera::StreamRecord& r) {
+    EXPECT_FALSE(r.failed);
+    called += 1;
+  });
+  for (int i = 0; i < 1000; ++i) stream.push(double(i));
+  stream.flush();
+  // Queried while the stream runs: some results are stored already, not all.
+  ASSERT_TRUE(tessera::testing::eventually([&] { return client.results(stream.id()).count() > 0; }));
+  EXPECT_LT(client.results(stream.id()).count(), 1000u);
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  EXPECT_EQ(called.load(), 1000);
+}
+
+TEST(Stream, AThrowingSimulationStoresAnErrorAndTheStreamGoesOn) {
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("picky");
+  for (int i = 0; i < 100; ++i) stream.push(double(i));
+  stream.close();
+  int failed = 0;
+  for (const auto& r : stream.results()) {
+    if (r.failed) {
+      ++failed;
+      EXPECT_EQ(r.id, 13u);
+      EXPECT_EQ(r.error, "13 is unlucky");
+      EXPECT_EQ(r.node.rfind("worker-", 0), 0u) << r.node;
+    }
+  }
+  EXPECT_EQ(failed, 1);
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), 100u);
+  EXPECT_EQ(stored.where("failed").count(), 1u);
+  EXPECT_EQ(stored.get(13)->error, "13 is unlucky");
+  EXPECT_DOUBLE_EQ(tessera::from_value<double>(stored.get(12)->value), 13.0);
+}
+
+TEST(Stream, BadInputIsRefusedByNameAndAcceptedSetsAreKept) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  try {
+    client.stream("no_such_simulation");
+    FAIL();
+  } catch (const tessera::SubmissionError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown simulation 'no_such_simulation'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("counting"), std::string::npos) << e.what();
+  }
+  auto stream = client.stream("counting");
+  stream.push(std::vector<double>{1, 2});
+  try {
+    stream.push(std::vector<double>{1, 2, 3});
+    FAIL();
+  } catch (const tessera::SubmissionError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter set 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("takes 2 parameters, got 3"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(stream.push(std::vector<double>{3, 4}), 1u);  // the refused set used no id
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  EXPECT_EQ(client.results(stream.id()).count(), 2u);
+}
+
+TEST(Stream, ResultsSurviveARestartOfTheCluster) {
+  const auto dir = temp_dir("restart");
+  std::uint64_t id = 0;
+  {
+    tessera::LocalCluster cluster{stored_in(dir)};
+    tessera::Client client{cluster};
+    auto stream = client.stream("picky");
+    for (int i = 0; i < 50; ++i) stream.push(double(i));
+    stream.close();
+    ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    id = stream.id();
+  }
+  tessera::LocalCluster cluster{stored_in(dir)};
+  tessera::Client client{cluster};
+  EXPECT_EQ(client.results(id).count(), 50u);
+  EXPECT_EQ(client.results(id).where("result > 40").count(), 10u);
+  EXPECT_EQ(client.stream("picky").id(), id + 1);  // stream ids go on after a restart
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
