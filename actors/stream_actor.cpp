@@ -101,7 +101,8 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     results.push_back(StreamResult{r.id, r.value, it->second, r.failed, r.error, r.node});
   }
   try {
-    st.args.store->put(st.args.id, results);
+    // Each id is answered once here (in_flight), so no read-before-write is needed.
+    st.args.store->put(st.args.id, results, ResultStore::Check::known_new);
   } catch (const std::exception& e) {
     std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
     st.args.sink->finish(e.what());

@@ -17,7 +17,18 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, const SimulationType& ty
   settings.simulation = type.name;
   settings.config = std::make_shared<const Config>(std::move(options.config));
   settings.pool_size = options.pool_size;
+  // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
+  std::weak_ptr<ClusterBackend> weak = st.backend;
+  auto stream_id = std::make_shared<std::uint64_t>(0);
+  st.sink->set_fetch([weak, stream_id](std::uint64_t id) -> std::optional<StreamRecord> {
+    auto backend = weak.lock();
+    if (!backend) return std::nullopt;
+    auto stored = backend->store()->get(*stream_id, id);
+    if (!stored) return std::nullopt;
+    return StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node};
+  });
   st.id = st.backend->open_stream(settings, st.sink);
+  *stream_id = st.id;
 }
 
 Stream::~Stream() {

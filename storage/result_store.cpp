@@ -139,7 +139,8 @@ std::vector<StreamInfo> ResultStore::streams() const {
   return out;
 }
 
-std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results) {
+std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results,
+                                            Check mode) {
   rocksdb::WriteBatch batch;
   std::vector<std::uint64_t> written;
   std::unordered_set<std::uint64_t> in_batch;
@@ -147,7 +148,8 @@ std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vec
   for (const auto& r : results) {
     const std::string k = key('r', stream, r.id);
     if (!in_batch.insert(r.id).second) continue;
-    if (db_->Get(rocksdb::ReadOptions(), k, &ignored).ok()) continue;  // stored by an earlier run
+    if (mode == Check::stored && db_->Get(rocksdb::ReadOptions(), k, &ignored).ok())
+      continue;  // stored by an earlier run
     batch.Put(k, encode_result(r));
     written.push_back(r.id);
   }

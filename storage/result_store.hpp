@@ -60,8 +60,11 @@ class ResultStore {
   std::vector<StreamInfo> streams() const;
 
   // Writes the results not stored yet, in one synced batch; returns those it wrote (a result whose id is
-  // already stored is a rerun's duplicate and is skipped). One writer per stream at a time.
-  std::vector<std::uint64_t> put(std::uint64_t stream, const std::vector<StreamResult>& results);
+  // already stored is a rerun's duplicate and is skipped). One writer per stream at a time. A writer that
+  // knows its ids are new (the stream actor answers each id once) passes known_new and skips the reads.
+  enum class Check { stored, known_new };
+  std::vector<std::uint64_t> put(std::uint64_t stream, const std::vector<StreamResult>& results,
+                                 Check check = Check::stored);
   bool contains(std::uint64_t stream, std::uint64_t id) const;
   std::optional<StreamResult> get(std::uint64_t stream, std::uint64_t id) const;
   // Results with first <= id < last, in id order; `visit` returns false to stop.

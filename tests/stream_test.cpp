@@ -197,3 +197,29 @@ TEST(Stream, ResultsSurviveARestartOfTheCluster) {
 }
 
 }  // namespace
+
+namespace {
+
+// Past the sink's cap (65,536 results nobody took yet) only ids stay in memory; the iterator reads the
+// rest back from the store, still in completion order and still every one.
+TEST(Stream, ResultsPastTheInMemoryCapAreReadBackFromTheStore) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("picky", {.max_in_flight = 4096});
+  const int n = 70000;
+  for (int i = 0; i < n; ++i) stream.push(double(i + 100));
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  std::vector<bool> seen(n, false);
+  int count = 0;
+  for (const auto& r : stream.results()) {
+    ASSERT_LT(r.id, std::uint64_t(n));
+    EXPECT_FALSE(seen[r.id]);
+    seen[r.id] = true;
+    EXPECT_DOUBLE_EQ(tessera::result_as<double>(r), double(r.id + 101));
+    ++count;
+  }
+  EXPECT_EQ(count, n);
+}
+
+}  // namespace
