@@ -129,6 +129,8 @@ struct SchedulerState {
   std::vector<std::pair<SinkRecord*, std::vector<ResultSink::Delivery>>> deliveries;
   std::unordered_map<SinkRecord*, std::size_t> delivery_index;
   SchedulerStatus stats;
+  // Stream actors, told when a worker joins or is lost (their parameter sets run elsewhere).
+  std::vector<caf::actor> stream_watchers;
   // Tasks computed again after a worker was lost, not yet placed. They are placed even on full workers:
   // consumers placed before the loss fill those workers while they wait for exactly these tasks.
   std::unordered_set<std::uint64_t> recovering;
@@ -744,9 +746,12 @@ std::uint32_t on_register(SchedulerActor* self, const WorkerRegistration& regist
     self->send(w.actor, peer_atom::value, PeerNotice{id, record.address, record.public_key});
     self->send(record.actor, peer_atom::value, PeerNotice{other, w.address, w.public_key});
   }
+  const std::uint32_t threads = record.threads;
   st.workers.push_back(std::move(record));
   st.stats.workers += 1;
   self->send(registration.actor, welcome_atom::value, id);
+  for (auto& watcher : st.stream_watchers)
+    self->send(watcher, stream_workers_atom::value, StreamWorker{id, registration.actor, threads});
   dispatch(self);
   return id;
 }
@@ -834,6 +839,7 @@ void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
   lost.cancel.clear();
   lost.drop.clear();
   st.options.directory->erase(w);
+  for (auto& watcher : st.stream_watchers) self->send(watcher, lost_atom::value, w);
   for (auto& other : st.workers)
     if (!other.gone) self->send(other.actor, peer_atom::value, PeerNotice{w, "", ""});
 
@@ -900,6 +906,12 @@ void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
 caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
   if (!options.directory) options.directory = std::make_shared<WorkerDirectory>();
   self->state.options = options;
+  self->set_down_handler([=](const caf::down_msg& down) {
+    auto& watchers = self->state.stream_watchers;
+    watchers.erase(std::remove_if(watchers.begin(), watchers.end(),
+                                  [&](const caf::actor& a) { return a.address() == down.source; }),
+                   watchers.end());
+  });
   return {
       [=](submit_atom, Submission& submission) { on_submit(self, submission); },
       [=](done_atom, DoneBatch& batch) { on_done(self, batch); },
@@ -916,6 +928,10 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
       [=](stream_workers_atom) -> std::vector<StreamWorker> {
         std::vector<StreamWorker> out;
         auto& st = self->state;
+        if (auto watcher = caf::actor_cast<caf::actor>(self->current_sender())) {
+          self->monitor(watcher);
+          st.stream_watchers.push_back(watcher);
+        }
         for (std::uint32_t id = 0; id < st.workers.size(); ++id)
           if (st.usable(id)) out.push_back(StreamWorker{id, st.workers[id].actor, st.workers[id].threads});
         return out;

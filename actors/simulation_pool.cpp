@@ -23,11 +23,17 @@ caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, Simul
   return {
       [=](simulate_atom, SimulationJob& job) {
         auto instance = self->state.instance;
-        args.compute->submit([args, pool, index, instance, job = std::move(job)] {
+        // The job must not hold the compute pool: the last reference dropped on one of its own threads
+        // would make the pool join itself.
+        const SimulationType* type = args.type;
+        auto config = args.config;
+        const std::uint32_t worker_id = args.worker_id;
+        const std::string node = args.node;
+        args.compute->submit([type, config, worker_id, node, pool, index, instance, job = std::move(job)] {
           const auto start = std::chrono::steady_clock::now();
           if (!instance->simulation && instance->construction_error.empty()) {
             try {
-              instance->simulation = args.type->make(*args.config);
+              instance->simulation = type->make(*config);
             } catch (const std::exception& e) {
               instance->construction_error = e.what();
             } catch (...) {
@@ -35,7 +41,7 @@ caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, Simul
             }
           }
           SimulationOutcome outcome;
-          outcome.worker = args.worker_id;
+          outcome.worker = worker_id;
           outcome.records.reserve(job.ids.size());
           for (std::size_t i = 0; i < job.ids.size(); ++i) {
             StreamRecord record;
@@ -43,7 +49,7 @@ caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, Simul
             if (!instance->simulation) {
               record.failed = true;
               record.error =
-                  "simulation '" + args.type->name + "' could not be built: " + instance->construction_error;
+                  "simulation '" + type->name + "' could not be built: " + instance->construction_error;
             } else {
               try {
                 record.value = instance->simulation->run(job.parameters[i]);
@@ -55,7 +61,7 @@ caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, Simul
                 record.error = "unknown exception";
               }
             }
-            if (record.failed) record.node = args.node;
+            if (record.failed) record.node = node;
             outcome.records.push_back(std::move(record));
           }
           outcome.busy_seconds =

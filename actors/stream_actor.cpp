@@ -25,9 +25,14 @@ struct StreamState {
   std::vector<StreamWorker> workers;
   std::vector<std::uint32_t> jobs_out;  // per worker
   std::deque<Pending> pending;
-  std::unordered_map<std::uint64_t, Value> in_flight;  // id -> parameters, until stored
-  double seconds_per_set = -1;                         // measured
+  struct InFlight {
+    Value parameters;
+    std::uint32_t worker;
+  };
+  std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
+  double seconds_per_set = -1;                            // measured
   std::uint64_t pushed = 0;
+  std::uint64_t rerun = 0;  // parameter sets sent again after their worker was lost
   bool closed = false, finished = false;
 
   std::size_t job_size() const {
@@ -75,7 +80,9 @@ void dispatch(StreamActor* self) {
       for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
         job.ids.push_back(st.pending.front().id);
         job.parameters.push_back(st.pending.front().parameters);
-        st.in_flight.emplace(st.pending.front().id, std::move(st.pending.front().parameters));
+        st.in_flight.emplace(
+            st.pending.front().id,
+            StreamState::InFlight{std::move(st.pending.front().parameters), st.workers[w].id});
         st.pending.pop_front();
       }
       st.jobs_out[w] += 1;
@@ -98,7 +105,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   for (auto& r : outcome.records) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
-    results.push_back(StreamResult{r.id, r.value, it->second, r.failed, r.error, r.node});
+    results.push_back(StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node});
   }
   try {
     // Each id is answered once here (in_flight), so no read-before-write is needed.
@@ -143,6 +150,36 @@ caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
         dispatch(self);
       },
       [=](simulated_atom, SimulationOutcome& outcome) { on_outcome(self, outcome); },
+      [=](stream_workers_atom, const StreamWorker& joined) {
+        auto& st = self->state;
+        st.workers.push_back(joined);
+        st.jobs_out.push_back(0);
+        dispatch(self);
+      },
+      [=](lost_atom, std::uint32_t worker) {
+        // Its unanswered parameter sets run again elsewhere, first; a late answer from it still counts
+        // if it comes first, and the store keeps one result per id either way.
+        auto& st = self->state;
+        for (std::size_t w = 0; w < st.workers.size(); ++w)
+          if (st.workers[w].id == worker) {
+            st.workers.erase(st.workers.begin() + static_cast<std::ptrdiff_t>(w));
+            st.jobs_out.erase(st.jobs_out.begin() + static_cast<std::ptrdiff_t>(w));
+            break;
+          }
+        std::vector<Pending> again;
+        for (auto it = st.in_flight.begin(); it != st.in_flight.end();) {
+          if (it->second.worker != worker) {
+            ++it;
+            continue;
+          }
+          again.push_back(Pending{it->first, std::move(it->second.parameters)});
+          it = st.in_flight.erase(it);
+        }
+        std::sort(again.begin(), again.end(), [](const Pending& a, const Pending& b) { return a.id > b.id; });
+        for (auto& p : again) st.pending.push_front(std::move(p));
+        st.rerun += again.size();
+        dispatch(self);
+      },
       [=](stream_close_atom) {
         self->state.closed = true;
         finish_if_done(self);

@@ -11,6 +11,7 @@
 #include <tessera/tessera.hpp>
 #include <thread>
 
+#include "actors/messages.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -220,6 +221,37 @@ TEST(Stream, ResultsPastTheInMemoryCapAreReadBackFromTheStore) {
     ++count;
   }
   EXPECT_EQ(count, n);
+}
+
+}  // namespace
+
+namespace {
+
+// A worker lost mid-stream: its unanswered parameter sets run again on the others, and the store holds
+// exactly one result per id.
+TEST(Stream, ALostWorkersParameterSetsRunAgainExactlyOnce) {
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("slow", {.max_in_flight = 1024});
+  std::thread saboteur([&] {
+    tessera::testing::eventually([&] { return stream.completed() >= 1000; });
+    caf::anon_send(cluster.scheduler(), tessera::lost_atom::value, std::uint32_t{1});
+  });
+  const int n = 6000;
+  for (int i = 0; i < n; ++i) stream.push(double(i));
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
+  saboteur.join();
+  EXPECT_EQ(stream.completed(), std::uint64_t(n));
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), std::uint64_t(n));
+  std::uint64_t expected = 0;
+  for (const auto& r : stored.range(0, n)) {
+    EXPECT_EQ(r.id, expected++);
+    EXPECT_DOUBLE_EQ(tessera::from_value<double>(r.value), double(r.id));
+  }
+  EXPECT_EQ(expected, std::uint64_t(n));
+  EXPECT_EQ(cluster.status().workers, 1u);
 }
 
 }  // namespace
