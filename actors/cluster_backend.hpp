@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -25,8 +26,13 @@ class ClusterBackend {
                                              std::uint32_t slots) = 0;
   virtual void cancel(std::vector<TaskRef> tasks) = 0;
 
-  // Streams of parameter sets: opens one (the simulation's name is checked first), returning its id.
-  virtual std::uint64_t open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
+  // Streams of parameter sets: opens one (the simulation's name is checked first; an unknown one is a
+  // SubmissionError), returning its id and the simulation's arity when it declares one.
+  struct OpenedStream {
+    std::uint64_t id = 0;
+    std::optional<std::size_t> arity{};
+  };
+  virtual OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
   virtual void push(std::uint64_t stream, StreamBatch batch) = 0;
   virtual void close(std::uint64_t stream) = 0;
   // The store the results are written to, for queries.
@@ -55,12 +61,13 @@ class LocalBackend final : public ClusterBackend {
   void cancel(std::vector<TaskRef> tasks) override {
     caf::anon_send(scheduler_, cancel_atom::value, CancelRequest{std::move(tasks)});
   }
-  std::uint64_t open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
+  OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
     if (!open_stream_) throw std::logic_error("this cluster runs no streams");
+    const auto& type = SimulationRegistry::global().get(settings.simulation);
     auto [id, actor] = open_stream_(settings, std::move(sink));
     std::lock_guard lock(streams_mutex_);
     streams_[id] = actor;
-    return id;
+    return OpenedStream{id, type.arity};
   }
   void push(std::uint64_t stream, StreamBatch batch) override {
     caf::anon_send(stream_actor(stream), stream_push_atom::value, std::move(batch));

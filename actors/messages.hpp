@@ -159,6 +159,7 @@ struct StreamBatch {
 // Stream actor -> worker (-> its simulation pool): run these parameter sets, answer `stream`.
 struct SimulationJob {
   caf::actor stream;
+  std::uint64_t stream_id = 0;
   std::string simulation;
   std::shared_ptr<const Config> config;
   std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
@@ -169,6 +170,7 @@ struct SimulationJob {
 // Simulation actor -> stream actor: what a job gave, one record per id (results or errors).
 struct SimulationOutcome {
   std::uint32_t worker = 0;
+  std::uint64_t stream_id = 0;
   std::vector<StreamRecord> records;
   double busy_seconds = 0;
 };

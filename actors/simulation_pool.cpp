@@ -42,6 +42,7 @@ caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, Simul
           }
           SimulationOutcome outcome;
           outcome.worker = worker_id;
+          outcome.stream_id = job.stream_id;
           outcome.records.reserve(job.ids.size());
           for (std::size_t i = 0; i < job.ids.size(); ++i) {
             StreamRecord record;

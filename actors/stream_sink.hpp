@@ -80,7 +80,8 @@ class StreamSink {
   const std::string& stream_error() const { return stream_error_; }
 
   // Stream side: results that are durable now.
-  void deliver(std::vector<StreamRecord>& records) {
+  virtual ~StreamSink() = default;
+  virtual void deliver(std::vector<StreamRecord>& records) {
     std::function<void(const StreamRecord&)> callback;
     {
       std::lock_guard lock(mutex_);
@@ -101,7 +102,7 @@ class StreamSink {
       for (const auto& r : records) callback(r);
   }
   // Closed and every pushed parameter set answered (or the stream failed as a whole).
-  void finish(std::string error = {}) {
+  virtual void finish(std::string error = {}) {
     {
       std::lock_guard lock(mutex_);
       finished_ = true;

@@ -59,7 +59,7 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
           const SimulationType* type = SimulationRegistry::global().find(job.simulation);
           if (!type) {
             // The stream checked the name where it was opened; this worker lacks the plugin.
-            SimulationOutcome outcome{st.id, {}, 0};
+            SimulationOutcome outcome{st.id, job.stream_id, {}, 0};
             for (auto id : job.ids)
               outcome.records.push_back(StreamRecord{
                   id, Value{}, true, "simulation '" + job.simulation + "' is not registered on " + st.name,

@@ -6,28 +6,34 @@ namespace {
 constexpr std::size_t kMaxBatch = 1024;
 }  // namespace
 
-Stream::Stream(std::shared_ptr<ClusterBackend> backend, const SimulationType& type, StreamOptions options)
+Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options)
     : state_(std::make_unique<State>()) {
   auto& st = *state_;
   st.backend = std::move(backend);
-  st.type = &type;
+  st.simulation = std::move(simulation);
   st.max_in_flight = std::max<std::size_t>(1, options.max_in_flight);
   st.sink = std::make_shared<StreamSink>(st.max_in_flight);
   StreamSettings settings;
-  settings.simulation = type.name;
+  settings.simulation = st.simulation;
   settings.config = std::make_shared<const Config>(std::move(options.config));
   settings.pool_size = options.pool_size;
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
-  std::weak_ptr<ClusterBackend> weak = st.backend;
   auto stream_id = std::make_shared<std::uint64_t>(0);
-  st.sink->set_fetch([weak, stream_id](std::uint64_t id) -> std::optional<StreamRecord> {
-    auto backend = weak.lock();
-    if (!backend) return std::nullopt;
-    auto stored = backend->store()->get(*stream_id, id);
-    if (!stored) return std::nullopt;
-    return StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node};
-  });
-  st.id = st.backend->open_stream(settings, st.sink);
+  std::shared_ptr<const ResultStore> local_store;
+  try {
+    local_store = st.backend->store();
+  } catch (const std::exception&) {
+    // A remote scheduler's store: results are kept whole in memory instead.
+  }
+  if (local_store)
+    st.sink->set_fetch([local_store, stream_id](std::uint64_t id) -> std::optional<StreamRecord> {
+      auto stored = local_store->get(*stream_id, id);
+      if (!stored) return std::nullopt;
+      return StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node};
+    });
+  auto opened = st.backend->open_stream(settings, st.sink);
+  st.id = opened.id;
+  st.arity = opened.arity;
   *stream_id = st.id;
 }
 
@@ -49,9 +55,14 @@ std::uint64_t Stream::push_value(Value parameters) {
   auto& st = *state_;
   std::unique_lock lock(st.mutex);
   if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
-  if (auto why = st.type->check(parameters); !why.empty())
-    throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
-                          std::to_string(st.id) + ": " + why);
+  if (st.arity) {
+    SimulationType shape;
+    shape.name = st.simulation;
+    shape.arity = st.arity;
+    if (auto why = shape.check(parameters); !why.empty())
+      throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
+                            std::to_string(st.id) + ": " + why);
+  }
   // Before waiting for credit, send what is buffered: its answers are the credit.
   if (st.sink->in_flight() + 1 > st.max_in_flight) flush_locked(st);
   st.sink->acquire(1);

@@ -2,12 +2,15 @@
 //   tessera keygen [--out PREFIX]                 a CURVE key pair: PREFIX.key (secret), PREFIX.pub
 //   tessera --scheduler ADDR status [--json]      what the scheduler is doing
 //   tessera --scheduler ADDR workers [--json]     its workers: name, address, threads, memory, tasks
+//   tessera --scheduler ADDR stream push --simulation NAME --input FILE.csv [--output FILE.csv]
+//   tessera --scheduler ADDR results --stream ID [--where FILTER] [--format summary|count|csv|json]
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
+#include "cli_streams.hpp"
 #include "nodes/transport.hpp"
 
 namespace {
@@ -15,7 +18,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: tessera keygen [--out PREFIX]\n"
     "       tessera --scheduler tcp://HOST:PORT status [--json]\n"
-    "       tessera --scheduler tcp://HOST:PORT workers [--json]\n";
+    "       tessera --scheduler tcp://HOST:PORT workers [--json]\n"
+    "       tessera --scheduler tcp://HOST:PORT stream push --simulation NAME --input FILE.csv\n"
+    "               [--pool-size N] [--max-in-flight N] [--output FILE.csv] [--quiet]\n"
+    "       tessera --scheduler tcp://HOST:PORT results --stream ID [--where 'result > 2']\n"
+    "               [--format summary|count|csv|json] [--field 'result[0]'] [--bins N] [--output FILE]\n";
 
 int keygen(const std::string& prefix) {
   const auto keys = tessera::transport::generate_curve_keys();
@@ -140,6 +147,7 @@ int status(const std::string& scheduler, bool json) {
 int main(int argc, char** argv) try {
   std::string scheduler, command, out = "tessera";
   bool json = false;
+  tessera::cli::Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -151,8 +159,15 @@ int main(int argc, char** argv) try {
       out = argv[++i];
     } else if (arg == "--json") {
       json = true;
-    } else if (command.empty() && arg.rfind("--", 0) != 0) {
-      command = arg;
+    } else if (arg == "--quiet") {
+      options.emplace("quiet", "1");
+    } else if (arg.rfind("--", 0) == 0 && i + 1 < argc &&
+               (arg == "--simulation" || arg == "--input" || arg == "--output" || arg == "--stream" ||
+                arg == "--where" || arg == "--format" || arg == "--field" || arg == "--bins" ||
+                arg == "--pool-size" || arg == "--max-in-flight")) {
+      options[arg.substr(2)] = argv[++i];
+    } else if (arg.rfind("--", 0) != 0 && (command.empty() || command == "stream")) {
+      command = command.empty() ? arg : command + " " + arg;
     } else {
       std::cerr << "tessera: unknown argument '" << arg << "'\n" << kUsage;
       return 2;
@@ -165,6 +180,14 @@ int main(int argc, char** argv) try {
       return 2;
     }
     return workers(scheduler, json);
+  }
+  if (command == "stream push" || command == "results") {
+    if (scheduler.empty()) {
+      std::cerr << "tessera: " << command << " needs --scheduler tcp://HOST:PORT\n";
+      return 2;
+    }
+    return command == "results" ? tessera::cli::results(scheduler, options)
+                                : tessera::cli::stream_push(scheduler, options);
   }
   if (command == "status") {
     if (scheduler.empty()) {

@@ -94,7 +94,12 @@ class SimulationAdapter final : public Simulation {
   explicit SimulationAdapter(const Config& config) : instance_(config) {}
   Value run(const Value& parameters) override {
     using Traits = run_traits<decltype(&S::run)>;
-    return to_value(instance_.run(from_value<typename Traits::parameters>(parameters)));
+    using P = typename Traits::parameters;
+    // A row of one number (a CSV column) is a scalar parameter.
+    if constexpr (std::is_arithmetic_v<P>)
+      if (parameters.kind() == ValueKind::doubles && parameters.as_doubles().size() == 1)
+        return to_value(instance_.run(static_cast<P>(parameters.as_doubles()[0])));
+    return to_value(instance_.run(from_value<P>(parameters)));
   }
 
  private:

@@ -220,6 +220,81 @@ struct WorkerEntry {
   retiring @6 :Bool;
 }
 
+# ---- Streams of parameter sets ----
+
+struct ConfigEntry {
+  key @0 :Text;
+  value @1 :Values.Value;
+}
+
+# Client -> scheduler: open a stream; answered by streamOpened with the same requestId.
+struct StreamOpen {
+  requestId @0 :UInt64;
+  simulation @1 :Text;
+  poolSize @2 :UInt32;
+  config @3 :List(ConfigEntry);
+}
+
+struct StreamOpened {
+  requestId @0 :UInt64;
+  streamId @1 :UInt64;
+  error @2 :Text;         # set when the stream could not be opened (unknown simulation, ...)
+  arity @3 :UInt32;       # parameters per set the simulation takes; 0 when it does not say
+}
+
+# Client -> scheduler: parameter sets with consecutive ids from firstId.
+struct StreamPush {
+  streamId @0 :UInt64;
+  firstId @1 :UInt64;
+  parameters @2 :List(Values.Value);
+}
+
+struct StreamRecord {
+  id @0 :UInt64;
+  value @1 :Values.Value;
+  failed @2 :Bool;
+  error @3 :Text;
+  node @4 :Text;
+}
+
+# Scheduler -> client: results that are durable now. Worker -> scheduler: what a simulation job gave.
+struct StreamResults {
+  streamId @0 :UInt64;
+  records @1 :List(StreamRecord);
+  busySeconds @2 :Float64;   # worker -> scheduler only
+}
+
+struct StreamFinished {
+  streamId @0 :UInt64;
+  error @1 :Text;
+}
+
+# Scheduler -> worker: run these parameter sets of a stream on a pool of the simulation.
+struct Simulate {
+  streamId @0 :UInt64;
+  simulation @1 :Text;
+  poolSize @2 :UInt32;
+  config @3 :List(ConfigEntry);
+  ids @4 :List(UInt64);
+  parameters @5 :List(Values.Value);
+}
+
+# Client -> scheduler: a query over a stream's stored results, answered as text (CSV, JSON, a summary).
+struct ResultsQuery {
+  requestId @0 :UInt64;
+  streamId @1 :UInt64;
+  filter @2 :Text;
+  format @3 :Text;        # "summary", "count", "csv", "json"
+  field @4 :Text;         # for summary: "result" or "result[i]"
+  bins @5 :UInt32;
+}
+
+struct ResultsAnswer {
+  requestId @0 :UInt64;
+  text @1 :Text;
+  error @2 :Text;
+}
+
 struct Envelope {
   version @0 :UInt32;       # the sender's protocol version
   union {
@@ -249,5 +324,15 @@ struct Envelope {
     inputs @24 :Inputs;
     workersRequest @25 :Void;
     workers @26 :List(WorkerEntry);
+    streamOpen @27 :StreamOpen;
+    streamOpened @28 :StreamOpened;
+    streamPush @29 :StreamPush;
+    streamClose @30 :UInt64;
+    streamResults @31 :StreamResults;
+    streamFinished @32 :StreamFinished;
+    simulate @33 :Simulate;
+    simulated @34 :StreamResults;
+    resultsQuery @35 :ResultsQuery;
+    resultsAnswer @36 :ResultsAnswer;
   }
 }

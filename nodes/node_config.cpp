@@ -184,8 +184,14 @@ const std::vector<KeySpec>& key_specs() {
        store(&NodeConfig::threads_per_worker, bounded(0, 1024))},
       {"worker.memory_limit", "size (\"4GiB\", \"512MB\", bytes)", "0 (no limit)",
        "results beyond this are spilled to data_dir", store(&NodeConfig::memory_limit_bytes, read_size)},
-      {"worker.data_dir", "string (path)", "\"\" (a temporary directory)",
-       "where spilled results and checkpoints go", store(&NodeConfig::data_dir, read_string)},
+      {"worker.data_dir", "string (path)", "\"\" (a temporary directory, removed at exit)",
+       "where this node keeps its RocksDB store: stream results (and later spilled chunks, checkpoints);"
+       " relative to the config file",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         c.data_dir = read_string(n, cx, key);
+         if (!c.data_dir.empty() && std::filesystem::path(c.data_dir).is_relative())
+           c.data_dir = (cx.base_dir / c.data_dir).lexically_normal().string();
+       }},
       {"plugins.paths", "array of strings (paths)", "[]",
        "shared libraries of task functions and simulations, loaded at start (relative to the config file)",
        [](auto& n, auto& c, auto& cx, std::string_view) {

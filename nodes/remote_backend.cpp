@@ -2,12 +2,14 @@
 
 #include <zmq_addon.hpp>
 
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "messages/protocol_codec.hpp"
+#include "nodes/stream_codec.hpp"
 
 namespace tessera {
 namespace {
@@ -53,14 +55,51 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     return sink;
   }
 
-  std::uint64_t open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink>) override {
-    throw SubmissionError("stream on '" + settings.simulation +
-                          "': streams through a remote scheduler are not served by this build yet");
+  OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
+    const std::uint64_t request = next_request_++;
+    std::future<OpenAnswer> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer = opening_[request].get_future();
+    }
+    transport::Outgoing message;
+    auto open = message.envelope().initStreamOpen();
+    open.setRequestId(request);
+    open.setSimulation(settings.simulation);
+    open.setPoolSize(settings.pool_size);
+    if (settings.config)
+      wire::encode(*settings.config,
+                   open.initConfig(static_cast<unsigned>(settings.config->entries().size())),
+                   message.attachments());
+    send(message);
+    if (answer.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      std::lock_guard lock(streams_mutex_);
+      opening_.erase(request);
+      throw ConnectionError("the scheduler did not answer opening a stream on '" + settings.simulation + "'");
+    }
+    auto opened = answer.get();
+    if (!opened.error.empty()) throw SubmissionError(opened.error);
+    std::lock_guard lock(streams_mutex_);
+    streams_[opened.id] = std::move(sink);
+    return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt};
   }
-  void push(std::uint64_t, StreamBatch) override {}
-  void close(std::uint64_t) override {}
+  void push(std::uint64_t stream, StreamBatch batch) override {
+    transport::Outgoing message;
+    auto push = message.envelope().initStreamPush();
+    push.setStreamId(stream);
+    push.setFirstId(batch.first_id);
+    auto list = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
+    for (std::size_t i = 0; i < batch.parameters.size(); ++i)
+      wire::encode(batch.parameters[i], list[static_cast<unsigned>(i)], message.attachments());
+    send(message);
+  }
+  void close(std::uint64_t stream) override {
+    transport::Outgoing message;
+    message.envelope().setStreamClose(stream);
+    send(message);
+  }
   std::shared_ptr<const ResultStore> store() override {
-    throw SubmissionError("result queries through a remote scheduler are not served by this build yet");
+    throw SubmissionError("the results of a remote scheduler are queried through it (tessera results)");
   }
 
   void cancel(std::vector<TaskRef> tasks) override {
@@ -131,13 +170,44 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
         if (!sink && it != sinks_.end()) sinks_.erase(it);
       }
       if (sink) sink->deliver(deliveries);
+    } else if (envelope.isStreamOpened()) {
+      auto opened = envelope.getStreamOpened();
+      std::lock_guard lock(streams_mutex_);
+      auto it = opening_.find(opened.getRequestId());
+      if (it == opening_.end()) return;
+      it->second.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
+      opening_.erase(it);
+    } else if (envelope.isStreamResults()) {
+      auto in = envelope.getStreamResults();
+      auto records = wire::decode(in.getRecords(), message.frames());
+      if (auto sink = stream_sink(in.getStreamId())) sink->deliver(records);
+    } else if (envelope.isStreamFinished()) {
+      auto in = envelope.getStreamFinished();
+      if (auto sink = stream_sink(in.getStreamId())) sink->finish(in.getError());
+      std::lock_guard lock(streams_mutex_);
+      streams_.erase(in.getStreamId());
     } else if (envelope.isError()) {
       std::cerr << "[tessera client] the scheduler reports: " << std::string(envelope.getError().getReason())
                 << std::endl;
     }
   }
 
+  struct OpenAnswer {
+    std::uint64_t id = 0;
+    std::uint32_t arity = 0;
+    std::string error;
+  };
+  std::shared_ptr<StreamSink> stream_sink(std::uint64_t id) {
+    std::lock_guard lock(streams_mutex_);
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second;
+  }
+
   transport::Connection connection_;
+  std::mutex streams_mutex_;
+  std::unordered_map<std::uint64_t, std::promise<OpenAnswer>> opening_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<StreamSink>> streams_;
+  std::atomic<std::uint64_t> next_request_{1};
   std::shared_ptr<SchedulerLink> link_;
   std::mutex sinks_mutex_;
   std::unordered_map<std::uint64_t, std::weak_ptr<ResultSink>> sinks_;

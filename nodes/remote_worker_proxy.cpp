@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "actors/messages.hpp"
+#include "nodes/stream_codec.hpp"
 #include "nodes/worker_codec.hpp"
 
 namespace tessera {
@@ -66,6 +67,11 @@ caf::behavior remote_worker_proxy(ProxyActor* self, std::weak_ptr<transport::Ser
         auto steal = message.envelope().initSteal();
         steal.setOp(op);
         steal.setMost(most);
+        self->state.send(message);
+      },
+      [=](simulate_atom, const SimulationJob& job) {
+        transport::Outgoing message;
+        wire::encode(job, message.envelope().initSimulate(), message.attachments());
         self->state.send(message);
       },
       [=](forget_atom, OpId op) {

@@ -1,12 +1,15 @@
 #include "nodes/scheduler_gateway.hpp"
 
 #include <iostream>
+#include <sstream>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
 #include "messages/protocol_codec.hpp"
 #include "nodes/remote_worker_proxy.hpp"
+#include "nodes/stream_codec.hpp"
 #include "nodes/worker_codec.hpp"
+#include "storage/result_query.hpp"
 
 namespace tessera {
 namespace {
@@ -48,6 +51,39 @@ class RemoteSink final : public ResultSink {
   std::string peer_;
 };
 
+// A remote client's stream, seen from the scheduler: durable results are sent back, not queued.
+class RemoteStreamSink final : public StreamSink {
+ public:
+  RemoteStreamSink(std::weak_ptr<transport::Server> server, std::string peer)
+      : StreamSink(1), server_(std::move(server)), peer_(std::move(peer)) {}
+  void set_stream(std::uint64_t id) { stream_ = id; }
+  void deliver(std::vector<StreamRecord>& records) override {
+    auto server = server_.lock();
+    if (!server || records.empty()) return;
+    transport::Outgoing message;
+    auto out = message.envelope().initStreamResults();
+    out.setStreamId(stream_);
+    auto list = wire::init_records(out, records.size());
+    for (std::size_t i = 0; i < records.size(); ++i)
+      wire::encode(records[i], list[static_cast<unsigned>(i)], message.attachments());
+    server->send(peer_, message);
+  }
+  void finish(std::string error) override {
+    auto server = server_.lock();
+    if (!server) return;
+    transport::Outgoing message;
+    auto out = message.envelope().initStreamFinished();
+    out.setStreamId(stream_);
+    out.setError(error);
+    server->send(peer_, message);
+  }
+
+ private:
+  std::weak_ptr<transport::Server> server_;
+  std::string peer_;
+  std::uint64_t stream_ = 0;
+};
+
 }  // namespace
 
 struct SchedulerGateway::State {
@@ -63,6 +99,7 @@ struct SchedulerGateway::State {
     std::unordered_map<OpId, OpId> ids;  // the client's operation ids -> this process's
     std::unordered_map<std::uint64_t, std::shared_ptr<RemoteSink>> sinks;
     Clock::time_point last_seen = Clock::now();
+    std::unordered_map<std::uint64_t, caf::actor> streams;  // its open streams
   };
   struct WorkerPeer {
     std::uint32_t id = 0;
@@ -72,6 +109,79 @@ struct SchedulerGateway::State {
   // I/O thread only.
   std::unordered_map<std::string, Client> clients;
   std::unordered_map<std::string, WorkerPeer> workers;
+  std::unordered_map<std::uint64_t, caf::actor> streams;  // every open stream, for workers' answers
+
+  void answer_open(const transport::PeerInfo& peer, std::uint64_t request, std::uint64_t stream,
+                   const std::string& error, std::uint32_t arity) {
+    transport::Outgoing answer;
+    auto out = answer.envelope().initStreamOpened();
+    out.setRequestId(request);
+    out.setStreamId(stream);
+    out.setError(error);
+    out.setArity(arity);
+    if (auto target = server.lock()) target->send(peer.id, answer);
+  }
+
+  void open_stream(const transport::PeerInfo& peer, Client& client, wire::StreamOpen::Reader open,
+                   std::span<const std::span<const std::byte>> frames) {
+    const std::string simulation = open.getSimulation();
+    if (!options.open_stream)
+      return answer_open(peer, open.getRequestId(), 0, "this node runs no streams", 0);
+    const SimulationType* type = SimulationRegistry::global().find(simulation);
+    if (!type) {
+      std::string known;
+      for (const auto& n : SimulationRegistry::global().names()) known += (known.empty() ? "" : ", ") + n;
+      return answer_open(peer, open.getRequestId(), 0,
+                         "unknown simulation '" + simulation +
+                             "' (registered on the scheduler: " + (known.empty() ? "none" : known) + ")",
+                         0);
+    }
+    StreamSettings settings;
+    settings.simulation = simulation;
+    settings.config = wire::decode(open.getConfig(), frames);
+    settings.pool_size = open.getPoolSize();
+    auto sink = std::make_shared<RemoteStreamSink>(server, peer.id);
+    try {
+      auto [id, actor] = options.open_stream(settings, sink);
+      sink->set_stream(id);
+      client.streams[id] = actor;
+      streams[id] = actor;
+      answer_open(peer, open.getRequestId(), id, "", static_cast<std::uint32_t>(type->arity.value_or(0)));
+    } catch (const std::exception& e) {
+      answer_open(peer, open.getRequestId(), 0, e.what(), 0);
+    }
+  }
+
+  std::string query_text(wire::ResultsQuery::Reader query) {
+    if (!options.store) throw std::runtime_error("this node stores no results");
+    auto store = options.store();
+    const auto filter = ResultFilter::parse(std::string(query.getFilter()));
+    const std::string format = query.getFormat();
+    std::ostringstream out;
+    if (!store->stream(query.getStreamId()))
+      throw std::runtime_error("no stream " + std::to_string(query.getStreamId()) + " in this node's store");
+    if (format == "csv") {
+      export_csv(*store, query.getStreamId(), filter, out);
+    } else if (format == "json") {
+      export_json(*store, query.getStreamId(), filter, out);
+    } else if (format == "count") {
+      out << summarize(*store, query.getStreamId(), filter, {}, 0).count << "\n";
+    } else if (format == "summary") {
+      const std::string field = query.getField().size() ? std::string(query.getField()) : "result";
+      const auto s =
+          summarize(*store, query.getStreamId(), filter, ResultField::parse(field), query.getBins());
+      const auto info = *store->stream(query.getStreamId());
+      out << "{\"stream\":" << query.getStreamId() << ",\"simulation\":\"" << info.simulation
+          << "\",\"closed\":" << (info.closed ? "true" : "false") << ",\"count\":" << s.count
+          << ",\"failed\":" << s.failed << ",\"field\":\"" << field << "\",\"numeric\":" << s.numeric
+          << ",\"mean\":" << s.mean << ",\"min\":" << s.min << ",\"max\":" << s.max << ",\"histogram\":[";
+      for (std::size_t i = 0; i < s.histogram.size(); ++i) out << (i ? "," : "") << s.histogram[i];
+      out << "]}\n";
+    } else {
+      throw std::runtime_error("unknown format '" + format + "' (summary, count, csv or json)");
+    }
+    return out.str();
+  }
 
   // A worker process said hello: a proxy stands for it, and the scheduler gives it an id.
   void worker_joined(const transport::PeerInfo& peer) {
@@ -139,6 +249,15 @@ struct SchedulerGateway::State {
       case wire::Envelope::STOLEN:
         caf::anon_send(scheduler, stolen_atom::value, wire::decode(envelope.getStolen(), worker.id));
         return;
+      case wire::Envelope::SIMULATED: {
+        auto in = envelope.getSimulated();
+        auto it = streams.find(in.getStreamId());
+        if (it == streams.end()) return;  // the stream ended meanwhile
+        SimulationOutcome outcome{worker.id, in.getStreamId(),
+                                  wire::decode(in.getRecords(), message.frames()), in.getBusySeconds()};
+        caf::anon_send(it->second, simulated_atom::value, std::move(outcome));
+        return;
+      }
       case wire::Envelope::HEARTBEAT:
         return;
       default:
@@ -272,6 +391,41 @@ struct SchedulerGateway::State {
       case wire::Envelope::WORKERS_REQUEST:
         answer_workers(peer);
         return;
+      case wire::Envelope::STREAM_OPEN:
+        open_stream(peer, client, envelope.getStreamOpen(), message.frames());
+        return;
+      case wire::Envelope::STREAM_PUSH: {
+        auto push = envelope.getStreamPush();
+        auto it = client.streams.find(push.getStreamId());
+        if (it == client.streams.end())
+          throw wire::WireError("push to stream " + std::to_string(push.getStreamId()) +
+                                ", which this client has not open");
+        StreamBatch batch{push.getFirstId(), {}};
+        batch.parameters.reserve(push.getParameters().size());
+        for (auto p : push.getParameters()) batch.parameters.push_back(wire::decode(p, message.frames()));
+        caf::anon_send(it->second, stream_push_atom::value, std::move(batch));
+        return;
+      }
+      case wire::Envelope::STREAM_CLOSE: {
+        auto it = client.streams.find(envelope.getStreamClose());
+        if (it == client.streams.end()) return;
+        caf::anon_send(it->second, stream_close_atom::value);
+        client.streams.erase(it);
+        return;
+      }
+      case wire::Envelope::RESULTS_QUERY: {
+        auto query = envelope.getResultsQuery();
+        transport::Outgoing answer;
+        auto out = answer.envelope().initResultsAnswer();
+        out.setRequestId(query.getRequestId());
+        try {
+          out.setText(query_text(query));
+        } catch (const std::exception& e) {
+          out.setError(e.what());
+        }
+        if (auto target = server.lock()) target->send(peer.id, answer);
+        return;
+      }
       case wire::Envelope::SHUTDOWN: {
         // The client leaves: what it still held is released now, not after the grace period.
         for (auto& [id, sink] : client.sinks) sink->release_all();

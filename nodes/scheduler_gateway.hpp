@@ -8,10 +8,12 @@
 
 #include <caf/all.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "actors/result_sink.hpp"
+#include "actors/stream_actor.hpp"
 #include "nodes/transport.hpp"
 
 namespace tessera {
@@ -21,6 +23,11 @@ struct GatewayOptions {
   std::chrono::milliseconds worker_timeout{3000};
   // A client silent this long is gone: what its futures held is released.
   std::chrono::milliseconds client_grace{30000};
+  // Streams of parameter sets: opens one on this process's cluster (null: streams are refused).
+  std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>
+      open_stream{};
+  // The store that stream results are written to, for queries.
+  std::function<std::shared_ptr<const ResultStore>()> store{};
 };
 
 class SchedulerGateway {

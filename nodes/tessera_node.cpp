@@ -106,8 +106,11 @@ int main(int argc, char** argv) {
     } else {
       // A scheduler alone runs no workers of its own: worker processes join it.
       const bool with_workers = config.role == tessera::NodeRole::both;
-      cluster = std::make_unique<tessera::EmbeddedCluster>(tessera::ClusterOptions{
-          .workers = with_workers ? config.workers : 0, .threads_per_worker = config.threads_per_worker});
+      tessera::ClusterOptions options;
+      options.workers = with_workers ? config.workers : 0;
+      options.threads_per_worker = config.threads_per_worker;
+      options.data_dir = config.data_dir;  // stream results (RocksDB); empty: a temporary directory
+      cluster = std::make_unique<tessera::EmbeddedCluster>(options);
       tessera::transport::ServerOptions server;
       server.listen = config.listen;
       server.name = config.name;
@@ -117,8 +120,15 @@ int main(int argc, char** argv) {
       }
       gateway = std::make_unique<tessera::SchedulerGateway>(
           cluster->scheduler(), cluster->link(), std::move(server),
-          tessera::GatewayOptions{.worker_timeout = seconds(config.heartbeat_timeout_seconds),
-                                  .client_grace = seconds(config.client_grace_seconds)});
+          tessera::GatewayOptions{
+              .worker_timeout = seconds(config.heartbeat_timeout_seconds),
+              .client_grace = seconds(config.client_grace_seconds),
+              .open_stream =
+                  [&cluster](const tessera::StreamSettings& settings,
+                             std::shared_ptr<tessera::StreamSink> sink) {
+                    return cluster->open_stream(settings, std::move(sink));
+                  },
+              .store = [&cluster] { return std::shared_ptr<const tessera::ResultStore>(cluster->store()); }});
       std::cout << "tessera-node '" << config.name << "' listening on " << gateway->endpoint();
       if (with_workers)
         std::cout << " with " << config.workers << " workers x " << cluster->threads_per_worker()

@@ -81,6 +81,26 @@ std::string kind_name(wire::Envelope::Which which) {
       return "workers request";
     case wire::Envelope::WORKERS:
       return "workers";
+    case wire::Envelope::STREAM_OPEN:
+      return "stream open";
+    case wire::Envelope::STREAM_OPENED:
+      return "stream opened";
+    case wire::Envelope::STREAM_PUSH:
+      return "stream push";
+    case wire::Envelope::STREAM_CLOSE:
+      return "stream close";
+    case wire::Envelope::STREAM_RESULTS:
+      return "stream results";
+    case wire::Envelope::STREAM_FINISHED:
+      return "stream finished";
+    case wire::Envelope::SIMULATE:
+      return "simulate";
+    case wire::Envelope::SIMULATED:
+      return "simulated";
+    case wire::Envelope::RESULTS_QUERY:
+      return "results query";
+    case wire::Envelope::RESULTS_ANSWER:
+      return "results answer";
   }
   return "message kind " + std::to_string(static_cast<int>(which));
 }

@@ -10,6 +10,7 @@
 #include "actors/messages.hpp"
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
+#include "nodes/stream_codec.hpp"
 #include "nodes/worker_codec.hpp"
 
 namespace tessera {
@@ -27,6 +28,16 @@ caf::behavior scheduler_proxy(caf::event_based_actor*, std::shared_ptr<transport
       [=](stolen_atom, const StolenBatch& batch) {
         transport::Outgoing message;
         wire::encode(batch, message.envelope().initStolen());
+        connection->post(message);
+      },
+      [=](simulated_atom, const SimulationOutcome& outcome) {
+        transport::Outgoing message;
+        auto out = message.envelope().initSimulated();
+        out.setStreamId(outcome.stream_id);
+        out.setBusySeconds(outcome.busy_seconds);
+        auto records = wire::init_records(out, outcome.records.size());
+        for (std::size_t i = 0; i < outcome.records.size(); ++i)
+          wire::encode(outcome.records[i], records[static_cast<unsigned>(i)], message.attachments());
         connection->post(message);
       },
   };
@@ -90,6 +101,7 @@ struct WorkerNode::State {
   std::optional<std::uint32_t> id;  // its id, once the scheduler has given it
   bool stopping = false;
   std::thread thread;
+  caf::actor proxy_;  // this session's scheduler stand-in (session thread only)
 
   void log(const std::string& line) const { options.log(line); }
 
@@ -144,6 +156,7 @@ struct WorkerNode::State {
 
   void session(const std::shared_ptr<transport::Connection>& connection) {
     auto proxy = system->spawn(scheduler_proxy, connection);
+    proxy_ = proxy;
     auto local = spawn_worker(*system, proxy, WorkerOptions{options.threads, directory});
     {
       std::lock_guard lock(mutex);
@@ -232,6 +245,10 @@ struct WorkerNode::State {
       case wire::Envelope::ASSIGN:
         caf::anon_send(local, assign_atom::value,
                        wire::decode(envelope.getAssign(), message.frames(), operations));
+        return false;
+      case wire::Envelope::SIMULATE:
+        caf::anon_send(local, simulate_atom::value,
+                       wire::decode(envelope.getSimulate(), message.frames(), proxy_));
         return false;
       case wire::Envelope::SUBSCRIBE:
         caf::anon_send(local, subscribe_atom::value, wire::decode(envelope.getSubscribe()));

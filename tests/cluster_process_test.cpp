@@ -4,10 +4,13 @@
 // that rejoins, and a client that vanishes (its futures are released after the grace period).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <numeric>
 #include <sstream>
 #include <tessera/tessera.hpp>
+#include <thread>
 
 #include "node_process.hpp"
 #include "nodes/transport.hpp"
@@ -280,6 +283,83 @@ TEST(ClusterProcessCurve, EncryptedClusterWorksAndAStrangerIsRefused) {
                 .submit(plugin_tasks::square, 9)
                 .result(),
             81);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+std::string stored_ids_csv(const NodeProcess& scheduler, std::uint64_t stream) {
+  return cli(scheduler, "results --stream " + std::to_string(stream) + " --format csv");
+}
+
+// A stream from a remote client across a scheduler process and two worker processes; one worker is
+// killed with SIGKILL mid-stream: its parameter sets run again on the other, and the store holds
+// exactly one result per id.
+TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
+  tessera::Client client(scheduler.endpoint());
+  tessera::StreamOptions options;
+  options.config.set("pause_us", tessera::to_value(std::int64_t{300}));
+  auto stream = client.stream("pause_square", std::move(options));
+  std::atomic<std::uint64_t> answered{0};
+  stream.on_result([&](const tessera::StreamRecord&) { answered += 1; });
+  const int n = 20000;
+  std::thread saboteur([&] {
+    tessera::testing::eventually([&] { return answered.load() >= 2000; }, std::chrono::seconds(60));
+    second->kill_hard();
+  });
+  for (int i = 0; i < n; ++i) stream.push(double(i));
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
+  saboteur.join();
+  EXPECT_EQ(answered.load(), std::uint64_t(n));
+  const auto csv = stored_ids_csv(scheduler, stream.id());
+  std::vector<int> seen(n, 0);
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // header
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    const auto id = std::stoull(line.substr(0, line.find(',')));
+    ASSERT_LT(id, std::uint64_t(n));
+    seen[id] += 1;
+    ++rows;
+  }
+  EXPECT_EQ(rows, n);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n);  // every id exactly once
+  EXPECT_NE(csv.find("error: 13 is refused"), std::string::npos);
+  EXPECT_EQ(status_field(scheduler, "workers_lost"), 1u);
+}
+
+TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
+  NodeProcess node(
+      "[node]\nname = \"streams\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
+      "workers = 1\nthreads_per_worker = 2\n" +
+      plugins());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera-cli-stream-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto input = (dir / "params.csv").string();
+  std::ofstream(input) << "x\n1\n2\n3\nfour\n5\n";
+  int code = 0;
+  const std::string cli_base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  auto out = run_command(cli_base + " stream push --simulation pause_square --quiet --input " + input, code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("params.csv:5: cell 1 'four' is not a number"), std::string::npos) << out;
+  EXPECT_NE(out.find("the 3 parameter sets before it were pushed"), std::string::npos) << out;
+  out = run_command(cli_base + " results --stream 1 --format count", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "3\n");
+  out = run_command(cli_base + " results --stream 1 --where 'result > 3'", code);
+  EXPECT_NE(out.find("\"count\":2"), std::string::npos) << out;
+  out = run_command(cli_base + " stream push --simulation no_such_sim --quiet --input " + input, code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("unknown simulation 'no_such_sim'"), std::string::npos) << out;
+  EXPECT_NE(out.find("pause_square"), std::string::npos) << out;
+  out = run_command(cli_base + " results --stream 1 --where 'result >> 3'", code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("position"), std::string::npos) << out;
   std::filesystem::remove_all(dir);
 }
 

@@ -56,3 +56,19 @@ double chunk_sum(const std::vector<double>& chunk, std::int64_t offset) {
 TESSERA_TASK(chunk_sum);
 
 }  // namespace plugin_tasks
+
+namespace plugin_tasks {
+
+// A simulation for stream tests: squares its parameter after a short pause; 13 is refused.
+struct PauseSquare {
+  explicit PauseSquare(const tessera::Config& config) : pause_us(config.get<std::int64_t>("pause_us", 500)) {}
+  double run(double x) {
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    if (x == 13) throw std::runtime_error("13 is refused");
+    return x * x;
+  }
+  std::int64_t pause_us;
+};
+TESSERA_SIMULATION(PauseSquare, "pause_square");
+
+}  // namespace plugin_tasks

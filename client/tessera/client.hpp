@@ -39,7 +39,7 @@ class Client {
   // Opens a stream of parameter sets on the simulation registered under `simulation` (see stream.hpp);
   // an unknown name is a SubmissionError listing the known ones.
   Stream stream(std::string_view simulation, StreamOptions options = {}) {
-    return Stream(backend_, SimulationRegistry::global().get(simulation), std::move(options));
+    return Stream(backend_, std::string(simulation), std::move(options));
   }
   // Queries over a stream's stored results (see results.hpp).
   ResultQuery results(std::uint64_t stream) { return ResultQuery(backend_->store(), stream); }

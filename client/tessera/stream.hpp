@@ -39,7 +39,8 @@ struct StreamOptions {
 
 class Stream {
  public:
-  Stream(std::shared_ptr<ClusterBackend> backend, const SimulationType& type, StreamOptions options);
+  // Opens the stream; `simulation` is checked where the stream runs (a SubmissionError if unknown).
+  Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options);
   ~Stream();
   Stream(Stream&&) = default;
   Stream& operator=(Stream&&) = default;
@@ -116,7 +117,8 @@ class Stream {
   std::uint64_t next_id() const;
   struct State {
     std::shared_ptr<ClusterBackend> backend;
-    const SimulationType* type = nullptr;
+    std::string simulation;
+    std::optional<std::size_t> arity;  // parameters per set, when the simulation says
     std::shared_ptr<StreamSink> sink;
     std::size_t max_in_flight = 0;
     std::uint64_t id = 0;

@@ -22,6 +22,22 @@ inline double costly_simulation(const std::vector<double>& params) {
 }
 TESSERA_TASK(costly_simulation);
 
+// The same computation as a simulation class, for streams of parameter sets: built once per simulation
+// actor (the config may set "max_sleep"), then run for each parameter set of 4 numbers.
+struct CostlySimulation {
+  explicit CostlySimulation(const tessera::Config& config)
+      : max_sleep(config.get<double>("max_sleep", max_sleep_seconds.load())) {}
+  double run(const std::vector<double>& params) {
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    std::this_thread::sleep_for(std::chrono::duration<double>(uniform(rng) * max_sleep));
+    return std::accumulate(params.begin(), params.end(), 0.0);
+  }
+  static constexpr std::size_t arity = 4;
+  double max_sleep;
+  std::mt19937_64 rng{std::random_device{}()};
+};
+TESSERA_SIMULATION(CostlySimulation, "costly_simulation");
+
 // `rows` parameter sets of `cols` uniform numbers in [0, 1), the same for a given seed.
 inline std::vector<std::vector<double>> random_rows(std::size_t rows, std::size_t cols, std::uint64_t seed) {
   std::mt19937_64 rng{seed};

@@ -1,0 +1,88 @@
+#include "nodes/stream_codec.hpp"
+
+namespace tessera::wire {
+namespace {
+unsigned count(std::size_t n) {
+  return static_cast<unsigned>(n);
+}
+}  // namespace
+
+void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachments& attachments) {
+  unsigned i = 0;
+  for (const auto& [key, value] : config.entries()) {
+    out[i].setKey(key);
+    encode(value, out[i].initValue(), attachments);
+    ++i;
+  }
+}
+
+std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in,
+                                     std::span<const std::span<const std::byte>> frames) {
+  auto config = std::make_shared<Config>();
+  for (auto entry : in) config->set(entry.getKey(), decode(entry.getValue(), frames));
+  return config;
+}
+
+capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std::size_t n) {
+  return out.initRecords(count(n));
+}
+
+void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments) {
+  out.setId(record.id);
+  out.setFailed(record.failed);
+  if (record.failed) {
+    out.setError(record.error);
+    out.setNode(record.node);
+  } else {
+    encode(record.value, out.initValue(), attachments);
+  }
+}
+
+std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
+                                          std::span<const std::span<const std::byte>> frames) {
+  std::vector<tessera::StreamRecord> out;
+  out.reserve(in.size());
+  for (auto r : in) {
+    tessera::StreamRecord record;
+    record.id = r.getId();
+    record.failed = r.getFailed();
+    if (record.failed) {
+      record.error = r.getError();
+      record.node = r.getNode();
+    } else {
+      record.value = decode(r.getValue(), frames);
+    }
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
+void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments) {
+  out.setStreamId(job.stream_id);
+  out.setSimulation(job.simulation);
+  out.setPoolSize(job.pool_size);
+  if (job.config) encode(*job.config, out.initConfig(count(job.config->entries().size())), attachments);
+  auto ids = out.initIds(count(job.ids.size()));
+  for (std::size_t i = 0; i < job.ids.size(); ++i) ids.set(count(i), job.ids[i]);
+  auto parameters = out.initParameters(count(job.parameters.size()));
+  for (std::size_t i = 0; i < job.parameters.size(); ++i)
+    encode(job.parameters[i], parameters[count(i)], attachments);
+}
+
+SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::byte>> frames,
+                     caf::actor stream) {
+  if (in.getIds().size() != in.getParameters().size())
+    throw WireError("a simulate message with " + std::to_string(in.getIds().size()) + " ids and " +
+                    std::to_string(in.getParameters().size()) + " parameter sets");
+  SimulationJob job;
+  job.stream = std::move(stream);
+  job.stream_id = in.getStreamId();
+  job.simulation = in.getSimulation();
+  job.pool_size = in.getPoolSize();
+  job.config = decode(in.getConfig(), frames);
+  for (auto id : in.getIds()) job.ids.push_back(id);
+  for (auto p : in.getParameters()) job.parameters.push_back(decode(p, frames));
+  return job;
+}
+
+}  // namespace tessera::wire

@@ -1,0 +1,27 @@
+// The codec for streams of parameter sets on the wire (client <-> scheduler <-> worker): configs,
+// records, simulation jobs. Decoding treats input as hostile and throws WireError.
+#pragma once
+
+#include <memory>
+
+#include "actors/messages.hpp"
+#include "messages/protocol.capnp.h"
+#include "messages/wire_codec.hpp"
+
+namespace tessera::wire {
+
+void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachments& attachments);
+std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in,
+                                     std::span<const std::span<const std::byte>> frames);
+
+capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std::size_t count);
+void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments);
+std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
+                                          std::span<const std::span<const std::byte>> frames);
+
+void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments);
+// The job's answers go to `stream` (in a worker process: the scheduler's stand-in).
+SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::byte>> frames,
+                     caf::actor stream);
+
+}  // namespace tessera::wire
