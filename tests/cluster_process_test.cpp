@@ -300,13 +300,13 @@ std::string stored_ids_csv(const NodeProcess& scheduler, std::uint64_t stream) {
 TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   tessera::Client client(scheduler.endpoint());
   tessera::StreamOptions options;
-  options.config.set("pause_us", tessera::to_value(std::int64_t{300}));
+  options.config.set("pause_us", tessera::to_value(std::int64_t{40}));
   auto stream = client.stream("pause_square", std::move(options));
   std::atomic<std::uint64_t> answered{0};
   stream.on_result([&](const tessera::StreamRecord&) { answered += 1; });
-  const int n = 20000;
+  const int n = 100000;
   std::thread saboteur([&] {
-    tessera::testing::eventually([&] { return answered.load() >= 2000; }, std::chrono::seconds(60));
+    tessera::testing::eventually([&] { return answered.load() >= 10000; }, std::chrono::seconds(60));
     second->kill_hard();
   });
   for (int i = 0; i < n; ++i) stream.push(double(i));
