@@ -45,3 +45,14 @@ inline std::int64_t crossed_bytes(const std::vector<double>& a, const std::vecto
 TESSERA_TASK(crossed_bytes);
 
 }  // namespace bench_tasks
+
+namespace bench_tasks {
+
+// A trivial simulation for stream throughput across processes: the cost measured is Tessera's.
+struct EchoSimulation {
+  explicit EchoSimulation(const tessera::Config&) {}
+  double run(double x) { return x; }
+};
+TESSERA_SIMULATION(EchoSimulation, "bench_echo");
+
+}  // namespace bench_tasks

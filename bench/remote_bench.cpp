@@ -72,6 +72,7 @@ int main(int argc, char** argv) try {
                                {"repeat", "3"},
                                {"latency-samples", "2000"},
                                {"chunks", "64"},
+                               {"stream-sets", "1000000"},
                                {"node", TESSERA_NODE_BINARY},
                                {"plugin", TESSERA_BENCH_PLUGIN}});
   const std::string topology = flags.str("topology");
@@ -162,6 +163,42 @@ int main(int argc, char** argv) try {
               << ",\"seconds\":" << tessera::bench::median(transfer_times)
               << ",\"gib_per_s\":" << tessera::bench::median(rates) << "}" << std::endl;
   }
+  {
+    // A stream of trivial parameter sets: pushed by this client, run on the workers, each result stored
+    // (synced) in the scheduler's RocksDB store before it comes back.
+    const auto sets = flags.integer("stream-sets");
+    std::vector<double> stream_times;
+    for (long long r = 0; r <= flags.integer("repeat"); ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      auto stream = client.stream("bench_echo", {.max_in_flight = 65536});
+      stream.on_result([](const tessera::StreamRecord&) {});
+      for (long long i = 0; i < sets; ++i) stream.push(double(i));
+      stream.close();
+      stream.wait();
+      if (stream.completed() != static_cast<std::uint64_t>(sets))
+        throw std::runtime_error("stream results missing");
+      if (r > 0) stream_times.push_back(tessera::bench::seconds_since(start));
+    }
+    const double ss = tessera::bench::median(stream_times);
+    std::cout << "{\"bench\":\"stream\",\"mode\":\"remote\"," << shape << ",\"sets\":" << sets
+              << ",\"seconds\":" << ss << ",\"rate\":" << static_cast<long long>(double(sets) / ss) << "}"
+              << std::endl;
+    auto stream = client.stream("bench_echo");
+    std::vector<double> push_to_durable;
+    for (long long i = 0; i < flags.integer("latency-samples"); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      stream.push(double(i));
+      if (!stream.next()) throw std::runtime_error("no stream result");
+      push_to_durable.push_back(tessera::bench::seconds_since(start) * 1e6);
+    }
+    stream.close();
+    std::sort(push_to_durable.begin(), push_to_durable.end());
+    std::cout << "{\"bench\":\"stream_latency\",\"mode\":\"remote\"," << shape
+              << ",\"samples\":" << push_to_durable.size()
+              << ",\"p50_us\":" << push_to_durable[push_to_durable.size() / 2]
+              << ",\"p99_us\":" << push_to_durable[push_to_durable.size() * 99 / 100] << "}" << std::endl;
+  }
+
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "tessera-bench-remote: " << e.what() << "\n";
