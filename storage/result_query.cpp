@@ -189,8 +189,12 @@ class Parser {
 };
 
 ResultField parse_field(Parser& p) {
-  if (!p.word("result")) p.fail("'result', 'failed' or 'ok'");
   ResultField field;
+  if (p.word("id")) {
+    field.id = true;
+    return field;
+  }
+  if (!p.word("result")) p.fail("'result', 'id', 'failed' or 'ok'");
   if (p.symbol("[")) {
     const double index = p.number();
     if (index < 0 || index != std::floor(index)) p.fail("a whole index");
@@ -203,6 +207,7 @@ ResultField parse_field(Parser& p) {
 }  // namespace
 
 std::optional<double> ResultField::read(const StreamResult& r) const {
+  if (id) return static_cast<double>(r.id);
   if (r.failed) return std::nullopt;
   return index ? element(r.value, *index) : number_of(r.value);
 }

@@ -1,6 +1,7 @@
 // Queries over a stream's stored results: a filter ("result > 2", "result[1] <= 0.5 and result[0] > 0",
-// "failed", "ok"), summaries of one numeric field (count, mean, min, max, histogram), and export as CSV or
-// JSON lines. They read the store directly, so they work while the stream runs and after a restart.
+// "id >= 100 and id < 200", "failed", "ok"), summaries of one numeric field (count, mean, min, max,
+// histogram), and export as CSV or JSON lines. They read the store directly, so they work while the stream
+// runs and after a restart.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,10 @@ class QueryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A numeric field of a result: the result itself, or element i of a list or vector result.
+// A numeric field of a result: the result itself, element i of a list or vector result, or its id.
 struct ResultField {
   std::optional<std::size_t> index;
+  bool id = false;  // the parameter set's sequence id ("id"), for id ranges
   // Nullopt when the result is failed or not numeric there.
   std::optional<double> read(const StreamResult& r) const;
   static ResultField parse(std::string_view text);  // "result" or "result[i]"

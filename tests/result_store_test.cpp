@@ -90,6 +90,8 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
   EXPECT_EQ(everything.histogram, (std::vector<std::uint64_t>{25, 25, 25, 25}));
   EXPECT_EQ(summarize(store, stream, ResultFilter::parse("result >= 1 and result < 2")).count, 25u);
   EXPECT_EQ(summarize(store, stream, ResultFilter::parse("failed")).count, 1u);
+  EXPECT_EQ(summarize(store, stream, ResultFilter::parse("id >= 10 and id < 20")).count, 10u);
+  EXPECT_EQ(summarize(store, stream, ResultFilter::parse("id == 100")).failed, 1u);
   EXPECT_EQ(summarize(store, stream, ResultFilter::parse("ok")).count, 100u);
 
   try {
