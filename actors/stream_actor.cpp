@@ -75,8 +75,9 @@ void dispatch(StreamActor* self) {
       const std::uint32_t actors =
           st.args.settings.pool_size ? st.args.settings.pool_size : st.workers[w].threads;
       if (st.jobs_out[w] >= 2 * actors) continue;
-      SimulationJob job{self, st.args.id, st.args.settings.simulation, st.args.settings.config,
-                        st.args.settings.pool_size, {}, {}};
+      SimulationJob job{
+          self, st.args.id, st.args.settings.simulation, st.args.settings.config, st.args.settings.pool_size,
+          {},   {}};
       for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
         job.ids.push_back(st.pending.front().id);
         job.parameters.push_back(st.pending.front().parameters);

@@ -21,10 +21,9 @@ TESSERA_TASK(codec_add);
 OperationPtr sample_operation() {
   std::vector<Value> firsts;
   for (std::int64_t i = 0; i < 10; ++i) firsts.push_back(to_value(i));
-  return std::make_shared<Operation>(
-      detail::resolve(codec_add), 10,
-      std::vector<Column>{Column::per_task(std::move(firsts)),
-                          Column::broadcast(Arg{to_value(std::int64_t{5})})});
+  return std::make_shared<Operation>(detail::resolve(codec_add), 10,
+                                     std::vector<Column>{Column::per_task(std::move(firsts)),
+                                                         Column::broadcast(Arg{to_value(std::int64_t{5})})});
 }
 
 // Encodes into an envelope and reads it back, as the receiving process would.

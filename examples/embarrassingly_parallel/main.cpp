@@ -1,8 +1,8 @@
 // The embarrassingly parallel notebook in C++: 500 parameter sets through costly_simulation, computed
 // three ways (delayed, futures, a bag), checked against each other, summarised and written to CSV.
+#include <unistd.h>
 #include <charconv>
 #include <fstream>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
