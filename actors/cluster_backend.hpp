@@ -15,6 +15,7 @@
 #include "actors/messages.hpp"
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
+#include "storage/result_source.hpp"
 
 namespace tessera {
 
@@ -35,8 +36,8 @@ class ClusterBackend {
   virtual OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
   virtual void push(std::uint64_t stream, StreamBatch batch) = 0;
   virtual void close(std::uint64_t stream) = 0;
-  // The store the results are written to, for queries.
-  virtual std::shared_ptr<const ResultStore> store() = 0;
+  // Where queries over stream results are answered.
+  virtual std::shared_ptr<ResultSource> results() = 0;
 };
 
 // The scheduler actor of this process.
@@ -77,9 +78,9 @@ class LocalBackend final : public ClusterBackend {
     std::lock_guard lock(streams_mutex_);
     streams_.erase(stream);
   }
-  std::shared_ptr<const ResultStore> store() override {
+  std::shared_ptr<ResultSource> results() override {
     if (!store_) throw std::logic_error("this cluster has no result store");
-    return store_();
+    return std::make_shared<LocalResultSource>(store_());
   }
 
  private:

@@ -19,18 +19,12 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   settings.pool_size = options.pool_size;
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
   auto stream_id = std::make_shared<std::uint64_t>(0);
-  std::shared_ptr<const ResultStore> local_store;
-  try {
-    local_store = st.backend->store();
-  } catch (const std::exception&) {
-    // A remote scheduler's store: results are kept whole in memory instead.
-  }
-  if (local_store)
-    st.sink->set_fetch([local_store, stream_id](std::uint64_t id) -> std::optional<StreamRecord> {
-      auto stored = local_store->get(*stream_id, id);
-      if (!stored) return std::nullopt;
-      return StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node};
-    });
+  st.sink->set_fetch(
+      [source = st.backend->results(), stream_id](std::uint64_t id) -> std::optional<StreamRecord> {
+        auto stored = source->records(*stream_id, "", id, id + 1);
+        if (stored.empty()) return std::nullopt;
+        return StreamRecord{stored[0].id, stored[0].value, stored[0].failed, stored[0].error, stored[0].node};
+      });
   auto opened = st.backend->open_stream(settings, st.sink);
   st.id = opened.id;
   st.arity = opened.arity;

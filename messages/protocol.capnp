@@ -255,6 +255,7 @@ struct StreamRecord {
   failed @2 :Bool;
   error @3 :Text;
   node @4 :Text;
+  parameters @5 :Values.Value;   # in query answers (records)
 }
 
 # Scheduler -> client: results that are durable now. Worker -> scheduler: what a simulation job gave.
@@ -287,12 +288,26 @@ struct ResultsQuery {
   format @3 :Text;        # "summary", "count", "csv", "json"
   field @4 :Text;         # for summary: "result" or "result[i]"
   bins @5 :UInt32;
+  first @6 :UInt64;       # for records: ids first <= id < last
+  last @7 :UInt64;
+}
+
+struct ResultsSummary {
+  count @0 :UInt64;
+  failed @1 :UInt64;
+  numeric @2 :UInt64;
+  mean @3 :Float64;
+  min @4 :Float64;
+  max @5 :Float64;
+  histogram @6 :List(UInt64);
 }
 
 struct ResultsAnswer {
   requestId @0 :UInt64;
   text @1 :Text;
   error @2 :Text;
+  summary @3 :ResultsSummary;          # format "summary"
+  records @4 :List(StreamRecord);      # format "records"
 }
 
 struct Envelope {

@@ -98,8 +98,38 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     message.envelope().setStreamClose(stream);
     send(message);
   }
-  std::shared_ptr<const ResultStore> store() override {
-    throw SubmissionError("the results of a remote scheduler are queried through it (tessera results)");
+  std::shared_ptr<ResultSource> results() override;
+
+  // Sends a results query and waits for its answer (on the I/O thread's behalf).
+  transport::Received ask(std::uint64_t stream, const std::string& filter, const std::string& format,
+                          const std::string& field, std::uint32_t bins, std::uint64_t first,
+                          std::uint64_t last) {
+    const std::uint64_t request = next_request_++;
+    std::future<transport::Received> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer = asking_[request].get_future();
+    }
+    transport::Outgoing message;
+    auto q = message.envelope().initResultsQuery();
+    q.setRequestId(request);
+    q.setStreamId(stream);
+    q.setFilter(filter);
+    q.setFormat(format);
+    q.setField(field);
+    q.setBins(bins);
+    q.setFirst(first);
+    q.setLast(last);
+    send(message);
+    if (answer.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      std::lock_guard lock(streams_mutex_);
+      asking_.erase(request);
+      throw ConnectionError("the scheduler did not answer a results query");
+    }
+    auto received = answer.get();
+    auto a = received.envelope().getResultsAnswer();
+    if (a.getError().size()) throw QueryError(std::string(a.getError()));
+    return received;
   }
 
   void cancel(std::vector<TaskRef> tasks) override {
@@ -177,6 +207,16 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
       if (it == opening_.end()) return;
       it->second.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
       opening_.erase(it);
+    } else if (envelope.isResultsAnswer()) {
+      std::promise<transport::Received> waiting;
+      {
+        std::lock_guard lock(streams_mutex_);
+        auto it = asking_.find(envelope.getResultsAnswer().getRequestId());
+        if (it == asking_.end()) return;
+        waiting = std::move(it->second);
+        asking_.erase(it);
+      }
+      waiting.set_value(std::move(message));
     } else if (envelope.isStreamResults()) {
       auto in = envelope.getStreamResults();
       auto records = wire::decode(in.getRecords(), message.frames());
@@ -206,6 +246,7 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
   transport::Connection connection_;
   std::mutex streams_mutex_;
   std::unordered_map<std::uint64_t, std::promise<OpenAnswer>> opening_;
+  std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
   std::unordered_map<std::uint64_t, std::shared_ptr<StreamSink>> streams_;
   std::atomic<std::uint64_t> next_request_{1};
   std::shared_ptr<SchedulerLink> link_;
@@ -215,6 +256,53 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
+
+// Queries answered by the scheduler node's store, through the connection.
+class RemoteResultSource final : public ResultSource {
+ public:
+  explicit RemoteResultSource(std::weak_ptr<RemoteBackend> backend) : backend_(std::move(backend)) {}
+  ResultSummary summary(std::uint64_t stream, const std::string& filter, const std::string& field,
+                        std::size_t bins) override {
+    auto received = backend()->ask(stream, filter, "summary", field, static_cast<std::uint32_t>(bins), 0, 0);
+    auto s = received.envelope().getResultsAnswer().getSummary();
+    ResultSummary out;
+    out.count = s.getCount();
+    out.failed = s.getFailed();
+    out.numeric = s.getNumeric();
+    out.mean = s.getMean();
+    out.min = s.getMin();
+    out.max = s.getMax();
+    for (auto h : s.getHistogram()) out.histogram.push_back(h);
+    return out;
+  }
+  std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter, std::uint64_t first,
+                                    std::uint64_t last) override {
+    auto received = backend()->ask(stream, filter, "records", "", 0, first, last);
+    std::vector<StreamResult> out;
+    for (auto r : received.envelope().getResultsAnswer().getRecords()) {
+      StreamResult result{r.getId(), {}, {}, r.getFailed(), r.getError(), r.getNode()};
+      if (!result.failed) result.value = wire::decode(r.getValue(), received.frames());
+      if (r.hasParameters()) result.parameters = wire::decode(r.getParameters(), received.frames());
+      out.push_back(std::move(result));
+    }
+    return out;
+  }
+  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format) override {
+    return backend()->ask(stream, filter, format, "", 0, 0, 0).envelope().getResultsAnswer().getText();
+  }
+
+ private:
+  std::shared_ptr<RemoteBackend> backend() {
+    auto b = backend_.lock();
+    if (!b) throw ConnectionError("the client's connection is gone");
+    return b;
+  }
+  std::weak_ptr<RemoteBackend> backend_;
+};
+
+std::shared_ptr<ResultSource> RemoteBackend::results() {
+  return std::make_shared<RemoteResultSource>(weak_from_this());
+}
 
 }  // namespace
 

@@ -152,6 +152,48 @@ struct SchedulerGateway::State {
     }
   }
 
+  // Typed answers (summary, records) for the client library; text for the CLI and exports.
+  void answer_query(wire::ResultsQuery::Reader query, wire::ResultsAnswer::Builder out,
+                    wire::Attachments& attachments) {
+    const std::string format = query.getFormat();
+    if (format == "records") {
+      if (!options.store) throw std::runtime_error("this node stores no results");
+      auto store = options.store();
+      const auto filter = ResultFilter::parse(std::string(query.getFilter()));
+      std::vector<StreamResult> found;
+      store->scan(query.getStreamId(), query.getFirst(), query.getLast(), [&](const StreamResult& r) {
+        if (filter.matches(r)) found.push_back(r);
+        return found.size() < (1u << 20);  // one answer carries at most 2^20 results
+      });
+      auto list = out.initRecords(static_cast<unsigned>(found.size()));
+      for (std::size_t i = 0; i < found.size(); ++i) {
+        const auto& r = found[i];
+        auto b = list[static_cast<unsigned>(i)];
+        wire::encode(StreamRecord{r.id, r.value, r.failed, r.error, r.node}, b, attachments);
+        wire::encode(r.parameters, b.initParameters(), attachments);
+      }
+      return;
+    }
+    if (format == "summary") {
+      auto store = options.store ? options.store() : nullptr;
+      if (!store) throw std::runtime_error("this node stores no results");
+      const std::string field = query.getField().size() ? std::string(query.getField()) : "result";
+      const auto s =
+          summarize(*store, query.getStreamId(), ResultFilter::parse(std::string(query.getFilter())),
+                    ResultField::parse(field), query.getBins());
+      auto b = out.initSummary();
+      b.setCount(s.count);
+      b.setFailed(s.failed);
+      b.setNumeric(s.numeric);
+      b.setMean(s.mean);
+      b.setMin(s.min);
+      b.setMax(s.max);
+      auto h = b.initHistogram(static_cast<unsigned>(s.histogram.size()));
+      for (std::size_t i = 0; i < s.histogram.size(); ++i) h.set(static_cast<unsigned>(i), s.histogram[i]);
+    }
+    out.setText(query_text(query));
+  }
+
   std::string query_text(wire::ResultsQuery::Reader query) {
     if (!options.store) throw std::runtime_error("this node stores no results");
     auto store = options.store();
@@ -419,7 +461,7 @@ struct SchedulerGateway::State {
         auto out = answer.envelope().initResultsAnswer();
         out.setRequestId(query.getRequestId());
         try {
-          out.setText(query_text(query));
+          answer_query(query, out, answer.attachments());
         } catch (const std::exception& e) {
           out.setError(e.what());
         }

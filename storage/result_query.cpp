@@ -355,3 +355,23 @@ void export_json(const ResultStore& store, std::uint64_t stream, const ResultFil
 }
 
 }  // namespace tessera
+
+#include "storage/result_source.hpp"
+
+namespace tessera {
+
+std::string LocalResultSource::text(std::uint64_t stream, const std::string& filter,
+                                    const std::string& format) {
+  std::ostringstream out;
+  const auto parsed = ResultFilter::parse(filter);
+  if (format == "csv") {
+    export_csv(*store_, stream, parsed, out);
+  } else if (format == "json") {
+    export_json(*store_, stream, parsed, out);
+  } else {
+    throw QueryError("unknown export format '" + format + "' (csv or json)");
+  }
+  return out.str();
+}
+
+}  // namespace tessera

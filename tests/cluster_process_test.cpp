@@ -330,6 +330,22 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n);  // every id exactly once
   EXPECT_NE(csv.find("error: 13 is refused"), std::string::npos);
   EXPECT_EQ(status_field(scheduler, "workers_lost"), 1u);
+
+  // The client library queries the node's store through the connection.
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), std::uint64_t(n));
+  EXPECT_EQ(stored.where("failed").count(), 1u);
+  EXPECT_EQ(stored.get(13)->error, "13 is refused");
+  const auto some = stored.where("result >= 100").range(0, 20);
+  ASSERT_EQ(some.size(), 9u);  // ids 10..19 but 13, whose simulation refused it
+  EXPECT_EQ(some.front().id, 10u);
+  EXPECT_DOUBLE_EQ(tessera::from_value<double>(some.front().value), 100.0);
+  EXPECT_DOUBLE_EQ(tessera::from_value<double>(some.front().parameters), 10.0);
+  const auto summary = stored.where("id < 100 and ok").summary("result", 3);
+  EXPECT_EQ(summary.count, 99u);
+  EXPECT_DOUBLE_EQ(summary.max, 99.0 * 99.0);
+  EXPECT_EQ(summary.histogram.size(), 3u);
+  EXPECT_THROW(stored.where("result >> 1"), tessera::QueryError);
 }
 
 TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {

@@ -42,7 +42,7 @@ class Client {
     return Stream(backend_, std::string(simulation), std::move(options));
   }
   // Queries over a stream's stored results (see results.hpp).
-  ResultQuery results(std::uint64_t stream) { return ResultQuery(backend_->store(), stream); }
+  ResultQuery results(std::uint64_t stream) { return ResultQuery(backend_->results(), stream); }
 
   // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
   template <class F, class... X>

@@ -1,4 +1,5 @@
-// Queries over a stream's stored results, while it runs, after it ends and after a restart:
+// Queries over a stream's stored results, while it runs, after it ends and after a restart, on an
+// embedded cluster's store or a scheduler node's (through the connection) alike:
 //
 //   auto hits = client.results(stream.id()).where("result > 2").count();
 //   auto s = client.results(stream.id()).summary();          // count, mean, min, max, histogram
@@ -7,45 +8,48 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "storage/result_query.hpp"
-#include "storage/result_store.hpp"
+#include "storage/result_source.hpp"
 
 namespace tessera {
 
 class ResultQuery {
  public:
-  ResultQuery(std::shared_ptr<const ResultStore> store, std::uint64_t stream, ResultFilter filter = {})
-      : store_(std::move(store)), stream_(stream), filter_(std::move(filter)) {}
+  ResultQuery(std::shared_ptr<ResultSource> source, std::uint64_t stream, std::string filter = {})
+      : source_(std::move(source)), stream_(stream), filter_(std::move(filter)) {}
 
   // The same query with a filter (see ResultFilter); a bad filter is a QueryError naming the position.
   ResultQuery where(std::string_view filter) const {
-    return ResultQuery(store_, stream_, ResultFilter::parse(filter));
+    (void)ResultFilter::parse(filter);  // refused here, before it travels
+    return ResultQuery(source_, stream_, std::string(filter));
   }
-  std::uint64_t count() const { return summarize(*store_, stream_, filter_, {}, 0).count; }
+  std::uint64_t count() const { return source_->summary(stream_, filter_, "result", 0).count; }
   ResultSummary summary(std::string_view field = "result", std::size_t bins = 10) const {
-    return summarize(*store_, stream_, filter_, ResultField::parse(field), bins);
+    (void)ResultField::parse(field);
+    return source_->summary(stream_, filter_, std::string(field), bins);
   }
-  std::optional<StreamResult> get(std::uint64_t id) const { return store_->get(stream_, id); }
+  // The result of one parameter set, whatever the filter.
+  std::optional<StreamResult> get(std::uint64_t id) const {
+    auto found = source_->records(stream_, "", id, id + 1);
+    if (found.empty()) return std::nullopt;
+    return std::move(found.front());
+  }
   // Matching results with first <= id < last, in id order.
   std::vector<StreamResult> range(std::uint64_t first, std::uint64_t last) const {
-    std::vector<StreamResult> out;
-    store_->scan(stream_, first, last, [&](const StreamResult& r) {
-      if (filter_.matches(r)) out.push_back(r);
-      return true;
-    });
-    return out;
+    return source_->records(stream_, filter_, first, last);
   }
-  void to_csv(std::ostream& out) const { export_csv(*store_, stream_, filter_, out); }
-  void to_json(std::ostream& out) const { export_json(*store_, stream_, filter_, out); }
+  void to_csv(std::ostream& out) const { out << source_->text(stream_, filter_, "csv"); }
+  void to_json(std::ostream& out) const { out << source_->text(stream_, filter_, "json"); }
 
  private:
-  std::shared_ptr<const ResultStore> store_;
+  std::shared_ptr<ResultSource> source_;
   std::uint64_t stream_;
-  ResultFilter filter_;
+  std::string filter_;
 };
 
 }  // namespace tessera

@@ -1,0 +1,51 @@
+// ResultSource: where a client's queries over stream results are answered — this process's store, or a
+// scheduler node's store through its connection. The client's ResultQuery speaks to either.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/result_query.hpp"
+
+namespace tessera {
+
+class ResultSource {
+ public:
+  virtual ~ResultSource() = default;
+  // Filters are ResultFilter's text; a bad one is a QueryError (or the node's message for it).
+  virtual ResultSummary summary(std::uint64_t stream, const std::string& filter, const std::string& field,
+                                std::size_t bins) = 0;
+  // Matching results with first <= id < last, in id order.
+  virtual std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter,
+                                            std::uint64_t first, std::uint64_t last) = 0;
+  // "csv" or "json" export.
+  virtual std::string text(std::uint64_t stream, const std::string& filter, const std::string& format) = 0;
+};
+
+// This process's store.
+class LocalResultSource final : public ResultSource {
+ public:
+  explicit LocalResultSource(std::shared_ptr<const ResultStore> store) : store_(std::move(store)) {}
+  ResultSummary summary(std::uint64_t stream, const std::string& filter, const std::string& field,
+                        std::size_t bins) override {
+    return summarize(*store_, stream, ResultFilter::parse(filter), ResultField::parse(field), bins);
+  }
+  std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter, std::uint64_t first,
+                                    std::uint64_t last) override {
+    const auto parsed = ResultFilter::parse(filter);
+    std::vector<StreamResult> out;
+    store_->scan(stream, first, last, [&](const StreamResult& r) {
+      if (parsed.matches(r)) out.push_back(r);
+      return true;
+    });
+    return out;
+  }
+  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format) override;
+
+ private:
+  std::shared_ptr<const ResultStore> store_;
+};
+
+}  // namespace tessera
