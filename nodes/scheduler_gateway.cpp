@@ -225,6 +225,12 @@ struct SchedulerGateway::State {
     return out.str();
   }
 
+  // A client that left closes its streams: what it pushed still runs and is stored, then they finish.
+  void close_streams(Client& client) {
+    for (auto& [id, actor] : client.streams) caf::anon_send(actor, stream_close_atom::value);
+    client.streams.clear();
+  }
+
   // A worker process said hello: a proxy stands for it, and the scheduler gives it an id.
   void worker_joined(const transport::PeerInfo& peer) {
     auto& system = scheduler->home_system();
@@ -275,6 +281,7 @@ struct SchedulerGateway::State {
           std::to_string(options.client_grace.count()) + " ms: its " +
           std::to_string(it->second.sinks.size()) + " result tables are released");
       for (auto& [id, sink] : it->second.sinks) sink->release_all();
+      close_streams(it->second);
       target.forget(it->first);
       it = clients.erase(it);
     }
@@ -471,6 +478,7 @@ struct SchedulerGateway::State {
       case wire::Envelope::SHUTDOWN: {
         // The client leaves: what it still held is released now, not after the grace period.
         for (auto& [id, sink] : client.sinks) sink->release_all();
+        close_streams(client);
         clients.erase(peer.id);
         if (auto target = server.lock()) target->forget(peer.id);
         return;

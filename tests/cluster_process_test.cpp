@@ -155,7 +155,13 @@ TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {
     std::iota(xs.begin(), xs.end(), 0);
     auto futures = client.map(plugin_tasks::square, xs);
     client.gather(futures);
-    _exit(0);
+    // ... and a stream it never closes.
+    auto stream = client.stream("pause_square");
+    for (int i = 0; i < 100; ++i) stream.push(double(i));
+    stream.flush();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (stream.completed() < 100 && std::chrono::steady_clock::now() < deadline) stream.next(deadline);
+    _exit(stream.completed() == 100 ? 0 : 3);
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -163,6 +169,11 @@ TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {
   EXPECT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "results_held") == 0; },
                                            std::chrono::seconds(10)));
   EXPECT_EQ(status_field(scheduler, "tasks_done"), 100u);
+  // Its stream was closed for it: every result stored, the stream recorded as closed.
+  EXPECT_TRUE(tessera::testing::eventually(
+      [&] { return cli(scheduler, "results --stream 1").find("\"closed\":true") != std::string::npos; },
+      std::chrono::seconds(10)));
+  EXPECT_EQ(cli(scheduler, "results --stream 1 --format count"), "100\n");
 }
 
 }  // namespace
