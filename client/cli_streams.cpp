@@ -9,7 +9,7 @@
 #include <tessera/tessera.hpp>
 #include <thread>
 
-#include "nodes/transport.hpp"
+#include "cli_session.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -44,7 +44,7 @@ std::optional<double> number(const std::string& cell) {
 // Asks the scheduler for a query's text answer.
 std::string query(const std::string& scheduler, std::uint64_t stream, const std::string& filter,
                   const std::string& format, const std::string& field, std::uint32_t bins) {
-  transport::Connection connection(transport::ConnectionOptions{.address = scheduler, .name = "tessera-cli"});
+  Session session(scheduler);
   transport::Outgoing request;
   auto q = request.envelope().initResultsQuery();
   q.setRequestId(1);
@@ -53,15 +53,10 @@ std::string query(const std::string& scheduler, std::uint64_t stream, const std:
   q.setFormat(format);
   q.setField(field);
   q.setBins(bins);
-  connection.send(request);
-  auto answer = connection.receive(std::chrono::seconds(60));
-  transport::Outgoing goodbye;
-  goodbye.envelope().setShutdown();
-  connection.set_linger(std::chrono::milliseconds(200));
-  connection.send(goodbye);
-  if (!answer || !answer->envelope().isResultsAnswer())
+  auto answer = session.ask(request, "the results of a query", std::chrono::seconds(60));
+  if (!answer.envelope().isResultsAnswer())
     throw std::runtime_error(scheduler + " did not answer the results query");
-  auto a = answer->envelope().getResultsAnswer();
+  auto a = answer.envelope().getResultsAnswer();
   if (a.getError().size()) throw std::runtime_error(std::string(a.getError()));
   return a.getText();
 }

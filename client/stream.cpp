@@ -27,7 +27,8 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
       });
   auto opened = st.backend->open_stream(settings, st.sink);
   st.id = opened.id;
-  st.arity = opened.arity;
+  st.shape.name = st.simulation;
+  st.shape.arity = opened.arity;
   *stream_id = st.id;
 }
 
@@ -49,14 +50,9 @@ std::uint64_t Stream::push_value(Value parameters) {
   auto& st = *state_;
   std::unique_lock lock(st.mutex);
   if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
-  if (st.arity) {
-    SimulationType shape;
-    shape.name = st.simulation;
-    shape.arity = st.arity;
-    if (auto why = shape.check(parameters); !why.empty())
-      throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
-                            std::to_string(st.id) + ": " + why);
-  }
+  if (auto why = st.shape.check(parameters); !why.empty())
+    throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
+                          std::to_string(st.id) + ": " + why);
   // Before waiting for credit, send what is buffered: its answers are the credit.
   if (st.sink->in_flight() + 1 > st.max_in_flight) flush_locked(st);
   st.sink->acquire(1);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli_session.hpp"
 #include "cli_streams.hpp"
 #include "nodes/transport.hpp"
 
@@ -38,29 +39,7 @@ int keygen(const std::string& prefix) {
   return 0;
 }
 
-// One request, one answer; the CLI says goodbye so the scheduler does not keep it as a client.
-class Session {
- public:
-  explicit Session(const std::string& scheduler)
-      : scheduler_(scheduler),
-        connection_(tessera::transport::ConnectionOptions{.address = scheduler, .name = "tessera-cli"}) {}
-  ~Session() {
-    tessera::transport::Outgoing goodbye;
-    goodbye.envelope().setShutdown();
-    connection_.set_linger(std::chrono::milliseconds(200));
-    connection_.send(goodbye);
-  }
-  tessera::transport::Received ask(tessera::transport::Outgoing& request, const char* what) {
-    connection_.send(request);
-    auto answer = connection_.receive(std::chrono::seconds(10));
-    if (!answer) throw std::runtime_error(scheduler_ + " did not answer with " + what);
-    return std::move(*answer);
-  }
-
- private:
-  std::string scheduler_;
-  tessera::transport::Connection connection_;
-};
+using tessera::cli::Session;
 
 std::string json_string(const std::string& text) {
   std::string out = "\"";

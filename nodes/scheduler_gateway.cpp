@@ -190,8 +190,23 @@ struct SchedulerGateway::State {
       b.setMax(s.max);
       auto h = b.initHistogram(static_cast<unsigned>(s.histogram.size()));
       for (std::size_t i = 0; i < s.histogram.size(); ++i) h.set(static_cast<unsigned>(i), s.histogram[i]);
+      out.setText(summary_json(*store, query.getStreamId(), field, s));
+      return;
     }
     out.setText(query_text(query));
+  }
+
+  static std::string summary_json(const ResultStore& store, std::uint64_t stream, const std::string& field,
+                                  const ResultSummary& s) {
+    const auto info = store.stream(stream).value_or(StreamInfo{stream, "?"});
+    std::ostringstream out;
+    out << "{\"stream\":" << stream << ",\"simulation\":\"" << info.simulation
+        << "\",\"closed\":" << (info.closed ? "true" : "false") << ",\"count\":" << s.count
+        << ",\"failed\":" << s.failed << ",\"field\":\"" << field << "\",\"numeric\":" << s.numeric
+        << ",\"mean\":" << s.mean << ",\"min\":" << s.min << ",\"max\":" << s.max << ",\"histogram\":[";
+    for (std::size_t i = 0; i < s.histogram.size(); ++i) out << (i ? "," : "") << s.histogram[i];
+    out << "]}\n";
+    return out.str();
   }
 
   std::string query_text(wire::ResultsQuery::Reader query) {
@@ -212,13 +227,7 @@ struct SchedulerGateway::State {
       const std::string field = query.getField().size() ? std::string(query.getField()) : "result";
       const auto s =
           summarize(*store, query.getStreamId(), filter, ResultField::parse(field), query.getBins());
-      const auto info = *store->stream(query.getStreamId());
-      out << "{\"stream\":" << query.getStreamId() << ",\"simulation\":\"" << info.simulation
-          << "\",\"closed\":" << (info.closed ? "true" : "false") << ",\"count\":" << s.count
-          << ",\"failed\":" << s.failed << ",\"field\":\"" << field << "\",\"numeric\":" << s.numeric
-          << ",\"mean\":" << s.mean << ",\"min\":" << s.min << ",\"max\":" << s.max << ",\"histogram\":[";
-      for (std::size_t i = 0; i < s.histogram.size(); ++i) out << (i ? "," : "") << s.histogram[i];
-      out << "]}\n";
+      out << summary_json(*store, query.getStreamId(), field, s);
     } else {
       throw std::runtime_error("unknown format '" + format + "' (summary, count, csv or json)");
     }

@@ -147,7 +147,7 @@ std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vec
   std::string ignored;
   for (const auto& r : results) {
     const std::string k = key('r', stream, r.id);
-    if (!in_batch.insert(r.id).second) continue;
+    if (mode == Check::stored && !in_batch.insert(r.id).second) continue;  // known_new: unique already
     if (mode == Check::stored && db_->Get(rocksdb::ReadOptions(), k, &ignored).ok())
       continue;  // stored by an earlier run
     batch.Put(k, encode_result(r));

@@ -118,7 +118,7 @@ class Stream {
   struct State {
     std::shared_ptr<ClusterBackend> backend;
     std::string simulation;
-    std::optional<std::size_t> arity;  // parameters per set, when the simulation says
+    SimulationType shape;  // name and arity (when the simulation says), for the check at push
     std::shared_ptr<StreamSink> sink;
     std::size_t max_in_flight = 0;
     std::uint64_t id = 0;
