@@ -1,5 +1,6 @@
 #include "graph/registry.hpp"
 
+#include "graph/array_tasks.hpp"
 #include "graph/bag_tasks.hpp"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ struct Registry::Impl {
 Registry& Registry::global() {
   static Registry registry;
   // Built-ins are there in every process, before any user registration.
-  [[maybe_unused]] static const bool builtins = (register_bag_tasks(registry), true);
+  [[maybe_unused]] static const bool builtins = (register_bag_tasks(registry), register_array_tasks(registry), true);
   return registry;
 }
 

@@ -30,6 +30,8 @@ std::string_view kind_name(ValueKind kind) {
       return "list";
     case ValueKind::custom:
       return "custom";
+    case ValueKind::chunk:
+      return "chunk";
   }
   return "unknown";
 }
@@ -68,6 +70,11 @@ TESSERA_VALUE_ACCESSOR(as_vector, Eigen::VectorXd, ValueKind::vector)
 TESSERA_VALUE_ACCESSOR(as_matrix, Eigen::MatrixXd, ValueKind::matrix)
 TESSERA_VALUE_ACCESSOR(as_list, Value::List, ValueKind::list)
 TESSERA_VALUE_ACCESSOR(as_custom, CustomValue, ValueKind::custom)
+
+const backends::ChunkPtr& Value::as_chunk() const {
+  if (auto* v = std::get_if<backends::ChunkPtr>(&data_)) return *v;
+  throw_kind(ValueKind::chunk);
+}
 #undef TESSERA_VALUE_ACCESSOR
 
 bool Value::operator==(const Value& other) const {
@@ -98,6 +105,8 @@ bool Value::operator==(const Value& other) const {
     case ValueKind::custom:
       return as_custom().type_name == other.as_custom().type_name &&
              *as_custom().payload == *other.as_custom().payload;
+    case ValueKind::chunk:
+      return as_chunk() == other.as_chunk();  // chunks are immutable: the same chunk, not equal elements
   }
   return false;
 }
@@ -148,6 +157,9 @@ std::string Value::to_string(std::size_t max_chars) const {
     case ValueKind::custom:
       out << as_custom().type_name << '{' << as_custom().payload->to_string(max_chars) << '}';
       break;
+    case ValueKind::chunk:
+      out << "chunk(" << as_chunk()->describe() << ')';
+      break;
   }
   std::string text = out.str();
   if (text.size() > max_chars) text = text.substr(0, max_chars) + "...";
@@ -159,6 +171,20 @@ std::uint64_t hash_bytes(const void* data, std::size_t n, std::uint64_t h = 1469
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
   return h;
+}
+
+// A chunk's shape and type plus up to 1024 evenly spread elements: chunks are large, and keys need only
+// tell different chunks apart, not prove them equal.
+std::uint64_t chunk_hash(const backends::Chunk& chunk, std::uint64_t h) {
+  const std::int64_t header[] = {chunk.rows(), chunk.cols(), static_cast<std::int64_t>(chunk.dtype()),
+                                 static_cast<std::int64_t>(chunk.backend())};
+  h = hash_bytes(header, sizeof header, h);
+  if (chunk.backend() != backends::Backend::cpu || chunk.size() == 0) return h;
+  return backends::visit_dense(chunk, [&](const auto& m) {
+    const std::int64_t step = std::max<std::int64_t>(1, m.size() / 1024);
+    for (std::int64_t i = 0; i < m.size(); i += step) h = hash_bytes(m.data() + i, sizeof(m.data()[0]), h);
+    return h;
+  });
 }
 }  // namespace
 
@@ -195,6 +221,8 @@ std::uint64_t Value::content_hash() const {
     case ValueKind::custom:
       return hash_bytes(as_custom().type_name.data(), as_custom().type_name.size(),
                         as_custom().payload->content_hash());
+    case ValueKind::chunk:
+      return chunk_hash(*as_chunk(), seed);
   }
   return seed;
 }
@@ -218,6 +246,8 @@ std::size_t Value::payload_bytes() const {
     }
     case ValueKind::custom:
       return as_custom().payload->payload_bytes();
+    case ValueKind::chunk:
+      return as_chunk()->bytes();
     default:
       return 0;
   }

@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include "backends/chunk.hpp"
+
 namespace tessera {
 
 class Value;
@@ -40,6 +42,7 @@ enum class ValueKind : std::uint8_t {
   matrix,   // Eigen::MatrixXd
   list,     // std::vector<Value>: tuples and vectors of values
   custom,
+  chunk,  // a block of an array (backends::Chunk)
 };
 
 std::string_view kind_name(ValueKind kind);
@@ -60,6 +63,7 @@ class Value {
   Value(Eigen::MatrixXd v) : data_(std::make_shared<const Eigen::MatrixXd>(std::move(v))) {}
   Value(List v) : data_(std::make_shared<const List>(std::move(v))) {}
   Value(CustomValue v) : data_(std::make_shared<const CustomValue>(std::move(v))) {}
+  Value(backends::ChunkPtr v) : data_(std::move(v)) {}
 
   ValueKind kind() const { return static_cast<ValueKind>(data_.index()); }
   bool is_none() const { return kind() == ValueKind::none; }
@@ -75,6 +79,7 @@ class Value {
   const Eigen::MatrixXd& as_matrix() const;
   const List& as_list() const;
   const CustomValue& as_custom() const;
+  const backends::ChunkPtr& as_chunk() const;
 
   // Shallow structural equality (deep for lists and custom payloads).
   bool operator==(const Value& other) const;
@@ -92,7 +97,7 @@ class Value {
   using Storage = std::variant<std::monostate, std::int64_t, double, bool, std::shared_ptr<const std::string>,
                                std::shared_ptr<const Bytes>, std::shared_ptr<const std::vector<double>>,
                                std::shared_ptr<const Eigen::VectorXd>, std::shared_ptr<const Eigen::MatrixXd>,
-                               std::shared_ptr<const List>, std::shared_ptr<const CustomValue>>;
+                               std::shared_ptr<const List>, std::shared_ptr<const CustomValue>, backends::ChunkPtr>;
   [[noreturn]] void throw_kind(ValueKind expected) const;
   Storage data_;
 };

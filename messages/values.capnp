@@ -26,6 +26,28 @@ struct Custom {
   payload @1 :Value;
 }
 
+# Raw bytes: inline when small, else a frame beside the header (as Doubles).
+struct Blob {
+  size @0 :UInt64;
+  union {
+    inline @1 :Data;
+    attachment @2 :UInt32;
+  }
+}
+
+# A block of an array. Dense chunks carry their elements column-major; sparse ones their compressed
+# columns (outer starts, inner row indices, values, all little-endian). A cuda chunk travels as its host copy
+# and is put back on a GPU by a receiver that has one.
+struct Chunk {
+  rows @0 :UInt64;
+  cols @1 :UInt64;
+  dtype @2 :UInt8;    # 0 float64, 1 float32
+  backend @3 :UInt8;  # 0 cpu, 1 sparse, 2 cuda
+  values @4 :Blob;
+  outerStarts @5 :Blob;   # sparse only: cols + 1 Int64
+  innerIndices @6 :Blob;  # sparse only: one Int64 per stored value
+}
+
 struct Value {
   union {
     none @0 :Void;
@@ -39,6 +61,7 @@ struct Value {
     matrix @8 :Matrix;
     list @9 :List(Value);
     custom @10 :Custom;
+    chunk @11 :Chunk;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "graph/errors.hpp"
 #include "graph/registry.hpp"
+#include "messages/chunk_codec.hpp"
 
 namespace tessera::wire {
 namespace {
@@ -105,6 +106,8 @@ tessera::Value decode_value(Value::Reader in, std::span<const std::span<const st
           CustomValue{std::string(name.begin(), name.end()),
                       std::make_shared<const tessera::Value>(decode_value(custom.getPayload(), frames))});
     }
+    case Value::CHUNK:
+      return tessera::Value(decode_chunk(in.getChunk(), frames));
   }
   throw WireError("value of unknown kind " + std::to_string(static_cast<int>(in.which())) +
                   " (a newer protocol version?)");
@@ -198,6 +201,9 @@ void encode(const tessera::Value& value, Value::Builder out, Attachments& attach
       encode(*c.payload, cb.initPayload(), attachments, options);
       return;
     }
+    case ValueKind::chunk:
+      encode_chunk(value.as_chunk(), out.initChunk(), attachments, options);
+      return;
   }
 }
 

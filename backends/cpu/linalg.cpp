@@ -1,0 +1,170 @@
+// Dense products and factorizations: matmul through BLAS (Eigen with EIGEN_USE_BLAS), QR and SVD through
+// LAPACKE (OpenBLAS's LAPACK).
+#include "backends/cpu/dense_util.hpp"
+#include "backends/cpu/lapack.hpp"
+#include "backends/operations.hpp"
+
+namespace tessera::backends::cpu {
+namespace {
+
+// Adds op(a) * op(b) into out (allocated on the first pair).
+template <class T>
+void accumulate_product(DenseMatrix<T>& out, bool first, const Chunk& a_chunk, const Chunk& b_chunk, bool ta,
+                        bool tb) {
+  const auto& a = a_chunk.dense<T>();
+  if (b_chunk.backend() == Backend::sparse) {
+    const auto& b = b_chunk.sparse<T>();
+    DenseMatrix<T> product;
+    if (ta && tb) product = a.transpose() * b.transpose();
+    else if (ta) product = a.transpose() * b;
+    else if (tb) product = a * b.transpose();
+    else product = a * b;
+    if (first) out = std::move(product);
+    else out += product;
+    return;
+  }
+  const auto& b = b_chunk.dense<T>();
+  const auto rows = ta ? a.cols() : a.rows();
+  const auto cols = tb ? b.rows() : b.cols();
+  if (first) out.setZero(rows, cols);
+  if (ta && tb) out.noalias() += a.transpose() * b.transpose();
+  else if (ta) out.noalias() += a.transpose() * b;
+  else if (tb) out.noalias() += a * b.transpose();
+  else out.noalias() += a * b;
+}
+
+Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
+  if (in.empty() || in.size() % 2 != 0)
+    throw KernelError("matmul takes pairs of chunks, got " + std::to_string(in.size()));
+  const bool ta = !p.ints.empty() && p.ints[0] != 0;
+  const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+  const std::size_t k = in.size() / 2;
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto& a = *in[i];
+    const auto& b = *in[k + i];
+    const auto inner_a = ta ? a.rows() : a.cols();
+    const auto inner_b = tb ? b.cols() : b.rows();
+    if (inner_a != inner_b)
+      throw KernelError("matmul: shapes " + shape_text(a.rows(), a.cols()) + (ta ? "^T" : "") + " and " +
+                        shape_text(b.rows(), b.cols()) + (tb ? "^T" : "") + " do not contract");
+    require_same_dtype("matmul", a, b);
+  }
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    DenseMatrix<T> out;
+    for (std::size_t i = 0; i < k; ++i) accumulate_product<T>(out, i == 0, *in[i], *in[k + i], ta, tb);
+    return Chunk::dense<T>(std::move(out));
+  })};
+}
+
+Chunks qr_factor(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("qr_factor", in, 1);
+  return with_dtype(in[0]->dtype(), [&](auto t) -> Chunks {
+    using T = decltype(t);
+    DenseMatrix<T> a = in[0]->dense<T>();
+    const auto m = a.rows(), n = a.cols();
+    DenseMatrix<T> tau(std::min(m, n), 1);
+    if (m > 0 && n > 0)
+      lapack::check(lapack::geqrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), a.data(),
+                                  static_cast<lapack_int>(std::max<Eigen::Index>(1, m)), tau.data()),
+                    "geqrf");
+    return {Chunk::dense<T>(std::move(a)), Chunk::dense<T>(std::move(tau))};
+  });
+}
+
+Chunks qr_r(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("qr_r", in, 1);
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    const auto& a = in[0]->dense<T>();
+    const auto k = std::min(a.rows(), a.cols());
+    return Chunk::dense<T>(a.topRows(k).template triangularView<Eigen::Upper>());
+  })};
+}
+
+Chunks qr_q(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("qr_q", in, 2);
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    const auto& packed = in[0]->dense<T>();
+    const auto& tau = in[1]->dense<T>();
+    const auto m = packed.rows(), k = std::min(packed.rows(), packed.cols());
+    DenseMatrix<T> q = packed.leftCols(k);
+    if (m > 0 && k > 0)
+      lapack::check(lapack::orgqr(static_cast<lapack_int>(m), static_cast<lapack_int>(k), static_cast<lapack_int>(k),
+                                  q.data(), static_cast<lapack_int>(m), tau.data()),
+                    "orgqr");
+    return Chunk::dense<T>(std::move(q));
+  })};
+}
+
+Chunks qr_apply(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("qr_apply", in, 3);
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    const auto& packed = in[0]->dense<T>();
+    const auto& tau = in[1]->dense<T>();
+    const auto& c_in = in[2]->dense<T>();
+    const auto m = packed.rows(), k = tau.rows();
+    if (c_in.rows() > m)
+      throw KernelError("qr_apply: " + shape_text(c_in.rows(), c_in.cols()) + " has more rows than Q's " +
+                        std::to_string(m));
+    DenseMatrix<T> c = DenseMatrix<T>::Zero(m, c_in.cols());
+    c.topRows(c_in.rows()) = c_in;
+    if (m > 0 && k > 0 && c.cols() > 0)
+      lapack::check(lapack::ormqr(static_cast<lapack_int>(m), static_cast<lapack_int>(c.cols()),
+                                  static_cast<lapack_int>(k), packed.data(), static_cast<lapack_int>(m), tau.data(),
+                                  c.data(), static_cast<lapack_int>(m)),
+                    "ormqr");
+    return Chunk::dense<T>(std::move(c));
+  })};
+}
+
+Chunks svd(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("svd", in, 1);
+  return with_dtype(in[0]->dtype(), [&](auto t) -> Chunks {
+    using T = decltype(t);
+    DenseMatrix<T> a = in[0]->dense<T>();
+    const auto m = a.rows(), n = a.cols(), k = std::min(m, n);
+    DenseMatrix<T> s(k, 1), u(m, k), vt(k, n);
+    if (k > 0) {
+      if (!a.allFinite()) throw KernelError("svd: the matrix holds NaN or infinity");
+      lapack::check(lapack::gesdd(static_cast<lapack_int>(m), static_cast<lapack_int>(n), a.data(),
+                                  static_cast<lapack_int>(m), s.data(), u.data(), static_cast<lapack_int>(m),
+                                  vt.data(), static_cast<lapack_int>(k)),
+                    "gesdd");
+    }
+    return {Chunk::dense<T>(std::move(u)), Chunk::dense<T>(std::move(s)), Chunk::dense<T>(std::move(vt))};
+  });
+}
+
+Chunks scale_columns(std::span<const ChunkPtr> in, const Params& p) {
+  require_inputs("scale_columns", in, 2);
+  const bool divide = !p.ints.empty() && p.ints[0] != 0;
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    const auto& a = in[0]->dense<T>();
+    const auto& s = in[1]->dense<T>();
+    if (s.size() != a.cols())
+      throw KernelError("scale_columns: " + std::to_string(s.size()) + " scales for " + std::to_string(a.cols()) +
+                        " columns");
+    const Eigen::Matrix<T, Eigen::Dynamic, 1> factors =
+        divide ? Eigen::Matrix<T, Eigen::Dynamic, 1>(s.reshaped().cwiseInverse())
+               : Eigen::Matrix<T, Eigen::Dynamic, 1>(s.reshaped());
+    return Chunk::dense<T>(a * factors.asDiagonal());
+  })};
+}
+
+}  // namespace
+
+void register_linalg(Dispatch& d) {
+  d.add(ops::matmul, Backend::cpu, matmul);
+  d.add(ops::qr_factor, Backend::cpu, qr_factor);
+  d.add(ops::qr_r, Backend::cpu, qr_r);
+  d.add(ops::qr_q, Backend::cpu, qr_q);
+  d.add(ops::qr_apply, Backend::cpu, qr_apply);
+  d.add(ops::svd, Backend::cpu, svd);
+  d.add(ops::scale_columns, Backend::cpu, scale_columns);
+}
+
+}  // namespace tessera::backends::cpu

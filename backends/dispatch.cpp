@@ -1,0 +1,85 @@
+#include "backends/dispatch.hpp"
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+
+namespace tessera::backends {
+
+std::int64_t Params::integer(std::size_t i) const {
+  if (i >= ints.size())
+    throw KernelError("kernel parameter: integer " + std::to_string(i) + " missing (" +
+                      std::to_string(ints.size()) + " given)");
+  return ints[i];
+}
+
+double Params::real(std::size_t i) const {
+  if (i >= reals.size())
+    throw KernelError("kernel parameter: real " + std::to_string(i) + " missing (" +
+                      std::to_string(reals.size()) + " given)");
+  return reals[i];
+}
+
+struct Dispatch::Impl {
+  mutable std::shared_mutex mutex;
+  std::map<std::pair<std::string, Backend>, Kernel, std::less<>> kernels;
+  std::array<Availability, 3> availability{};
+};
+
+Dispatch::Dispatch() : impl_(std::make_unique<Impl>()) {}
+Dispatch::~Dispatch() = default;
+
+Dispatch& Dispatch::global() {
+  static Dispatch* table = [] {
+    auto* d = new Dispatch();  // never destroyed: kernels may run during static destruction of users
+    register_cpu_kernels(*d);
+    register_sparse_kernels(*d);
+    register_cuda_kernels(*d);
+    return d;
+  }();
+  return *table;
+}
+
+void Dispatch::add(std::string_view operation, Backend backend, Kernel kernel) {
+  std::unique_lock lock(impl_->mutex);
+  impl_->kernels[{std::string(operation), backend}] = std::move(kernel);
+}
+
+bool Dispatch::has(std::string_view operation, Backend backend) const {
+  std::shared_lock lock(impl_->mutex);
+  return impl_->kernels.count(std::pair<std::string, Backend>{std::string(operation), backend}) > 0;
+}
+
+const Kernel& Dispatch::get(std::string_view operation, Backend backend) const {
+  std::shared_lock lock(impl_->mutex);
+  auto it = impl_->kernels.find(std::pair<std::string, Backend>{std::string(operation), backend});
+  if (it == impl_->kernels.end())
+    throw KernelError("operation '" + std::string(operation) + "' has no kernel for the " +
+                      std::string(backend_name(backend)) + " backend");
+  return it->second;  // entries are never removed, so the reference outlives the lock
+}
+
+Chunks Dispatch::run(std::string_view operation, std::span<const ChunkPtr> inputs, const Params& params,
+                     Backend backend) const {
+  if (!inputs.empty()) backend = inputs.front()->backend();
+  return get(operation, backend)(inputs, params);
+}
+
+void Dispatch::set_availability(Backend backend, Availability availability) {
+  std::unique_lock lock(impl_->mutex);
+  impl_->availability[static_cast<std::size_t>(backend)] = std::move(availability);
+}
+
+Availability Dispatch::availability(Backend backend) const {
+  std::shared_lock lock(impl_->mutex);
+  return impl_->availability[static_cast<std::size_t>(backend)];
+}
+
+void Dispatch::require(Backend backend) const {
+  auto a = availability(backend);
+  if (!a.available)
+    throw KernelError("the " + std::string(backend_name(backend)) + " backend is unavailable: " + a.reason);
+}
+
+}  // namespace tessera::backends

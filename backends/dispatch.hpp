@@ -1,0 +1,73 @@
+// The dispatch table: one kernel per (operation, backend). Algorithm code names operations; the backend
+// of the chunks decides which kernel runs, so the same algorithm runs on cpu, sparse and cuda chunks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/chunk.hpp"
+
+namespace tessera::backends {
+
+// A kernel's parameters besides its chunks: numbers and a name, whose meaning each operation documents.
+struct Params {
+  std::string name;
+  std::vector<std::int64_t> ints;
+  std::vector<double> reals;
+
+  std::int64_t integer(std::size_t i) const;  // throws KernelError when missing
+  double real(std::size_t i) const;
+};
+
+using Chunks = std::vector<ChunkPtr>;
+using Kernel = std::function<Chunks(std::span<const ChunkPtr> inputs, const Params& params)>;
+
+// Tells whether a backend can run at all here (cuda without a GPU cannot), and why not.
+struct Availability {
+  bool available = true;
+  std::string reason;
+};
+
+class Dispatch {
+ public:
+  // The table with every built-in backend's kernels registered.
+  static Dispatch& global();
+
+  void add(std::string_view operation, Backend backend, Kernel kernel);
+  bool has(std::string_view operation, Backend backend) const;
+  // Throws KernelError naming the operation and the backend when no kernel is registered.
+  const Kernel& get(std::string_view operation, Backend backend) const;
+  // Runs `operation` on the backend of the first input (or `backend` for operations without inputs).
+  Chunks run(std::string_view operation, std::span<const ChunkPtr> inputs, const Params& params,
+             Backend backend = Backend::cpu) const;
+
+  void set_availability(Backend backend, Availability availability);
+  Availability availability(Backend backend) const;
+  // Throws KernelError with the reason when the backend cannot run here.
+  void require(Backend backend) const;
+
+  Dispatch();
+  ~Dispatch();
+  Dispatch(const Dispatch&) = delete;
+  Dispatch& operator=(const Dispatch&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Each backend's kernels (defined beside them); Dispatch::global() calls them once.
+void register_cpu_kernels(Dispatch& dispatch);
+void register_sparse_kernels(Dispatch& dispatch);
+void register_cuda_kernels(Dispatch& dispatch);  // marks cuda unavailable when built without CUDA
+
+// BLAS threads per kernel call: 1 when the framework runs chunks in parallel (OpenBLAS's own threads then
+// only oversubscribe the cores: two concurrent 2-thread dgeqrf calls took 3.3x as long as 1-thread ones).
+void set_blas_threads(int threads);
+
+}  // namespace tessera::backends
