@@ -1,5 +1,7 @@
 #include "actors/compute_pool.hpp"
 
+#include "backends/dispatch.hpp"
+
 #include <chrono>
 
 namespace tessera {
@@ -12,6 +14,8 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 }  // namespace
 
 ComputePool::ComputePool(std::size_t threads) {
+  // Chunks run in parallel on these threads; BLAS's own threads would only oversubscribe the cores.
+  backends::set_blas_threads(1);
   threads_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }

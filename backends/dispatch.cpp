@@ -1,5 +1,7 @@
 #include "backends/dispatch.hpp"
 
+#include "backends/composite.hpp"
+
 #include <array>
 #include <map>
 #include <mutex>
@@ -36,6 +38,7 @@ Dispatch& Dispatch::global() {
     register_cpu_kernels(*d);
     register_sparse_kernels(*d);
     register_cuda_kernels(*d);
+    register_composite_kernels(*d);  // after the backends: composites exist where their parts do
     return d;
   }();
   return *table;

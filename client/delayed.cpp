@@ -11,6 +11,15 @@ FutureArgument::FutureArgument(std::shared_ptr<ResultSink> sink, std::uint32_t s
 
 FutureArgument::FutureArgument(const FutureArgument& other) : FutureArgument(other.sink_, other.slot_) {}
 
+FutureArgument& FutureArgument::operator=(const FutureArgument& other) {
+  if (this == &other) return *this;
+  other.sink_->hold(other.slot_);  // before the release: other may refer to the same slot
+  sink_->release(slot_);
+  sink_ = other.sink_;
+  slot_ = other.slot_;
+  return *this;
+}
+
 FutureArgument::~FutureArgument() {
   sink_->release(slot_);
 }

@@ -125,12 +125,13 @@ Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
       // Partials come in index order, so keeping the first of equals keeps the smallest index.
       for (std::size_t k = 1; k < in.size(); ++k) {
         const auto& m = in[k]->dense<T>();
-        if (axis == 1) {
-          for (Eigen::Index i = 0; i < m.rows(); ++i)
-            if (better(m(i, 0), out(i, 0), is_max)) out.row(i) = m.row(i);
-        } else {
+        // Axis 0 partials are (values; indices) columns; the others (value, index) rows.
+        if (axis == 0) {
           for (Eigen::Index j = 0; j < m.cols(); ++j)
             if (better(m(0, j), out(0, j), is_max)) out.col(j) = m.col(j);
+        } else {
+          for (Eigen::Index i = 0; i < m.rows(); ++i)
+            if (better(m(i, 0), out(i, 0), is_max)) out.row(i) = m.row(i);
         }
       }
     } else {

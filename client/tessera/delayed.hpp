@@ -21,7 +21,7 @@ class FutureArgument {
  public:
   FutureArgument(std::shared_ptr<ResultSink> sink, std::uint32_t slot);
   FutureArgument(const FutureArgument& other);
-  FutureArgument& operator=(const FutureArgument&) = delete;
+  FutureArgument& operator=(const FutureArgument& other);
   ~FutureArgument();
   TaskRef task() const { return sink_->task(slot_); }
 

@@ -1,0 +1,277 @@
+#include "tessera/linalg.hpp"
+
+#include <limits>
+
+#include "backends/composite.hpp"
+#include "backends/operations.hpp"
+#include "client/array_graph.hpp"
+#include "graph/array_tasks.hpp"
+
+namespace tessera::linalg {
+
+using namespace tessera::detail;
+
+namespace {
+
+// One node of the reduction tree: its factor, its R's row count, and (below the root) where its R sits
+// in its parent's stack.
+struct TreeNode {
+  DelayedArg packed, tau;
+  std::int64_t r_rows = 0;
+  int parent = -1;
+  std::int64_t offset_in_parent = 0;
+};
+
+struct Tree {
+  std::vector<TreeNode> nodes;   // leaves first, root last
+  std::vector<int> leaves;       // node index of each leaf, in row order
+  std::vector<std::int64_t> leaf_rows;
+  std::vector<DelayedArg> leaf_chunks;  // the rows each leaf factored
+  Backend backend = Backend::cpu;
+  std::int64_t n = 0;
+  int root() const { return static_cast<int>(nodes.size()) - 1; }
+};
+
+DelayedArg packed_r(const TreeNode& node, Backend backend) { return kernel(backends::ops::qr_r, backend, {}, {node.packed}); }
+
+// Factors a one-column-of-chunks array: leaves (groups of adjacent chunks), then stacks of R up to the root.
+Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
+  if (a_in.ndim() != 2) throw SubmissionError(std::string(what) + ": needs a 2-D array, got " + a_in.describe());
+  if (options.fan_in < 2) throw SubmissionError(std::string(what) + ": fan_in must be at least 2");
+  const Array a = a_in.data()->grid_cols() == 1 ? a_in : regrid(a_in, 0, 0, a_in.data()->row_chunks, {a_in.cols()});
+  const auto& d = *a.data();
+  Tree tree;
+  tree.backend = d.meta.backend;
+  tree.n = d.cols();
+  for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::assemble, backends::ops::qr_apply})
+    require_kernel(op, tree.backend, what);
+  const std::int64_t leaf_target = options.leaf_rows > 0 ? options.leaf_rows : 4 * std::max<std::int64_t>(1, tree.n);
+  // Group adjacent chunks into leaves of at least leaf_target rows (a small last group joins the one before).
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  std::int64_t rows_in_group = 0;
+  for (std::size_t i = 0; i < d.grid_rows(); ++i) {
+    if (groups.empty() || rows_in_group >= leaf_target || groups.back().second - groups.back().first >= max_kernel_inputs) {
+      groups.emplace_back(i, i + 1);
+      rows_in_group = d.row_chunks[i];
+    } else {
+      groups.back().second = i + 1;
+      rows_in_group += d.row_chunks[i];
+    }
+  }
+  if (groups.size() > 1 && rows_in_group < tree.n &&
+      groups[groups.size() - 2].second - groups[groups.size() - 2].first + (groups.back().second - groups.back().first) <= max_kernel_inputs) {
+    groups[groups.size() - 2].second = groups.back().second;
+    groups.pop_back();
+  }
+  const auto offsets = chunk_offsets(d.row_chunks);
+  std::vector<int> level;
+  for (const auto& [first, last] : groups) {
+    const std::int64_t rows = offsets[last] - offsets[first];
+    DelayedArg leaf = d.block(first, 0);
+    if (last - first > 1) {
+      std::vector<std::int64_t> ints{rows, tree.n};
+      std::vector<DelayedArg> parts;
+      for (std::size_t i = first; i < last; ++i) {
+        ints.insert(ints.end(), {0, 0, d.row_chunks[i], tree.n, offsets[i] - offsets[first], 0});
+        parts.push_back(d.block(i, 0));
+      }
+      leaf = kernel(backends::ops::assemble, tree.backend, Params{{}, std::move(ints), {}}, std::move(parts));
+    }
+    const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {leaf});
+    tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(rows, tree.n)});
+    tree.leaves.push_back(static_cast<int>(tree.nodes.size()) - 1);
+    tree.leaf_rows.push_back(rows);
+    tree.leaf_chunks.push_back(leaf);
+    level.push_back(static_cast<int>(tree.nodes.size()) - 1);
+  }
+  while (level.size() > 1) {
+    std::vector<int> next;
+    for (std::size_t g = 0; g < level.size(); g += options.fan_in) {
+      const std::size_t end = std::min(level.size(), g + options.fan_in);
+      if (end - g == 1) {
+        next.push_back(level[g]);
+        continue;
+      }
+      std::int64_t stacked = 0;
+      std::vector<std::int64_t> ints{0, tree.n};
+      std::vector<DelayedArg> rs;
+      for (std::size_t k = g; k < end; ++k) {
+        auto& child = tree.nodes[static_cast<std::size_t>(level[k])];
+        ints.insert(ints.end(), {0, 0, child.r_rows, tree.n, stacked, 0});
+        rs.push_back(packed_r(child, tree.backend));
+        child.offset_in_parent = stacked;
+        child.parent = static_cast<int>(tree.nodes.size());
+        stacked += child.r_rows;
+      }
+      ints[0] = stacked;
+      const DelayedArg stack = kernel(backends::ops::assemble, tree.backend, Params{{}, std::move(ints), {}}, std::move(rs));
+      const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {stack});
+      tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(stacked, tree.n)});
+      next.push_back(static_cast<int>(tree.nodes.size()) - 1);
+    }
+    level = std::move(next);
+  }
+  if (tree.nodes.size() > 1 && level.front() != tree.root()) throw std::logic_error("tsqr: the root is not the last node");
+  return tree;
+}
+
+// The (packed, tau) pairs and (offset, rows) below the root on the way to `leaf`.
+void path_below_root(const Tree& tree, int leaf, std::vector<DelayedArg>& factors, std::vector<std::int64_t>& ints) {
+  std::vector<int> path;
+  for (int node = leaf; node != tree.root(); node = tree.nodes[static_cast<std::size_t>(node)].parent) path.push_back(node);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const auto& node = tree.nodes[static_cast<std::size_t>(*it)];
+    factors.push_back(node.packed);
+    factors.push_back(node.tau);
+    ints.push_back(node.offset_in_parent);
+    ints.push_back(tree.nodes[static_cast<std::size_t>(node.parent)].r_rows == 0 ? 0 : node.r_rows);
+  }
+}
+
+// Each leaf's rows of Q_tree C, from `make_leaf`, as an array over the original row chunks.
+template <class MakeLeaf>
+Array leaf_array(const Tree& tree, const Array& like, std::int64_t cols, MakeLeaf&& make_leaf, Meta meta) {
+  std::vector<DelayedArg> blocks;
+  for (std::size_t i = 0; i < tree.leaves.size(); ++i) blocks.push_back(make_leaf(i));
+  Array by_leaf = make_array(2, tree.leaf_rows, {cols}, meta, std::move(blocks));
+  return regrid(by_leaf, 0, 0, like.data()->row_chunks, {cols});
+}
+
+// Rows of the root's stack that are the R of each node directly below it, are found by the descent; the
+// root's own C is given.
+Array descend_all(const Tree& tree, const Array& like, const DelayedArg& root_c, std::int64_t cols, Meta meta) {
+  return leaf_array(
+      tree, like, cols,
+      [&](std::size_t i) {
+        std::vector<DelayedArg> inputs{root_c};
+        std::vector<std::int64_t> ints;
+        path_below_root(tree, tree.leaves[i], inputs, ints);
+        return kernel(backends::ops::qr_descend, tree.backend, Params{{}, std::move(ints), {}}, std::move(inputs));
+      },
+      meta);
+}
+
+Array single_chunk(DelayedArg block, std::int64_t rows, std::int64_t cols, Meta meta, int ndim = 2) {
+  std::vector<DelayedArg> blocks;
+  blocks.push_back(std::move(block));
+  return make_array(ndim, {rows}, {ndim == 2 ? cols : 1}, meta, std::move(blocks));
+}
+
+Array as_2d_column(const Array& v) {
+  auto data = std::make_shared<ArrayData>(*v.data());
+  data->ndim = 2;
+  return Array(std::move(data));
+}
+
+}  // namespace
+
+QR tsqr(const Array& a, const TsqrOptions& options) {
+  if (a.ndim() == 2 && a.rows() < a.cols())
+    throw SubmissionError("tsqr: " + a.describe() + " is short-fat; tsqr factors tall-skinny arrays (use qr)");
+  const Tree tree = factor(a, options, "tsqr");
+  const Meta meta{tree.backend, a.meta().dtype};
+  const auto& root = tree.nodes.back();
+  const std::int64_t k = std::min(a.rows(), a.cols());
+  require_kernel(backends::ops::qr_q, tree.backend, "tsqr");
+  const DelayedArg root_q = kernel(backends::ops::qr_q, tree.backend, {}, {root.packed, root.tau});
+  Array q = descend_all(tree, a, root_q, k, meta);
+  Array r = single_chunk(packed_r(root, tree.backend), k, a.cols(), meta);
+  return {std::move(q), std::move(r)};
+}
+
+QR qr(const Array& a) {
+  if (a.ndim() != 2) throw SubmissionError("qr: needs a 2-D array, got " + a.describe());
+  if (a.rows() >= a.cols()) return tsqr(a);
+  const Array one = regrid(a, 0, 0, {a.rows()}, {a.cols()});
+  const Backend backend = a.meta().backend;
+  for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::qr_q}) require_kernel(op, backend, "qr");
+  const DelayedArg f = kernel(backends::ops::qr_factor, backend, {}, {one.data()->block(0, 0)});
+  const DelayedArg packed = pick(f, 0), tau = pick(f, 1);
+  const Meta meta{backend, a.meta().dtype};
+  return {single_chunk(kernel(backends::ops::qr_q, backend, {}, {packed, tau}), a.rows(), a.rows(), meta),
+          single_chunk(kernel(backends::ops::qr_r, backend, {}, {packed}), a.rows(), a.cols(), meta)};
+}
+
+SVD svd(const Array& a, const TsqrOptions& options) {
+  if (a.ndim() != 2) throw SubmissionError("svd: needs a 2-D array, got " + a.describe());
+  if (a.rows() < a.cols()) {
+    SVD t = svd(a.T().rechunk({a.cols(), a.rows()}).rechunk({a.data()->col_chunks.front(), a.rows()}), options);
+    return {t.vt.T(), t.s, t.u.T()};
+  }
+  const Tree tree = factor(a, options, "svd");
+  require_kernel(backends::ops::svd, tree.backend, "svd");
+  require_kernel(backends::ops::svd_left, tree.backend, "svd");
+  const Meta meta{tree.backend, a.meta().dtype};
+  const auto& root = tree.nodes.back();
+  const std::int64_t k = a.cols();
+  const DelayedArg small = kernel(backends::ops::svd, tree.backend, {}, {packed_r(root, tree.backend)});
+  const DelayedArg u_r = pick(small, 0), s = pick(small, 1), vt = pick(small, 2);
+  // Half the flops when R is well conditioned: U = X V S^-1 then loses orthogonality only at rounding
+  // times the condition number squared.
+  const double limit = a.meta().dtype == DType::float64 ? 100.0 : 4.0;
+  Array u = leaf_array(
+      tree, a, k,
+      [&](std::size_t i) {
+        std::vector<DelayedArg> inputs{tree.leaf_chunks[i], s, vt, u_r, root.packed, root.tau};
+        std::vector<std::int64_t> ints;
+        path_below_root(tree, tree.leaves[i], inputs, ints);
+        return kernel(backends::ops::svd_left, tree.backend, Params{{}, std::move(ints), {limit}}, std::move(inputs));
+      },
+      meta);
+  return {std::move(u), single_chunk(s, k, 1, meta, 1), single_chunk(vt, k, a.cols(), meta)};
+}
+
+SVD svd_compressed(const Array& a, std::int64_t k, const SvdCompressedOptions& options) {
+  if (a.ndim() != 2) throw SubmissionError("svd_compressed: needs a 2-D array, got " + a.describe());
+  const std::int64_t smallest = std::min(a.rows(), a.cols());
+  if (k < 1 || k > smallest)
+    throw SubmissionError("svd_compressed: rank " + std::to_string(k) + " is out of range [1, " + std::to_string(smallest) +
+                          "] for " + a.describe());
+  if (options.oversampling < 0 || options.power_iterations < 0)
+    throw SubmissionError("svd_compressed: oversampling and power_iterations must not be negative");
+  const std::int64_t l = std::min(smallest, k + options.oversampling);
+  ArrayOptions omega_options;
+  omega_options.distribution = "normal";
+  omega_options.seed = options.seed;
+  omega_options.dtype = std::string(backends::dtype_name(a.meta().dtype));
+  omega_options.backend = a.meta().backend == Backend::cuda ? "cuda" : "cpu";
+  omega_options.chunks = {a.data()->col_chunks.front(), l};
+  Array omega = Array::random({a.cols(), l}, omega_options);
+  Array y = a.dot(omega);
+  for (int i = 0; i < options.power_iterations; ++i) {
+    const Array q = tsqr(y).q;
+    const Array z = tsqr(a.T().dot(q)).q;
+    y = a.dot(z);
+  }
+  const Array q = tsqr(y).q;
+  const Array b = q.T().dot(a);  // l x n, small
+  const Array b_one = regrid(b, 0, 0, {b.rows()}, {b.cols()});
+  const Backend backend = b_one.meta().backend == Backend::sparse ? Backend::cpu : b_one.meta().backend;
+  const Array b_dense = b_one.meta().backend == Backend::sparse ? b_one.to_backend("cpu") : b_one;
+  require_kernel(backends::ops::svd, backend, "svd_compressed");
+  const DelayedArg small = kernel(backends::ops::svd, backend, {}, {b_dense.data()->block(0, 0)});
+  const Meta meta{backend, a.meta().dtype};
+  const Array ub = single_chunk(pick(small, 0), l, l, meta);
+  const Array s = single_chunk(pick(small, 1), l, 1, meta, 1);
+  const Array vt = single_chunk(pick(small, 2), l, a.cols(), meta);
+  const Array u = q.dot(ub);
+  return {u.slice_cols(0, k), s.slice_rows(0, k), vt.slice_rows(0, k)};
+}
+
+Lstsq lstsq(const Array& a, const Array& b, double rcond) {
+  if (a.ndim() != 2) throw SubmissionError("lstsq: a must be 2-D, got " + a.describe());
+  if (b.ndim() == 0 || b.rows() != a.rows())
+    throw SubmissionError("lstsq: a " + shape_text(a) + " and b " + shape_text(b) + " have different row counts");
+  const SVD f = svd(a);
+  if (rcond < 0) rcond = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(a.rows(), a.cols()));
+  const Array tolerance = f.s.max() * rcond;
+  const Array keep = f.s > tolerance;
+  const Array inverse = where(keep, 1.0 / f.s, 0.0);
+  Array c = f.u.T().dot(b);  // k (or k x nrhs)
+  c = b.ndim() == 1 ? c * inverse : c * as_2d_column(inverse);
+  const Array x = f.vt.T().dot(c);
+  const Array residual = a.dot(x) - b;
+  return {x, residual.square().sum(b.ndim() == 1 ? std::nullopt : std::optional<int>(0)), keep.sum(), f.s};
+}
+
+}  // namespace tessera::linalg
