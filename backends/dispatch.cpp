@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 namespace tessera::backends {
 
@@ -63,10 +64,56 @@ const Kernel& Dispatch::get(std::string_view operation, Backend backend) const {
   return it->second;  // entries are never removed, so the reference outlives the lock
 }
 
+namespace {
+
+// BLAS threads follow the number of kernels running in this process: a kernel running alone (the SVD of
+// R at the root of TSQR, say) gets every core; as soon as a second starts, each gets one. The count
+// changes between BLAS calls, so cores are shared only for the rest of a call already under way.
+class BlasThreadPolicy {
+ public:
+  static BlasThreadPolicy& instance() {
+    static BlasThreadPolicy policy;
+    return policy;
+  }
+  void enter() {
+    std::lock_guard lock(mutex_);
+    if (++running_ == 1) set_blas_threads(cores_);
+    else if (running_ == 2) set_blas_threads(1);
+  }
+  void leave() {
+    std::lock_guard lock(mutex_);
+    if (--running_ == 1) set_blas_threads(cores_);
+  }
+
+ private:
+  BlasThreadPolicy() : cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+  std::mutex mutex_;
+  int running_ = 0;
+  int cores_;
+};
+
+struct RunningKernel {
+  RunningKernel() { BlasThreadPolicy::instance().enter(); }
+  ~RunningKernel() { BlasThreadPolicy::instance().leave(); }
+  RunningKernel(const RunningKernel&) = delete;
+  RunningKernel& operator=(const RunningKernel&) = delete;
+};
+
+}  // namespace
+
 Chunks Dispatch::run(std::string_view operation, std::span<const ChunkPtr> inputs, const Params& params,
                      Backend backend) const {
   if (!inputs.empty()) backend = inputs.front()->backend();
-  return get(operation, backend)(inputs, params);
+  const Kernel& kernel = get(operation, backend);
+  // Composite kernels call run() again: only the outermost call counts as a running kernel.
+  thread_local int depth = 0;
+  if (depth > 0) return kernel(inputs, params);
+  ++depth;
+  struct Depth {
+    ~Depth() { --depth; }
+  } restore_depth;
+  RunningKernel running;
+  return kernel(inputs, params);
 }
 
 void Dispatch::set_availability(Backend backend, Availability availability) {

@@ -176,14 +176,14 @@ std::string Array::describe() const {
 
 namespace {
 
-// A chunk's values as doubles on the host, whatever its backend and element type.
-Eigen::MatrixXd host_matrix(const backends::ChunkPtr& chunk) {
+// Writes a chunk's values, as doubles, into `out`, whatever its backend and element type.
+void copy_to_host(const backends::ChunkPtr& chunk, Eigen::Block<Eigen::MatrixXd> out) {
   backends::ChunkPtr c = chunk;
   auto& dispatch = backends::Dispatch::global();
   if (c->backend() == Backend::cuda) c = dispatch.run(backends::ops::to_host, std::array{c}, {}).front();
   if (c->backend() == Backend::sparse) c = dispatch.run(backends::ops::to_dense, std::array{c}, {}).front();
-  if (c->dtype() == DType::float64) return c->dense<double>();
-  return c->dense<float>().cast<double>();
+  if (c->dtype() == DType::float64) out = c->dense<double>();
+  else out = c->dense<float>().cast<double>();
 }
 
 // Every chunk of every array as a root of one graph.
@@ -212,11 +212,11 @@ std::vector<Eigen::MatrixXd> compute(Client& client, const std::vector<Array>& a
     const auto row_offsets = chunk_offsets(d.row_chunks), col_offsets = chunk_offsets(d.col_chunks);
     for (std::size_t i = 0; i < d.grid_rows(); ++i)
       for (std::size_t j = 0; j < d.grid_cols(); ++j) {
-        Eigen::MatrixXd block = host_matrix(values[next++].as_chunk());
-        if (block.rows() != d.row_chunks[i] || block.cols() != d.col_chunks[j])
-          throw backends::KernelError("chunk (" + std::to_string(i) + ", " + std::to_string(j) + ") of " + a.describe() + " came back " +
-                            std::to_string(block.rows()) + " x " + std::to_string(block.cols()));
-        m.block(row_offsets[i], col_offsets[j], block.rows(), block.cols()) = block;
+        const auto& chunk = values[next++].as_chunk();
+        if (chunk->rows() != d.row_chunks[i] || chunk->cols() != d.col_chunks[j])
+          throw backends::KernelError("chunk (" + std::to_string(i) + ", " + std::to_string(j) + ") of " + a.describe() +
+                                      " came back " + chunk->describe());
+        copy_to_host(chunk, m.block(row_offsets[i], col_offsets[j], chunk->rows(), chunk->cols()));
       }
     out.push_back(std::move(m));
   }

@@ -46,22 +46,27 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
   for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::assemble, backends::ops::qr_apply})
     require_kernel(op, tree.backend, what);
   const std::int64_t leaf_target = options.leaf_rows > 0 ? options.leaf_rows : 4 * std::max<std::int64_t>(1, tree.n);
-  // Group adjacent chunks into leaves of at least leaf_target rows (a small last group joins the one before).
+  // Leaves: as many as fit leaf_target rows each (at least one), then adjacent chunks shared out evenly by
+  // rows, so the leaves' factorizations take about the same time.
+  const std::int64_t total_rows = d.rows();
+  std::size_t leaf_count = static_cast<std::size_t>(std::max<std::int64_t>(1, total_rows / leaf_target));
+  leaf_count = std::min(leaf_count, d.grid_rows());
+  leaf_count = std::max(leaf_count, (d.grid_rows() + max_kernel_inputs - 1) / max_kernel_inputs);
   std::vector<std::pair<std::size_t, std::size_t>> groups;
-  std::int64_t rows_in_group = 0;
-  for (std::size_t i = 0; i < d.grid_rows(); ++i) {
-    if (groups.empty() || rows_in_group >= leaf_target || groups.back().second - groups.back().first >= max_kernel_inputs) {
-      groups.emplace_back(i, i + 1);
-      rows_in_group = d.row_chunks[i];
-    } else {
-      groups.back().second = i + 1;
-      rows_in_group += d.row_chunks[i];
+  {
+    const auto offsets = chunk_offsets(d.row_chunks);
+    std::size_t first = 0;
+    for (std::size_t g = 1; g <= leaf_count; ++g) {
+      const std::int64_t boundary = total_rows * static_cast<std::int64_t>(g) / static_cast<std::int64_t>(leaf_count);
+      std::size_t last = first + 1;
+      while (last < d.grid_rows() && offsets[last] < boundary && last - first < max_kernel_inputs) ++last;
+      if (g == leaf_count) last = d.grid_rows();
+      if (first >= d.grid_rows()) break;
+      // A group past the kernel's input limit (very uneven chunks) is split.
+      for (std::size_t begin = first; begin < last; begin += max_kernel_inputs)
+        groups.emplace_back(begin, std::min(last, begin + max_kernel_inputs));
+      first = last;
     }
-  }
-  if (groups.size() > 1 && rows_in_group < tree.n &&
-      groups[groups.size() - 2].second - groups[groups.size() - 2].first + (groups.back().second - groups.back().first) <= max_kernel_inputs) {
-    groups[groups.size() - 2].second = groups.back().second;
-    groups.pop_back();
   }
   const auto offsets = chunk_offsets(d.row_chunks);
   std::vector<int> level;
@@ -128,20 +133,20 @@ void path_below_root(const Tree& tree, int leaf, std::vector<DelayedArg>& factor
   }
 }
 
-// Each leaf's rows of Q_tree C, from `make_leaf`, as an array over the original row chunks.
+// Each leaf's rows of Q_tree C, from `make_leaf`: chunked by leaves, or regridded to `like`'s row chunks.
 template <class MakeLeaf>
-Array leaf_array(const Tree& tree, const Array& like, std::int64_t cols, MakeLeaf&& make_leaf, Meta meta) {
+Array leaf_array(const Tree& tree, const Array* like, std::int64_t cols, MakeLeaf&& make_leaf, Meta meta) {
   std::vector<DelayedArg> blocks;
   for (std::size_t i = 0; i < tree.leaves.size(); ++i) blocks.push_back(make_leaf(i));
   Array by_leaf = make_array(2, tree.leaf_rows, {cols}, meta, std::move(blocks));
-  return regrid(by_leaf, 0, 0, like.data()->row_chunks, {cols});
+  return like ? regrid(by_leaf, 0, 0, like->data()->row_chunks, {cols}) : by_leaf;
 }
 
 // Rows of the root's stack that are the R of each node directly below it, are found by the descent; the
 // root's own C is given.
 Array descend_all(const Tree& tree, const Array& like, const DelayedArg& root_c, std::int64_t cols, Meta meta) {
   return leaf_array(
-      tree, like, cols,
+      tree, &like, cols,
       [&](std::size_t i) {
         std::vector<DelayedArg> inputs{root_c};
         std::vector<std::int64_t> ints;
@@ -209,8 +214,9 @@ SVD svd(const Array& a, const TsqrOptions& options) {
   // Half the flops when R is well conditioned: U = X V S^-1 then loses orthogonality only at rounding
   // times the condition number squared.
   const double limit = a.meta().dtype == DType::float64 ? 100.0 : 4.0;
+  // U keeps the leaves' chunks: splitting them back into the input's chunks would copy U once more.
   Array u = leaf_array(
-      tree, a, k,
+      tree, nullptr, k,
       [&](std::size_t i) {
         std::vector<DelayedArg> inputs{tree.leaf_chunks[i], s, vt, u_r, root.packed, root.tau};
         std::vector<std::int64_t> ints;

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "backends/npy.hpp"
+
 namespace tessera {
 namespace {
 
@@ -74,6 +76,13 @@ Value make_block(std::span<const Value> args) {
 
 Value identity(std::span<const Value> args) { return args[0]; }
 
+// (path, row0, rows, col0, cols): a block of an .npy file, read where the chunk is made.
+Value read_npy_block(std::span<const Value> args) {
+  const auto& path = args[0].as_string();
+  const auto header = backends::npy::read_header(path);
+  return Value(backends::npy::read_block(path, header, args[1].as_int(), args[2].as_int(), args[3].as_int(), args[4].as_int()));
+}
+
 bool accepts_any(const Value&) { return true; }
 
 TaskFunction make_function(std::string name, std::vector<std::string> types, std::function<Value(std::span<const Value>)> body) {
@@ -100,6 +109,7 @@ void register_array_tasks(Registry& registry) {
   }
   registry.add(make_function("tessera.array.pick", {"list", "int"}, pick), 0);
   registry.add(make_function("tessera.array.identity", {"chunk"}, identity), 0);
+  registry.add(make_function("tessera.array.npy", {"string", "int", "int", "int", "int"}, read_npy_block), 0);
   registry.add(make_function("tessera.array.block", {"string", "int", "int", "int", "int"}, make_block), 0);
 }
 
@@ -123,6 +133,11 @@ const TaskFunction& array_pick_function() {
 
 const TaskFunction& array_identity_function() {
   static const TaskFunction& fn = Registry::global().get("tessera.array.identity");
+  return fn;
+}
+
+const TaskFunction& array_npy_function() {
+  static const TaskFunction& fn = Registry::global().get("tessera.array.npy");
   return fn;
 }
 

@@ -20,6 +20,8 @@ const TaskFunction& array_pick_function();
 const TaskFunction& array_identity_function();
 // (function name, row0, col0, rows, cols): a chunk from a registered block function.
 const TaskFunction& array_block_function();
+// (path, row0, rows, col0, cols): a block of an .npy file.
+const TaskFunction& array_npy_function();
 
 // A kernel call's fixed arguments as one Value: (operation, backend, name, ints, reals).
 Value encode_kernel_call(std::string_view operation, backends::Backend backend, const backends::Params& params);

@@ -1,6 +1,7 @@
 #include "backends/cuda/context.hpp"
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -24,7 +25,8 @@ std::unique_ptr<StreamResources> create_stream_resources() {
   auto resources = std::make_unique<StreamResources>();
   try {
     // Non-blocking: the stream never waits for the legacy default stream that other libraries may use.
-    check_cuda(cudaStreamCreateWithFlags(&resources->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check_cuda(cudaStreamCreateWithFlags(&resources->stream, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags");
     check_cublas(cublasCreate(&resources->blas), "cublasCreate");
     check_cublas(cublasSetStream(resources->blas, resources->stream), "cublasSetStream");
     check_cusolver(cusolverDnCreate(&resources->solver), "cusolverDnCreate");
@@ -59,7 +61,8 @@ DeviceContext& DeviceContext::of(int device) {
 
 DeviceContext::DeviceContext(int device) : device_(device) {
   int pools = 0;
-  check_cuda(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device), "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device),
+             "cudaDeviceGetAttribute");
   has_memory_pools_ = pools != 0;
   if (has_memory_pools_) {
     // By default the pool returns its memory to the driver at every synchronization, and every kernel
@@ -116,7 +119,13 @@ KernelStream::KernelStream(int device)
     : guard_(device),
       device_(device),
       context_(&DeviceContext::of(device)),
-      resources_(&context_->this_thread_stream()) {}
+      resources_(&context_->this_thread_stream()),
+      uncaught_at_start_(std::uncaught_exceptions()) {}
+
+KernelStream::~KernelStream() {
+  if (std::uncaught_exceptions() > uncaught_at_start_ && cudaStreamSynchronize(stream()) != cudaSuccess)
+    cudaGetLastError();  // the exception in flight already says what went wrong
+}
 
 int current_device() {
   int device = 0;

@@ -69,6 +69,10 @@ class DeviceGuard {
 class KernelStream {
  public:
   explicit KernelStream(int device);
+  // When a kernel throws, waits for what it enqueued before its buffers and inputs can be freed.
+  ~KernelStream();
+  KernelStream(const KernelStream&) = delete;
+  KernelStream& operator=(const KernelStream&) = delete;
 
   int device() const { return device_; }
   cudaStream_t stream() const { return resources_->stream; }
@@ -83,6 +87,7 @@ class KernelStream {
   int device_;
   DeviceContext* context_;
   const StreamResources* resources_;
+  int uncaught_at_start_;
 };
 
 // The device current on the calling thread (0 unless the thread chose another); creation kernels use it.

@@ -3,7 +3,9 @@
 namespace tessera::backends::cuda {
 
 DeviceBuffer::DeviceBuffer(const KernelStream& stream, std::size_t bytes)
-    : bytes_(bytes), device_(stream.device()), stream_(stream.has_memory_pools() ? stream.stream() : nullptr) {
+    : bytes_(bytes),
+      device_(stream.device()),
+      stream_(stream.has_memory_pools() ? stream.stream() : nullptr) {
   if (bytes == 0) return;  // empty chunks own no memory
   if (stream_)
     check_cuda(cudaMallocAsync(&data_, bytes, stream_), "cudaMallocAsync");

@@ -1,6 +1,6 @@
-// The launchers of Tessera's own CUDA kernels (elementwise.cu, reductions.cu). Each checks its operation name,
-// enqueues its work on `stream` and returns without waiting. Plain C++17 without Eigen, since nvcc compiles
-// the files that define them; the host kernels (*_kernels.cpp) validate shapes before calling them.
+// The launchers of Tessera's own CUDA kernels (elementwise.cu, reductions.cu). Each checks its operation
+// name, enqueues its work on `stream` and returns without waiting. Plain C++17 without Eigen, since nvcc
+// compiles the files that define them; the host kernels (*_kernels.cpp) validate shapes before calling them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,11 +22,11 @@ struct Operand {
 template <class T>
 void launch_unary(const std::string& name, const T* in, T* out, std::int64_t count, cudaStream_t stream);
 template <class T>
-void launch_scalar(const std::string& name, const T* in, T scalar, bool scalar_left, T* out, std::int64_t count,
-                   cudaStream_t stream);
+void launch_scalar(const std::string& name, const T* in, T scalar, bool scalar_left, T* out,
+                   std::int64_t count, cudaStream_t stream);
 template <class T>
-void launch_binary(const std::string& name, Operand<T> a, Operand<T> b, T* out, std::int64_t rows, std::int64_t cols,
-                   cudaStream_t stream);
+void launch_binary(const std::string& name, Operand<T> a, Operand<T> b, T* out, std::int64_t rows,
+                   std::int64_t cols, cudaStream_t stream);
 // out = cast<T>(mask) != 0 ? a : b, broadcasting all three.
 template <class M, class T>
 void launch_where(Operand<M> mask, Operand<T> a, Operand<T> b, T* out, std::int64_t rows, std::int64_t cols,
@@ -41,19 +41,20 @@ void launch_upper_triangle(const T* in, std::int64_t ld, T* out, std::int64_t ro
                            cudaStream_t stream);
 // out = a * diag(scales), or a * diag(1 / scales) when `divide` (the reciprocal first, as the cpu kernel).
 template <class T>
-void launch_scale_columns(const T* a, std::int64_t rows, std::int64_t cols, const T* scales, bool divide, T* out,
-                          cudaStream_t stream);
+void launch_scale_columns(const T* a, std::int64_t rows, std::int64_t cols, const T* scales, bool divide,
+                          T* out, cudaStream_t stream);
 
 // Reductions (reductions.cu). Reductions over all elements go through per-block partials in a workspace of
 // kReductionWorkspaceBytes device bytes that the caller provides.
 inline constexpr int kMaxPartials = 1024;
-inline constexpr std::size_t kReductionWorkspaceBytes = kMaxPartials * (sizeof(double) + sizeof(std::int64_t));
+inline constexpr std::size_t kReductionWorkspaceBytes =
+    kMaxPartials * (sizeof(double) + sizeof(std::int64_t));
 
 // name in sum, sumsq, min, max; axis 0 -> out 1 x cols, 1 -> rows x 1, -1 -> 1 x 1. min and max of no
 // elements have no value: the caller rejects them. NaN propagates through min and max.
 template <class T>
-void launch_reduce(const std::string& name, const T* in, std::int64_t rows, std::int64_t cols, int axis, T* out,
-                   void* workspace, cudaStream_t stream);
+void launch_reduce(const std::string& name, const T* in, std::int64_t rows, std::int64_t cols, int axis,
+                   T* out, void* workspace, cudaStream_t stream);
 // argmax (is_max) or argmin of a non-empty matrix into float64 `out`, laid out as ops::argreduce documents;
 // NaN wins and ties go to the first index (row-major order for axis -1).
 template <class T>

@@ -1,7 +1,6 @@
 // Elementwise device kernels: one templated kernel per shape of access (flat, scalar, broadcast), each taking
 // a functor that the launcher chooses by name, mirroring elementwise_ops.hpp.
 #include <algorithm>
-#include <type_traits>
 
 #include "backends/cuda/device_kernels.hpp"
 #include "backends/cuda/status.hpp"
@@ -13,39 +12,47 @@ constexpr int kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 65535;  // grid-stride loops cover the rest
 
 unsigned int blocks_for(std::int64_t count) {
-  return static_cast<unsigned int>(std::clamp<std::int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks));
+  return static_cast<unsigned int>(
+      std::clamp<std::int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 
 __device__ inline std::int64_t first_index() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+__device__ inline std::int64_t grid_stride() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
 
 // The math functions by element type, so functors are written once for float and double.
-template <class T>
-__device__ T exp_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return expf(x);
-  else return exp(x);
+__device__ inline float exp_of(float x) {
+  return expf(x);
 }
-template <class T>
-__device__ T log_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return logf(x);
-  else return log(x);
+__device__ inline double exp_of(double x) {
+  return exp(x);
 }
-template <class T>
-__device__ T abs_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return fabsf(x);
-  else return fabs(x);
+__device__ inline float log_of(float x) {
+  return logf(x);
 }
-template <class T>
-__device__ T sqrt_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return sqrtf(x);
-  else return sqrt(x);
+__device__ inline double log_of(double x) {
+  return log(x);
 }
-template <class T>
-__device__ T pow_of(T x, T y) {
-  if constexpr (std::is_same_v<T, float>) return powf(x, y);
-  else return pow(x, y);
+__device__ inline float abs_of(float x) {
+  return fabsf(x);
+}
+__device__ inline double abs_of(double x) {
+  return fabs(x);
+}
+__device__ inline float sqrt_of(float x) {
+  return sqrtf(x);
+}
+__device__ inline double sqrt_of(double x) {
+  return sqrt(x);
+}
+__device__ inline float pow_of(float x, float y) {
+  return powf(x, y);
+}
+__device__ inline double pow_of(double x, double y) {
+  return pow(x, y);
 }
 
 // Unary functors.
@@ -143,7 +150,8 @@ void with_unary_functor(const std::string& name, Launch&& launch) {
   if (name == "sigmoid") return launch(Sigmoid<T>{});
   if (name == "neg") return launch(Negate<T>{});
   if (name == "square") return launch(Square<T>{});
-  raise_kernel_error("unknown unary operation '" + name + "' (known: exp, log, abs, sqrt, sigmoid, neg, square)");
+  raise_kernel_error("unknown unary operation '" + name +
+                     "' (known: exp, log, abs, sqrt, sigmoid, neg, square)");
 }
 
 template <class T, class Launch>
@@ -189,8 +197,8 @@ __global__ void same_shape_binary_kernel(const T* a, const T* b, T* out, std::in
 }
 
 template <class T, class F>
-__global__ void broadcast_binary_kernel(Operand<T> a, Operand<T> b, T* out, std::int64_t rows, std::int64_t count,
-                                        F f) {
+__global__ void broadcast_binary_kernel(Operand<T> a, Operand<T> b, T* out, std::int64_t rows,
+                                        std::int64_t count, F f) {
   for (std::int64_t k = first_index(); k < count; k += grid_stride()) {
     const std::int64_t i = k % rows, j = k / rows;
     out[k] = f(broadcast_at(a, i, j), broadcast_at(b, i, j));
@@ -217,7 +225,8 @@ __global__ void fill_kernel(T* out, std::int64_t count, T value) {
 }
 
 template <class T>
-__global__ void upper_triangle_kernel(const T* in, std::int64_t ld, T* out, std::int64_t rows, std::int64_t count) {
+__global__ void upper_triangle_kernel(const T* in, std::int64_t ld, T* out, std::int64_t rows,
+                                      std::int64_t count) {
   for (std::int64_t k = first_index(); k < count; k += grid_stride()) {
     const std::int64_t i = k % rows, j = k / rows;
     out[k] = i <= j ? in[i + j * ld] : T(0);
@@ -225,8 +234,8 @@ __global__ void upper_triangle_kernel(const T* in, std::int64_t ld, T* out, std:
 }
 
 template <class T>
-__global__ void scale_columns_kernel(const T* a, std::int64_t rows, std::int64_t count, const T* scales, bool divide,
-                                     T* out) {
+__global__ void scale_columns_kernel(const T* a, std::int64_t rows, std::int64_t count, const T* scales,
+                                     bool divide, T* out) {
   for (std::int64_t k = first_index(); k < count; k += grid_stride()) {
     const T scale = scales[k / rows];
     out[k] = a[k] * (divide ? T(1) / scale : scale);
@@ -245,8 +254,8 @@ void launch_unary(const std::string& name, const T* in, T* out, std::int64_t cou
 }
 
 template <class T>
-void launch_scalar(const std::string& name, const T* in, T scalar, bool scalar_left, T* out, std::int64_t count,
-                   cudaStream_t stream) {
+void launch_scalar(const std::string& name, const T* in, T scalar, bool scalar_left, T* out,
+                   std::int64_t count, cudaStream_t stream) {
   with_binary_functor<T>(name, [&](auto f) {
     if (count == 0) return;
     scalar_kernel<<<blocks_for(count), kThreads, 0, stream>>>(in, scalar, scalar_left, out, count, f);
@@ -255,8 +264,8 @@ void launch_scalar(const std::string& name, const T* in, T scalar, bool scalar_l
 }
 
 template <class T>
-void launch_binary(const std::string& name, Operand<T> a, Operand<T> b, T* out, std::int64_t rows, std::int64_t cols,
-                   cudaStream_t stream) {
+void launch_binary(const std::string& name, Operand<T> a, Operand<T> b, T* out, std::int64_t rows,
+                   std::int64_t cols, cudaStream_t stream) {
   with_binary_functor<T>(name, [&](auto f) {
     const std::int64_t count = rows * cols;
     if (count == 0) return;
@@ -303,8 +312,8 @@ void launch_upper_triangle(const T* in, std::int64_t ld, T* out, std::int64_t ro
 }
 
 template <class T>
-void launch_scale_columns(const T* a, std::int64_t rows, std::int64_t cols, const T* scales, bool divide, T* out,
-                          cudaStream_t stream) {
+void launch_scale_columns(const T* a, std::int64_t rows, std::int64_t cols, const T* scales, bool divide,
+                          T* out, cudaStream_t stream) {
   const std::int64_t count = rows * cols;
   if (count == 0) return;
   scale_columns_kernel<<<blocks_for(count), kThreads, 0, stream>>>(a, rows, count, scales, divide, out);
@@ -317,13 +326,15 @@ void launch_scale_columns(const T* a, std::int64_t rows, std::int64_t cols, cons
   template void launch_scalar<T>(const std::string&, const T*, T, bool, T*, std::int64_t, cudaStream_t);     \
   template void launch_binary<T>(const std::string&, Operand<T>, Operand<T>, T*, std::int64_t, std::int64_t, \
                                  cudaStream_t);                                                              \
-  template void launch_where<float, T>(Operand<float>, Operand<T>, Operand<T>, T*, std::int64_t, std::int64_t, \
-                                       cudaStream_t);                                                        \
-  template void launch_where<double, T>(Operand<double>, Operand<T>, Operand<T>, T*, std::int64_t,            \
+  template void launch_where<float, T>(Operand<float>, Operand<T>, Operand<T>, T*, std::int64_t,             \
+                                       std::int64_t, cudaStream_t);                                          \
+  template void launch_where<double, T>(Operand<double>, Operand<T>, Operand<T>, T*, std::int64_t,           \
                                         std::int64_t, cudaStream_t);                                         \
   template void launch_fill<T>(T*, std::int64_t, T, cudaStream_t);                                           \
-  template void launch_upper_triangle<T>(const T*, std::int64_t, T*, std::int64_t, std::int64_t, cudaStream_t); \
-  template void launch_scale_columns<T>(const T*, std::int64_t, std::int64_t, const T*, bool, T*, cudaStream_t);
+  template void launch_upper_triangle<T>(const T*, std::int64_t, T*, std::int64_t, std::int64_t,             \
+                                         cudaStream_t);                                                      \
+  template void launch_scale_columns<T>(const T*, std::int64_t, std::int64_t, const T*, bool, T*,            \
+                                        cudaStream_t);
 
 TESSERA_INSTANTIATE_ELEMENTWISE(float)
 TESSERA_INSTANTIATE_ELEMENTWISE(double)

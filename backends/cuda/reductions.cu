@@ -17,14 +17,19 @@ constexpr std::int64_t kMaxBlocks = 65535;
 constexpr std::int64_t kRowsForThreadPerRow = 4096;
 
 unsigned int blocks_for(std::int64_t count, std::int64_t max_blocks) {
-  return static_cast<unsigned int>(std::clamp<std::int64_t>((count + kThreads - 1) / kThreads, 1, max_blocks));
+  return static_cast<unsigned int>(
+      std::clamp<std::int64_t>((count + kThreads - 1) / kThreads, 1, max_blocks));
 }
 unsigned int grid_for_items(std::int64_t items) {
   return static_cast<unsigned int>(std::clamp<std::int64_t>(items, 1, kMaxBlocks));
 }
 
-__device__ inline bool is_nan(double x) { return x != x; }
-__device__ inline bool is_nan(float x) { return x != x; }
+__device__ inline bool is_nan(double x) {
+  return x != x;
+}
+__device__ inline bool is_nan(float x) {
+  return x != x;
+}
 
 // A reduction as an identity, a transform of each element and an associative combination.
 template <class T>
@@ -85,7 +90,8 @@ __device__ T shuffle_down(T value, int offset) {
 }
 template <class T>
 __device__ Candidate<T> shuffle_down(Candidate<T> candidate, int offset) {
-  return {__shfl_down_sync(kFullMask, candidate.value, offset), __shfl_down_sync(kFullMask, candidate.index, offset)};
+  return {__shfl_down_sync(kFullMask, candidate.value, offset),
+          __shfl_down_sync(kFullMask, candidate.index, offset)};
 }
 
 // Reduces one value per thread of the block; the result is valid in thread 0. Every thread must call it, and
@@ -94,12 +100,14 @@ template <class V, class Combine>
 __device__ V block_reduce(V value, V identity, Combine combine) {
   __shared__ V warp_results[kThreads / kWarpSize];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) value = combine(value, shuffle_down(value, offset));
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    value = combine(value, shuffle_down(value, offset));
   if (lane == 0) warp_results[warp] = value;
   __syncthreads();
   if (warp == 0) {
     value = lane < static_cast<int>(blockDim.x / kWarpSize) ? warp_results[lane] : identity;
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) value = combine(value, shuffle_down(value, offset));
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+      value = combine(value, shuffle_down(value, offset));
   }
   __syncthreads();
   return value;
@@ -122,7 +130,8 @@ template <class Op, class T>
 __global__ void reduce_columns_kernel(const T* in, std::int64_t rows, std::int64_t cols, T* out) {
   for (std::int64_t j = blockIdx.x; j < cols; j += gridDim.x) {
     T acc = Op::identity();
-    for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) acc = Op::combine(acc, Op::transform(in[i + j * rows]));
+    for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+      acc = Op::combine(acc, Op::transform(in[i + j * rows]));
     acc = block_reduce(acc, Op::identity(), Combiner<Op, T>{});
     if (threadIdx.x == 0) out[j] = acc;
   }
@@ -144,14 +153,15 @@ template <class Op, class T>
 __global__ void reduce_rows_by_block_kernel(const T* in, std::int64_t rows, std::int64_t cols, T* out) {
   for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
     T acc = Op::identity();
-    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) acc = Op::combine(acc, Op::transform(in[i + j * rows]));
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      acc = Op::combine(acc, Op::transform(in[i + j * rows]));
     acc = block_reduce(acc, Op::identity(), Combiner<Op, T>{});
     if (threadIdx.x == 0) out[i] = acc;
   }
 }
 
-// Over everything: each block writes one partial, then a single block combines them (transform_elements off,
-// since partials are already transformed: the second stage of sumsq sums).
+// Over everything: each block writes one partial, then a single block combines them with kTransform off,
+// since partials are already transformed (the second stage of sumsq sums).
 template <class Op, class T, bool kTransform>
 __global__ void reduce_all_kernel(const T* in, std::int64_t count, T* out) {
   T acc = Op::identity();
@@ -172,7 +182,8 @@ void reduce_with(const T* in, std::int64_t rows, std::int64_t cols, int axis, T*
   } else if (axis == 1) {
     if (rows == 0) return;
     if (rows >= kRowsForThreadPerRow) {
-      reduce_rows_by_thread_kernel<Op><<<blocks_for(rows, kMaxBlocks), kThreads, 0, stream>>>(in, rows, cols, out);
+      reduce_rows_by_thread_kernel<Op>
+          <<<blocks_for(rows, kMaxBlocks), kThreads, 0, stream>>>(in, rows, cols, out);
       check_launch("reduce_rows_by_thread_kernel");
     } else {
       reduce_rows_by_block_kernel<Op><<<grid_for_items(rows), kThreads, 0, stream>>>(in, rows, cols, out);
@@ -209,8 +220,8 @@ __global__ void arg_columns_kernel(const T* in, std::int64_t rows, std::int64_t 
 
 // out(i, 0) = value, out(i, 1) = global column, for a rows x 2 output.
 template <class T>
-__device__ void write_row_candidate(Candidate<T> best, std::int64_t i, std::int64_t rows, std::int64_t first_col,
-                                    double* out) {
+__device__ void write_row_candidate(Candidate<T> best, std::int64_t i, std::int64_t rows,
+                                    std::int64_t first_col, double* out) {
   out[i] = static_cast<double>(best.value);
   out[rows + i] = static_cast<double>(first_col + best.index);
 }
@@ -262,11 +273,12 @@ __global__ void arg_all_partials_kernel(const T* in, std::int64_t rows, std::int
 // Stage two, one block: out = (value, flat index in the whole array).
 template <class T>
 __global__ void arg_all_final_kernel(const T* partial_values, const std::int64_t* partial_ranks, int partials,
-                                     std::int64_t cols, bool is_max, std::int64_t first_row, std::int64_t first_col,
-                                     std::int64_t total_cols, double* out) {
+                                     std::int64_t cols, bool is_max, std::int64_t first_row,
+                                     std::int64_t first_col, std::int64_t total_cols, double* out) {
   const CandidatePicker<T> picker{is_max};
   Candidate<T> best{T(0), -1};
-  for (int k = threadIdx.x; k < partials; k += blockDim.x) best = picker(best, {partial_values[k], partial_ranks[k]});
+  for (int k = threadIdx.x; k < partials; k += blockDim.x)
+    best = picker(best, {partial_values[k], partial_ranks[k]});
   best = block_reduce(best, Candidate<T>{T(0), -1}, picker);
   if (threadIdx.x == 0) {
     const std::int64_t i = best.index / cols, j = best.index % cols;
@@ -290,8 +302,8 @@ __global__ void find_nonfinite_kernel(const T* in, std::int64_t count, unsigned 
 }  // namespace
 
 template <class T>
-void launch_reduce(const std::string& name, const T* in, std::int64_t rows, std::int64_t cols, int axis, T* out,
-                   void* workspace, cudaStream_t stream) {
+void launch_reduce(const std::string& name, const T* in, std::int64_t rows, std::int64_t cols, int axis,
+                   T* out, void* workspace, cudaStream_t stream) {
   if (name == "sum") return reduce_with<SumOp<T>>(in, rows, cols, axis, out, workspace, stream);
   if (name == "sumsq") return reduce_with<SumSquaresOp<T>>(in, rows, cols, axis, out, workspace, stream);
   if (name == "min") return reduce_with<MinOp<T>>(in, rows, cols, axis, out, workspace, stream);
@@ -310,11 +322,11 @@ void launch_argreduce(bool is_max, const T* in, std::int64_t rows, std::int64_t 
   } else if (axis == 1) {
     if (rows >= kRowsForThreadPerRow) {
       arg_rows_by_thread_kernel<<<blocks_for(rows, kMaxBlocks), kThreads, 0, stream>>>(in, rows, cols, is_max,
-                                                                                      first_col, out);
+                                                                                       first_col, out);
       check_launch("arg_rows_by_thread_kernel");
     } else {
-      arg_rows_by_block_kernel<<<grid_for_items(rows), kThreads, 0, stream>>>(in, rows, cols, is_max, first_col,
-                                                                             out);
+      arg_rows_by_block_kernel<<<grid_for_items(rows), kThreads, 0, stream>>>(in, rows, cols, is_max,
+                                                                              first_col, out);
       check_launch("arg_rows_by_block_kernel");
     }
   } else {
@@ -326,8 +338,9 @@ void launch_argreduce(bool is_max, const T* in, std::int64_t rows, std::int64_t 
     arg_all_partials_kernel<<<partials, kThreads, 0, stream>>>(in, rows, cols, is_max, partial_values,
                                                                partial_ranks);
     check_launch("arg_all_partials_kernel");
-    arg_all_final_kernel<<<1, kThreads, 0, stream>>>(partial_values, partial_ranks, static_cast<int>(partials), cols,
-                                                      is_max, first_row, first_col, total_cols, out);
+    arg_all_final_kernel<<<1, kThreads, 0, stream>>>(partial_values, partial_ranks,
+                                                     static_cast<int>(partials), cols, is_max, first_row,
+                                                     first_col, total_cols, out);
     check_launch("arg_all_final_kernel");
   }
 }
@@ -339,11 +352,11 @@ void launch_find_nonfinite(const T* in, std::int64_t count, unsigned int* flag, 
   check_launch("find_nonfinite_kernel");
 }
 
-#define TESSERA_INSTANTIATE_REDUCTIONS(T)                                                                        \
-  template void launch_reduce<T>(const std::string&, const T*, std::int64_t, std::int64_t, int, T*, void*,       \
-                                 cudaStream_t);                                                                  \
-  template void launch_argreduce<T>(bool, const T*, std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, \
-                                    std::int64_t, double*, void*, cudaStream_t);                                 \
+#define TESSERA_INSTANTIATE_REDUCTIONS(T)                                                                  \
+  template void launch_reduce<T>(const std::string&, const T*, std::int64_t, std::int64_t, int, T*, void*, \
+                                 cudaStream_t);                                                            \
+  template void launch_argreduce<T>(bool, const T*, std::int64_t, std::int64_t, int, std::int64_t,         \
+                                    std::int64_t, std::int64_t, double*, void*, cudaStream_t);             \
   template void launch_find_nonfinite<T>(const T*, std::int64_t, unsigned int*, cudaStream_t);
 
 TESSERA_INSTANTIATE_REDUCTIONS(float)

@@ -4,12 +4,14 @@
 
 namespace tessera::backends::cuda {
 
-void raise_kernel_error(const std::string& message) { throw KernelError(message); }
+void raise_kernel_error(const std::string& message) {
+  throw KernelError(message);
+}
 
 void raise_cuda_error(cudaError_t status, const char* call) {
   cudaGetLastError();  // clears the error, so that the next check_launch does not report it again
-  throw KernelError(std::string(call) + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
-                    ")");
+  throw KernelError(std::string(call) + " failed: " + cudaGetErrorName(status) + " (" +
+                    cudaGetErrorString(status) + ")");
 }
 
 void raise_cublas_error(cublasStatus_t status, const char* call) {

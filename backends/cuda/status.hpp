@@ -27,7 +27,9 @@ inline void check_cusolver(cusolverStatus_t status, const char* call) {
   if (status != CUSOLVER_STATUS_SUCCESS) raise_cusolver_error(status, call);
 }
 // After a kernel launch: a bad launch configuration is reported at once, named after the kernel.
-inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
+inline void check_launch(const char* kernel) {
+  check_cuda(cudaGetLastError(), kernel);
+}
 
 const char* cusolver_status_name(cusolverStatus_t status);
 

@@ -12,7 +12,7 @@ struct QR {
 };
 
 struct SVD {
-  Array u;   // m x k, orthonormal columns
+  Array u;   // m x k, orthonormal columns; chunked by TSQR's leaves (groups of adjacent input chunks)
   Array s;   // k singular values, descending (1-D)
   Array vt;  // k x n, orthonormal rows
 };

@@ -1,0 +1,164 @@
+// Creation, layout and conversion cuda kernels: random, full, transpose, assemble, to_host and to_cuda.
+#include "backends/cuda/blas.hpp"
+#include "backends/cuda/device_kernels.hpp"
+#include "backends/cuda/kernel_util.hpp"
+#include "backends/operations.hpp"
+
+namespace tessera::backends::cuda {
+namespace {
+
+void require_shape(std::string_view op, std::int64_t rows, std::int64_t cols) {
+  if (rows < 0 || cols < 0) throw KernelError(std::string(op) + ": negative shape " + shape_text(rows, cols));
+}
+
+// Uploads a cpu chunk to the calling thread's current device.
+ChunkPtr upload_to_current_device(const Chunk& chunk) {
+  KernelStream stream(current_device());
+  return with_dtype(chunk.dtype(), [&](auto t) {
+    using T = decltype(t);
+    ChunkPtr out = enqueue_upload<T>(stream, chunk.dense<T>());
+    stream.synchronize();
+    return out;
+  });
+}
+
+// The values are made on the host by the cpu kernel, with the same counter-based generator, so cuda and cpu
+// arrays with one seed hold identical values whatever their chunking.
+Chunks random(std::span<const ChunkPtr> in, const Params& p) {
+  const Chunks host = Dispatch::global().get(ops::random, Backend::cpu)(in, p);
+  return {upload_to_current_device(*host.at(0))};
+}
+
+Chunks full(std::span<const ChunkPtr>, const Params& p) {
+  const auto rows = p.integer(0), cols = p.integer(1);
+  require_shape("full", rows, cols);
+  KernelStream stream(current_device());
+  return {with_dtype(static_cast<DType>(p.integer(2)), [&](auto t) {
+    using T = decltype(t);
+    DeviceOutput<T> out(stream, rows, cols);
+    launch_fill<T>(out.data(), rows * cols, static_cast<T>(p.real(0)), stream.stream());
+    stream.synchronize();
+    return out.chunk();
+  })};
+}
+
+Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("transpose", in, 1);
+  KernelStream stream(input_device("transpose", in));
+  const auto rows = in[0]->rows(), cols = in[0]->cols();
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    DeviceOutput<T> out(stream, cols, rows);
+    if (rows > 0 && cols > 0)
+      blas::transpose(stream.blas(), blas_int(cols, "transpose"), blas_int(rows, "transpose"),
+                      device_data<T>(*in[0], "transpose"), leading_dimension(rows, "transpose"), out.data(),
+                      leading_dimension(cols, "transpose"));
+    stream.synchronize();
+    return out.chunk();
+  })};
+}
+
+// One block copy of `assemble`, validated against both chunks (as the cpu kernel does).
+struct Block {
+  std::int64_t src_row, src_col, rows, cols, dst_row, dst_col;
+};
+
+std::vector<Block> assemble_blocks(std::span<const ChunkPtr> in, const Params& p, std::int64_t& rows,
+                                   std::int64_t& cols) {
+  rows = p.integer(0);
+  cols = p.integer(1);
+  require_shape("assemble", rows, cols);
+  if (p.ints.size() != 2 + 6 * in.size())
+    throw KernelError("assemble: " + std::to_string(in.size()) + " chunks need " +
+                      std::to_string(2 + 6 * in.size()) + " integers, got " + std::to_string(p.ints.size()));
+  std::vector<Block> blocks;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const auto* v = &p.ints[2 + 6 * k];
+    Block b{v[0], v[1], v[2], v[3], v[4], v[5]};
+    if (b.src_row < 0 || b.src_col < 0 || b.rows < 0 || b.cols < 0 || b.src_row + b.rows > in[k]->rows() ||
+        b.src_col + b.cols > in[k]->cols() || b.dst_row < 0 || b.dst_col < 0 || b.dst_row + b.rows > rows ||
+        b.dst_col + b.cols > cols)
+      throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(b.rows, b.cols) +
+                        " from " + shape_text(b.src_row, b.src_col) + " of a " + in[k]->describe() +
+                        " chunk to " + shape_text(b.dst_row, b.dst_col) + " does not fit a " +
+                        shape_text(rows, cols) + " result");
+    if (k > 0) require_same_dtype("assemble", *in[0], *in[k]);
+    blocks.push_back(b);
+  }
+  return blocks;
+}
+
+Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
+  if (in.empty()) throw KernelError("assemble needs at least one chunk");
+  KernelStream stream(input_device("assemble", in));
+  std::int64_t rows = 0, cols = 0;
+  const auto blocks = assemble_blocks(in, p, rows, cols);
+  // A block that is a whole chunk's whole extent is that chunk: no copy.
+  if (in.size() == 1 && blocks[0].rows == in[0]->rows() && blocks[0].cols == in[0]->cols() &&
+      rows == blocks[0].rows && cols == blocks[0].cols)
+    return {in[0]};
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    DeviceOutput<T> out(stream, rows, cols);
+    // Elements no block covers are zero, as on cpu; skip the fill when one block covers everything.
+    const bool one_block_covers_all = std::any_of(
+        blocks.begin(), blocks.end(), [&](const Block& b) { return b.rows == rows && b.cols == cols; });
+    if (!one_block_covers_all && rows * cols > 0)
+      check_cuda(
+          cudaMemsetAsync(out.data(), 0, static_cast<std::size_t>(rows * cols) * sizeof(T), stream.stream()),
+          "cudaMemsetAsync");
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const auto& b = blocks[k];
+      if (b.rows == 0 || b.cols == 0) continue;
+      const T* source = device_data<T>(*in[k], "assemble") + b.src_row + b.src_col * in[k]->rows();
+      // Column-major: each column of the block is one contiguous run of b.rows elements.
+      check_cuda(cudaMemcpy2DAsync(
+                     out.data() + b.dst_row + b.dst_col * rows, static_cast<std::size_t>(rows) * sizeof(T),
+                     source, static_cast<std::size_t>(in[k]->rows()) * sizeof(T),
+                     static_cast<std::size_t>(b.rows) * sizeof(T), static_cast<std::size_t>(b.cols),
+                     cudaMemcpyDeviceToDevice, stream.stream()),
+                 "cudaMemcpy2DAsync");
+    }
+    stream.synchronize();
+    return out.chunk();
+  })};
+}
+
+Chunks to_host(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("to_host", in, 1);
+  KernelStream stream(input_device("to_host", in));
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    return Chunk::dense<T>(download<T>(stream, *in[0], "to_host"));
+  })};
+}
+
+// cpu or sparse -> cuda, on the calling thread's current device; sparse chunks are densified first.
+Chunks to_cuda_from_host(std::span<const ChunkPtr> in, const Params& p) {
+  require_inputs("to_cuda", in, 1);
+  if (in[0]->backend() == Backend::sparse) {
+    const Chunks dense = Dispatch::global().get(ops::to_dense, Backend::sparse)(in, p);
+    return {upload_to_current_device(*dense.at(0))};
+  }
+  return {upload_to_current_device(*in[0])};
+}
+
+Chunks to_cuda_identity(std::span<const ChunkPtr> in, const Params&) {
+  require_inputs("to_cuda", in, 1);
+  return {in[0]};
+}
+
+}  // namespace
+
+void register_layout(Dispatch& d) {
+  d.add(ops::random, Backend::cuda, random);
+  d.add(ops::full, Backend::cuda, full);
+  d.add(ops::transpose, Backend::cuda, transpose);
+  d.add(ops::assemble, Backend::cuda, assemble);
+  d.add(ops::to_host, Backend::cuda, to_host);
+  d.add(ops::to_cuda, Backend::cpu, to_cuda_from_host);
+  d.add(ops::to_cuda, Backend::sparse, to_cuda_from_host);  // Dispatch::run picks by the input's backend
+  d.add(ops::to_cuda, Backend::cuda, to_cuda_identity);
+}
+
+}  // namespace tessera::backends::cuda
