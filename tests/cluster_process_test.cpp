@@ -9,6 +9,9 @@
 #include <fstream>
 #include <numeric>
 #include <sstream>
+#include <Eigen/SVD>
+#include <tessera/array.hpp>
+#include <tessera/linalg.hpp>
 #include <tessera/tessera.hpp>
 #include <thread>
 
@@ -107,6 +110,32 @@ TEST_F(ClusterProcess, ClientApiRunsOnWorkerProcesses) {
   const auto got = client.compute(sums);
   for (std::int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(got[i], ramp_sum + double(i));
   EXPECT_EQ(status_field(scheduler, "workers"), 2u);
+}
+
+TEST_F(ClusterProcess, ArraysAndTheirSvdRunAcrossWorkerProcesses) {
+  tessera::Client client(scheduler.endpoint());
+  tessera::ArrayOptions options;
+  options.chunks = {250, 40};
+  options.seed = 3;
+  options.distribution = "normal";
+  // Random chunks are made on the workers; the literal chunks of a travel in the submission.
+  auto x = tessera::Array::random({2000, 40}, options);
+  tessera::LocalCluster local{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client local_client{local};
+  const Eigen::MatrixXd m = x.compute(local_client);
+  EXPECT_EQ(x.compute(client), m);
+  auto a = tessera::Array::from_eigen(m, options);
+  EXPECT_TRUE((a.T().dot(a) * 0.5).compute(client).isApprox(0.5 * m.transpose() * m, 1e-12));
+  auto f = tessera::linalg::svd(x);
+  auto [u, s, vt] = tessera::compute(client, f.u, f.s, f.vt);
+  const Eigen::VectorXd reference = Eigen::JacobiSVD<Eigen::MatrixXd>(m).singularValues();
+  for (Eigen::Index i = 0; i < reference.size(); ++i) EXPECT_NEAR(s(i, 0), reference(i), 1e-12 * reference(0));
+  EXPECT_LT((u * s.col(0).asDiagonal() * vt - m).cwiseAbs().maxCoeff(), 1e-11);
+  // Sparse chunks cross processes too.
+  options.backend = "sparse";
+  options.density = 0.1;
+  auto sp = tessera::Array::random({2000, 40}, options);
+  EXPECT_EQ(sp.sum(0).compute(client), sp.sum(0).compute(local_client));
 }
 
 TEST_F(ClusterProcess, CliListsWorkersAsTextAndJson) {

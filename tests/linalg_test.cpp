@@ -100,6 +100,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SvdTest,
                                            Case{300, 40, 70, 8},    // rank-deficient: the descent path
                                            Case{150, 20, 150, 3}));
 
+TEST(LinalgTest, IllConditionedFullRankTakesTheDescentAndStaysOrthonormal) {
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  // Columns graded from 1 to 1e-8: condition number ~1e8, past the X V / S shortcut's limit.
+  Eigen::MatrixXd m = random_matrix(400, 20, 41);
+  for (int j = 0; j < 20; ++j) m.col(j) *= std::pow(10.0, -8.0 * j / 19.0);
+  auto f = linalg::svd(Array::from_eigen(m, chunked({45})));
+  auto [u, s, vt] = tessera::compute(client, f.u, f.s, f.vt);
+  const Eigen::VectorXd reference = lapack_singular_values(m);
+  for (Eigen::Index i = 0; i < reference.size(); ++i) EXPECT_NEAR(s(i, 0), reference(i), 1e-12 * reference(0)) << i;
+  EXPECT_LT(orthonormality_error(u), 1e-12);
+  EXPECT_LT(orthonormality_error(vt.transpose()), 1e-12);
+  EXPECT_LT((u * s.col(0).asDiagonal() * vt - m).cwiseAbs().maxCoeff(), 1e-13);
+}
+
 TEST(LinalgTest, TsqrGivesOrthonormalQAndUpperTriangularR) {
   tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
   tessera::Client client{cluster};

@@ -146,6 +146,65 @@ TEST(WireCodec, LyingSizesAndIndexesAreRefused) {
   EXPECT_THROW(wire::decode(v.asReader(), frames), wire::WireError);  // overflow
 }
 
+namespace backends = tessera::backends;
+
+TEST(WireCodec, ChunksRoundTripDenseAndSparseInBothTypes) {
+  for (std::int64_t rows : {3, 300}) {  // inline and as a frame beside the header
+    Eigen::MatrixXd m = Eigen::MatrixXd::Random(rows, 40);
+    auto back = round_trip(Value(backends::Chunk::dense<double>(m))).as_chunk();
+    EXPECT_EQ(back->dense<double>(), m);
+    auto back32 = round_trip(Value(backends::Chunk::dense<float>(m.cast<float>()))).as_chunk();
+    EXPECT_EQ(back32->dtype(), backends::DType::float32);
+    EXPECT_EQ(back32->dense<float>(), m.cast<float>());
+    backends::SparseMatrix<double> sparse = (m.array() > 0.8).select(m, 0.0).sparseView();
+    auto back_sparse = round_trip(Value(backends::Chunk::sparse<double>(sparse))).as_chunk();
+    ASSERT_EQ(back_sparse->backend(), backends::Backend::sparse);
+    EXPECT_EQ(Eigen::MatrixXd(back_sparse->sparse<double>()), Eigen::MatrixXd(sparse));
+    EXPECT_EQ(back_sparse->sparse<double>().nonZeros(), sparse.nonZeros());
+  }
+  auto empty = round_trip(Value(backends::Chunk::dense<double>(Eigen::MatrixXd(0, 5)))).as_chunk();
+  EXPECT_EQ(empty->rows(), 0);
+  EXPECT_EQ(empty->cols(), 5);
+}
+
+TEST(WireCodec, HostileChunksAreRefused) {
+  capnp::MallocMessageBuilder builder;
+  auto v = builder.initRoot<wire::Value>();
+  auto c = v.initChunk();
+  c.setRows(2);
+  c.setCols(2);
+  c.setDtype(0);
+  c.setBackend(0);
+  std::vector<std::byte> bytes(3 * 8);
+  c.initValues().setSize(bytes.size());
+  c.getValues().setInline(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size()));
+  EXPECT_THROW(wire::decode(v.asReader(), {}), wire::WireError);  // 3 values for a 2 x 2 chunk
+  c.setDtype(7);
+  EXPECT_THROW(wire::decode(v.asReader(), {}), wire::WireError);  // unknown element type
+  c.setDtype(0);
+  c.setBackend(9);
+  EXPECT_THROW(wire::decode(v.asReader(), {}), wire::WireError);  // unknown backend
+  c.setRows(1ull << 40);
+  c.setBackend(0);
+  EXPECT_THROW(wire::decode(v.asReader(), {}), wire::WireError);  // absurd shape
+  // Sparse: a row index past the rows, and outer starts that go backwards.
+  c.setRows(2);
+  c.setBackend(1);
+  auto blob = [](wire::Blob::Builder b, const std::vector<std::int64_t>& values) {
+    b.setSize(values.size() * 8);
+    b.setInline(kj::arrayPtr(reinterpret_cast<const kj::byte*>(values.data()), values.size() * 8));
+  };
+  blob(c.initOuterStarts(), {0, 1, 2});
+  blob(c.initInnerIndices(), {0, 5});
+  blob(c.initValues(), {0, 0});
+  EXPECT_THROW(wire::decode(v.asReader(), {}), wire::WireError);
+  blob(c.initOuterStarts(), {0, 2, 1});
+  blob(c.initInnerIndices(), {0, 1});
+  EXPECT_THROW(wire::decode(v.asReader(), {}), wire::WireError);
+  blob(c.initOuterStarts(), {0, 1, 2});
+  EXPECT_EQ(wire::decode(v.asReader(), {}).as_chunk()->sparse<double>().nonZeros(), 2);  // now valid
+}
+
 TEST(WireCodec, DeepNestingIsRefused) {
   capnp::MallocMessageBuilder builder;
   auto v = builder.initRoot<wire::Value>();
