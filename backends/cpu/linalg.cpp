@@ -102,7 +102,9 @@ Chunks qr_apply(std::span<const ChunkPtr> in, const Params&) {
   require_inputs("qr_apply", in, 3);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    const auto& packed = in[0]->dense<T>();
+    // ormqr writes into the factor while it works (it sets each reflector's leading 1 and restores it):
+    // the factor is shared by every descent through this node, so it works on a copy.
+    const DenseMatrix<T> packed = in[0]->dense<T>();
     const auto& tau = in[1]->dense<T>();
     const auto& c_in = in[2]->dense<T>();
     const auto m = packed.rows(), k = tau.rows();
