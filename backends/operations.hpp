@@ -18,6 +18,14 @@ inline constexpr const char* scalar = "scalar";
 // binary: name in add, sub, mul, div, pow, minimum, maximum, lt, le, gt, ge, eq, ne; two chunks whose shapes
 //         broadcast (equal, or 1 along a dimension).
 inline constexpr const char* binary = "binary";
+// chain: one chunk through several unary and scalar steps in one pass (fused elementwise operations);
+//        name: the steps' names joined by ','; ints {kind per step (0 unary, 1 scalar), scalar_left per
+//        step}; reals {scalar per step (0 for unary steps)}.
+inline constexpr const char* chain = "chain";
+// chain_reduce: a chain's steps followed by reduce, in one pass and without the chain's output chunk;
+//               name: the steps' names joined by ',', then '|' and sum, sumsq, min or max; ints: the chain's,
+//               then the axis; reals: the chain's.
+inline constexpr const char* chain_reduce = "chain_reduce";
 // where: mask, a, b (shapes broadcast) -> a where mask != 0, else b.
 inline constexpr const char* where = "where";
 // astype: ints {dtype}.

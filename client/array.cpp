@@ -237,6 +237,30 @@ double Array::compute_scalar(Client& client) const {
   return compute(client)(0, 0);
 }
 
+Eigen::SparseMatrix<double> Array::compute_sparse(Client& client) const {
+  auto values = client.compute(roots_of({*this}));
+  const auto& d = *data_;
+  const auto row_offsets = chunk_offsets(d.row_chunks), col_offsets = chunk_offsets(d.col_chunks);
+  std::vector<Eigen::Triplet<double>> triplets;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < d.grid_rows(); ++i)
+    for (std::size_t j = 0; j < d.grid_cols(); ++j) {
+      backends::ChunkPtr c = values[next++].as_chunk();
+      if (c->backend() == Backend::cuda)
+        c = backends::Dispatch::global().run(backends::ops::to_host, std::array{c}, {}).front();
+      if (c->backend() != Backend::sparse)
+        c = backends::Dispatch::global().run(backends::ops::to_sparse, std::array{c}, {}).front();
+      backends::visit_sparse(*c, [&](const auto& m) {
+        for (Eigen::Index col = 0; col < m.outerSize(); ++col)
+          for (typename std::decay_t<decltype(m)>::InnerIterator it(m, col); it; ++it)
+            triplets.emplace_back(row_offsets[i] + it.row(), col_offsets[j] + it.col(), static_cast<double>(it.value()));
+      });
+    }
+  Eigen::SparseMatrix<double> out(d.rows(), d.cols());
+  out.setFromTriplets(triplets.begin(), triplets.end());
+  return out;
+}
+
 Array Array::persist(Client& client) const {
   auto futures = client.persist(roots_of({*this}));
   std::vector<DelayedArg> blocks;
@@ -245,6 +269,7 @@ Array Array::persist(Client& client) const {
   auto data = std::make_shared<ArrayData>(*data_);
   data->blocks = std::move(blocks);
   data->transpose_of = nullptr;
+  data->chain = nullptr;  // later steps start from the persisted chunks
   return Array(std::move(data));
 }
 

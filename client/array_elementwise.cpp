@@ -1,5 +1,6 @@
 // Elementwise Array operations: broadcasting binary operations, scalars, unary functions, where, astype and
 // moving between backends.
+#include "backends/cpu/elementwise_ops.hpp"
 #include "backends/operations.hpp"
 #include "backends/result_meta.hpp"
 #include "client/array_graph.hpp"
@@ -117,15 +118,60 @@ Array binary(const Array& a, const Array& b, const std::string& name) {
   return elementwise(backends::ops::binary, name, {a, b});
 }
 
+// Extends (or starts) a fused chain of elementwise steps where the backend has a chain kernel; each chunk
+// then makes one pass however many steps follow each other.
+std::optional<Array> chained(const Array& a, ElementwiseChain::Step step, Meta meta) {
+  const Backend backend = a.meta().backend;
+  if (meta.backend != backend || !backends::Dispatch::global().has(backends::ops::chain, backend)) return std::nullopt;
+  // Validate the step's name now, as the unchained kernels would.
+  if (step.kind == 0) backends::with_unary<double>(step.name, [](auto) { return 0; });
+  else backends::with_binary<double>(step.name, [](auto) { return 0; });
+  auto chain = std::make_shared<ElementwiseChain>();
+  chain->source = a.data()->chain ? a.data()->chain->source : a.data();
+  if (a.data()->chain) chain->steps = a.data()->chain->steps;
+  chain->steps.push_back(std::move(step));
+  Params params;
+  std::vector<std::int64_t> lefts;
+  for (const auto& s : chain->steps) {
+    params.name += (params.name.empty() ? "" : ",") + s.name;
+    params.ints.push_back(s.kind);
+    lefts.push_back(s.scalar_left ? 1 : 0);
+    params.reals.push_back(s.scalar);
+  }
+  params.ints.insert(params.ints.end(), lefts.begin(), lefts.end());
+  const auto& source = *chain->source;
+  std::vector<DelayedArg> blocks;
+  blocks.reserve(source.blocks.size());
+  for (const auto& b : source.blocks) blocks.push_back(kernel(backends::ops::chain, backend, params, {b}));
+  auto data = std::make_shared<ArrayData>();
+  data->ndim = a.ndim();
+  data->row_chunks = source.row_chunks;
+  data->col_chunks = source.col_chunks;
+  data->meta = meta;
+  data->blocks = std::move(blocks);
+  data->chain = std::move(chain);
+  return Array(std::move(data));
+}
+
 Array with_scalar(const Array& a, double s, const std::string& name, bool scalar_left) {
   const Backend backend = a.meta().backend;
   const Meta meta{backends::result_backend(backends::ops::scalar, name, std::array{backend}, scalar_left), a.meta().dtype};
+  try {
+    if (auto fused = chained(a, {1, name, s, scalar_left}, meta)) return *fused;
+  } catch (const backends::KernelError& e) {
+    throw SubmissionError(e.what());
+  }
   return per_chunk(a, backends::ops::scalar, Params{name, {scalar_left ? 1 : 0}, {s}}, meta, name);
 }
 
 Array unary(const Array& a, const std::string& name) {
   const Backend backend = a.meta().backend;
   const Meta meta{backends::result_backend(backends::ops::unary, name, std::array{backend}), a.meta().dtype};
+  try {
+    if (auto fused = chained(a, {0, name, 0.0, false}, meta)) return *fused;
+  } catch (const backends::KernelError& e) {
+    throw SubmissionError(e.what());
+  }
   return per_chunk(a, backends::ops::unary, Params{name, {}, {}}, meta, name);
 }
 

@@ -15,6 +15,18 @@ using backends::Backend;
 using backends::DType;
 using backends::Params;
 
+// A run of unary and scalar steps from a source array, computed as one fused kernel per chunk.
+struct ElementwiseChain {
+  struct Step {
+    int kind;  // 0 unary, 1 scalar
+    std::string name;
+    double scalar;
+    bool scalar_left;
+  };
+  std::shared_ptr<const struct ArrayData> source;
+  std::vector<Step> steps;
+};
+
 struct ArrayData {
   int ndim = 2;                          // 0, 1 or 2; 1-D arrays are stored as n x 1 columns
   std::vector<std::int64_t> row_chunks;  // extents; a 0-d array has {1}
@@ -24,6 +36,8 @@ struct ArrayData {
   // Set when this array is the transpose of another: products read the source with a transpose flag
   // instead of materialising the transpose.
   std::shared_ptr<const ArrayData> transpose_of;
+  // Set when this array is elementwise steps applied to another: the next step extends the chain.
+  std::shared_ptr<const ElementwiseChain> chain;
 
   std::int64_t rows() const;
   std::int64_t cols() const;

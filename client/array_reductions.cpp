@@ -32,7 +32,25 @@ Array reduce_with(const Array& x, const std::string& name, int axis, const char*
   const Meta meta{partial_backend, arg ? DType::float64 : d.meta.dtype};
   const auto row_offsets = chunk_offsets(d.row_chunks), col_offsets = chunk_offsets(d.col_chunks);
   const std::int64_t total_cols = d.cols();
+  // A reduction of a fused elementwise chain reads the chain's source once, making no chunk in between.
+  const ElementwiseChain* chain = d.chain.get();
+  const bool fuse = !arg && chain && backends::Dispatch::global().has(backends::ops::chain_reduce, backend) &&
+                    chain->source->meta.backend == backend;
   auto partial = [&](std::size_t i, std::size_t j) {
+    if (fuse) {
+      Params p;
+      std::vector<std::int64_t> lefts;
+      for (const auto& s : chain->steps) {
+        p.name += (p.name.empty() ? "" : ",") + s.name;
+        p.ints.push_back(s.kind);
+        lefts.push_back(s.scalar_left ? 1 : 0);
+        p.reals.push_back(s.scalar);
+      }
+      p.ints.insert(p.ints.end(), lefts.begin(), lefts.end());
+      p.ints.push_back(axis);
+      p.name += "|" + name;
+      return kernel(backends::ops::chain_reduce, backend, p, {chain->source->block(i, j)});
+    }
     std::vector<std::int64_t> ints{axis};
     if (arg) ints.insert(ints.end(), {row_offsets[i], col_offsets[j], total_cols});
     return kernel(op, backend, Params{name, std::move(ints), {}}, {d.block(i, j)});

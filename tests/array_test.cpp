@@ -122,6 +122,24 @@ TEST_F(ArrayTest, ElementwiseWithScalarsAndBroadcasting) {
   EXPECT_TRUE((a - a.mean(0)).compute(client).isApprox(m.rowwise() - m.colwise().mean()));
 }
 
+TEST_F(ArrayTest, FusedElementwiseChainsAndTheirReductionsMatchEigen) {
+  const Eigen::MatrixXd m = test_matrix(3000, 7);
+  auto a = Array::from_eigen(m, chunked({1100, 3}));
+  auto chain = ((a * 2.0 + 1.0).abs().sqrt() - 0.5).square();
+  const Eigen::ArrayXXd expected = ((2.0 * m.array() + 1.0).abs().sqrt() - 0.5).square();
+  EXPECT_TRUE(chain.compute(client).isApprox(expected.matrix()));
+  EXPECT_NEAR(chain.sum().compute_scalar(client), expected.sum(), 1e-9);
+  EXPECT_TRUE(chain.sum(0).compute_vector(client).isApprox(expected.colwise().sum().transpose().matrix()));
+  EXPECT_TRUE(chain.max(1).compute_vector(client).isApprox(expected.rowwise().maxCoeff().matrix()));
+  EXPECT_EQ(chain.min().compute_scalar(client), expected.minCoeff());
+  EXPECT_NEAR(chain.norm().compute_scalar(client), expected.matrix().norm(), 1e-9);
+  EXPECT_NEAR((1.0 - a).mean().compute_scalar(client), (1.0 - m.array()).mean(), 1e-12);
+  // A persisted chain is the start of new ones.
+  auto kept = (a * 3.0).persist(client);
+  EXPECT_TRUE((kept + 1.0).sum(1).compute_vector(client).isApprox((3.0 * m.array() + 1.0).rowwise().sum().matrix()));
+  EXPECT_THROW(a.pow(2.0).log().sum(7), tessera::SubmissionError);
+}
+
 TEST_F(ArrayTest, ComparisonsGiveMasksAndWhereChooses) {
   const Eigen::MatrixXd m = test_matrix(9, 4);
   auto a = Array::from_eigen(m, chunked({4, 3}));

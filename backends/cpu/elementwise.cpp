@@ -1,5 +1,7 @@
 // Dense elementwise kernels: unary functions, operations with a scalar, broadcasting binary operations,
 // where and astype.
+#include <limits>
+
 #include "backends/cpu/dense_util.hpp"
 #include "backends/cpu/elementwise_ops.hpp"
 #include "backends/operations.hpp"
@@ -84,6 +86,137 @@ Chunks where(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
+// The common steps as Eigen's SIMD expressions (unaryExpr with a lambda runs one element at a time);
+// false for the others.
+template <class T, class Part>
+bool apply_vectorized(Part& part, const std::string& name, bool is_scalar, T s, bool scalar_left) {
+  if (!is_scalar) {
+    if (name == "exp") part = part.exp();
+    else if (name == "log") part = part.log();
+    else if (name == "sqrt") part = part.sqrt();
+    else if (name == "abs") part = part.abs();
+    else if (name == "neg") part = -part;
+    else if (name == "square") part = part.square();
+    else if (name == "sigmoid") part = T(1) / (T(1) + (-part).exp());
+    else return false;
+    return true;
+  }
+  if (name == "add") part += s;
+  else if (name == "mul") part *= s;
+  else if (name == "sub") part = scalar_left ? (s - part).eval() : (part - s).eval();
+  else if (name == "div") part = scalar_left ? (s / part).eval() : (part / s).eval();
+  else if (name == "minimum") part = part.min(s);
+  else if (name == "maximum") part = part.max(s);
+  else return false;
+  return true;
+}
+
+// A parsed chain: its steps' names, kinds, scalars and sides.
+struct ChainSteps {
+  std::vector<std::string> names;
+  std::vector<bool> scalar, left;
+  std::vector<double> values;
+};
+
+ChainSteps parse_chain(const std::string& names_text, std::span<const std::int64_t> ints, std::span<const double> reals) {
+  ChainSteps c;
+  for (std::size_t begin = 0; begin <= names_text.size();) {
+    const auto end = std::min(names_text.find(',', begin), names_text.size());
+    c.names.push_back(names_text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  const std::size_t steps = c.names.size();
+  if (ints.size() != 2 * steps || reals.size() != steps)
+    throw KernelError("chain of " + std::to_string(steps) + " steps needs " + std::to_string(2 * steps) +
+                      " integers and " + std::to_string(steps) + " reals");
+  for (std::size_t k = 0; k < steps; ++k) {
+    c.scalar.push_back(ints[k] != 0);
+    c.left.push_back(ints[steps + k] != 0);
+    c.values.push_back(reals[k]);
+  }
+  return c;
+}
+
+template <class T, class Part>
+void apply_steps(Part& part, const ChainSteps& c) {
+  for (std::size_t k = 0; k < c.names.size(); ++k) {
+    const T s = static_cast<T>(c.values[k]);
+    if (apply_vectorized<T>(part, c.names[k], c.scalar[k], s, c.left[k])) continue;
+    if (!c.scalar[k]) {
+      with_unary<T>(c.names[k], [&](auto f) { part = part.unaryExpr(f); });
+    } else {
+      with_binary<T>(c.names[k], [&](auto f) {
+        if (c.left[k]) part = part.unaryExpr([&](T x) { return f(s, x); });
+        else part = part.unaryExpr([&](T x) { return f(x, s); });
+      });
+    }
+  }
+}
+
+constexpr Eigen::Index chain_block = 2048;  // elements per pass: stays in L1 across the steps
+
+// Applies every step to a cache-sized block before moving to the next, so the chunk is read and written
+// once however many steps there are.
+Chunks chain(std::span<const ChunkPtr> in, const Params& p) {
+  require_inputs("chain", in, 1);
+  const ChainSteps c = parse_chain(p.name, p.ints, p.reals);
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    DenseMatrix<T> out = in[0]->dense<T>();
+    auto flat = out.reshaped();
+    for (Eigen::Index begin = 0; begin < flat.size(); begin += chain_block) {
+      auto part = flat.segment(begin, std::min(chain_block, flat.size() - begin)).array();
+      apply_steps<T>(part, c);
+    }
+    return Chunk::dense<T>(std::move(out));
+  })};
+}
+
+// The chain's steps, then a reduction, block by block: the chain's result never exists as a chunk.
+Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& p) {
+  require_inputs("chain_reduce", in, 1);
+  const auto bar = p.name.rfind('|');
+  if (bar == std::string::npos || p.ints.empty()) throw KernelError("chain_reduce: no reduction given");
+  const std::string reduction = p.name.substr(bar + 1);
+  const std::int64_t axis = p.ints.back();
+  const ChainSteps c = parse_chain(p.name.substr(0, bar), std::span(p.ints).first(p.ints.size() - 1), p.reals);
+  if (reduction != "sum" && reduction != "sumsq" && reduction != "min" && reduction != "max")
+    throw KernelError("unknown reduction '" + reduction + "' (known: sum, sumsq, min, max)");
+  if (axis < -1 || axis > 1) throw KernelError("chain_reduce: axis must be 0, 1 or -1, got " + std::to_string(axis));
+  return {with_dtype(in[0]->dtype(), [&](auto t) {
+    using T = decltype(t);
+    const auto& x = in[0]->dense<T>();
+    const T start = reduction == "min" ? std::numeric_limits<T>::infinity()
+                    : reduction == "max" ? -std::numeric_limits<T>::infinity() : T(0);
+    if ((reduction == "min" || reduction == "max") && x.size() == 0)
+      throw KernelError("reduce " + reduction + " of an empty chunk has no value");
+    DenseMatrix<T> out = axis == 0 ? DenseMatrix<T>::Constant(1, x.cols(), start)
+                         : axis == 1 ? DenseMatrix<T>::Constant(x.rows(), 1, start) : DenseMatrix<T>::Constant(1, 1, start);
+    Eigen::Array<T, Eigen::Dynamic, 1> buffer(std::min<Eigen::Index>(chain_block, std::max<Eigen::Index>(1, x.rows())));
+    for (Eigen::Index j = 0; j < x.cols(); ++j)
+      for (Eigen::Index begin = 0; begin < x.rows(); begin += chain_block) {
+        const Eigen::Index n = std::min(chain_block, x.rows() - begin);
+        auto part = buffer.head(n);
+        part = x.col(j).segment(begin, n).array();
+        apply_steps<T>(part, c);
+        if (axis == 1) {
+          auto target = out.col(0).segment(begin, n).array();
+          if (reduction == "sum") target += part;
+          else if (reduction == "sumsq") target += part.square();
+          else if (reduction == "min") target = target.min(part);
+          else target = target.max(part);
+          continue;
+        }
+        T& acc = axis == 0 ? out(0, j) : out(0, 0);
+        if (reduction == "sum") acc += part.sum();
+        else if (reduction == "sumsq") acc += part.square().sum();
+        else if (reduction == "min") acc = std::min(acc, part.minCoeff());
+        else acc = std::max(acc, part.maxCoeff());
+      }
+    return Chunk::dense<T>(std::move(out));
+  })};
+}
+
 Chunks astype(std::span<const ChunkPtr> in, const Params& p) {
   require_inputs("astype", in, 1);
   const auto target = static_cast<DType>(p.integer(0));
@@ -99,6 +232,8 @@ void register_elementwise(Dispatch& d) {
   d.add(ops::scalar, Backend::cpu, scalar);
   d.add(ops::binary, Backend::cpu, binary);
   d.add(ops::where, Backend::cpu, where);
+  d.add(ops::chain, Backend::cpu, chain);
+  d.add(ops::chain_reduce, Backend::cpu, chain_reduce);
   d.add(ops::astype, Backend::cpu, astype);
 }
 

@@ -125,6 +125,8 @@ class Array {
   Eigen::MatrixXd compute(Client& client) const;
   Eigen::VectorXd compute_vector(Client& client) const;  // a 1-D (or n x 1) array
   double compute_scalar(Client& client) const;           // a 0-d (or 1 x 1) array
+  // Computes a sparse array without densifying it (dense chunks contribute their nonzeros).
+  Eigen::SparseMatrix<double> compute_sparse(Client& client) const;
   // Computes the chunks and keeps them on the workers: the result's chunks are futures.
   Array persist(Client& client) const;
 

@@ -1,0 +1,111 @@
+// tessera-bench-arrays: array throughput against the machine's own limits, measured in the same run.
+//   elementwise: ((x * 2 + 1).sqrt()).sum() over a persisted float64 array, as bytes read per second,
+//                beside this machine's read bandwidth (Eigen's sum of the same bytes, one and all threads).
+//   sparse:      a chunked sparse x dense product against Eigen's own product of the same matrices.
+// Prints one JSON line per measurement.
+#include <cstdio>
+#include <thread>
+
+#include <tessera/array.hpp>
+#include <tessera/tessera.hpp>
+
+#include "bench_util.hpp"
+
+namespace {
+
+using namespace tessera;
+
+template <class F>
+double median_seconds(int repeat, F&& body) {
+  std::vector<double> times;
+  body();  // warm-up
+  for (int r = 0; r < repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    times.push_back(bench::seconds_since(start));
+  }
+  return bench::median(times);
+}
+
+// Read bandwidth with `threads` threads summing disjoint parts of `data`.
+double read_bandwidth(const Eigen::VectorXd& data, int threads, int repeat) {
+  std::vector<double> partial(static_cast<std::size_t>(threads));
+  const double seconds = median_seconds(repeat, [&] {
+    std::vector<std::thread> pool;
+    const Eigen::Index part = data.size() / threads;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const Eigen::Index begin = t * part, size = t + 1 == threads ? data.size() - begin : part;
+        partial[static_cast<std::size_t>(t)] = data.segment(begin, size).sum();
+      });
+    for (auto& th : pool) th.join();
+  });
+  return static_cast<double>(data.size()) * 8.0 / seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const bench::Flags flags(argc, argv,
+                           {{"elements", "50000000"},
+                            {"chunk", "2500000"},
+                            {"threads", "2"},
+                            {"repeat", "5"},
+                            {"sparse-rows", "200000"},
+                            {"sparse-cols", "20000"},
+                            {"density", "0.0005"},
+                            {"dense-cols", "64"}});
+  const int repeat = static_cast<int>(flags.integer("repeat"));
+  const int threads = static_cast<int>(flags.integer("threads"));
+  LocalCluster cluster{{.workers = 1, .threads_per_worker = static_cast<std::uint32_t>(threads)}};
+  Client client{cluster};
+
+  const std::int64_t n = flags.integer("elements");
+  ArrayOptions o;
+  o.chunks = {flags.integer("chunk")};
+  o.seed = 5;
+  const Array x = Array::random({n}, o).persist(client);
+  (void)x.sum().compute_scalar(client);
+  double result = 0;
+  const double tessera_seconds = median_seconds(repeat, [&] { result = ((x * 2.0 + 1.0).sqrt()).sum().compute_scalar(client); });
+  const Eigen::VectorXd data = Eigen::VectorXd::Random(n);
+  const double bandwidth_one = read_bandwidth(data, 1, repeat);
+  const double bandwidth_all = read_bandwidth(data, threads, repeat);
+  const double rate = static_cast<double>(n) * 8.0 / tessera_seconds;
+  std::printf(
+      "{\"bench\":\"elementwise_reduction\",\"elements\":%lld,\"chunk\":%lld,\"threads\":%d,\"seconds\":%.4f,"
+      "\"gb_per_s\":%.2f,\"read_bandwidth_gb_per_s\":%.2f,\"read_bandwidth_one_thread_gb_per_s\":%.2f,"
+      "\"fraction_of_bandwidth\":%.3f,\"result\":%.6e}\n",
+      static_cast<long long>(n), flags.integer("chunk"), threads, tessera_seconds, rate / 1e9, bandwidth_all / 1e9,
+      bandwidth_one / 1e9, rate / bandwidth_all, result);
+
+  const std::int64_t rows = flags.integer("sparse-rows"), cols = flags.integer("sparse-cols"),
+                     dense_cols = flags.integer("dense-cols");
+  ArrayOptions so;
+  so.backend = "sparse";
+  so.density = flags.real("density");
+  so.seed = 6;
+  so.chunks = {rows / (2 * threads), cols};
+  const Array s = Array::random({rows, cols}, so).persist(client);
+  ArrayOptions dop;
+  dop.seed = 7;
+  dop.chunks = {cols, dense_cols};
+  const Array d = Array::random({cols, dense_cols}, dop).persist(client);
+  Eigen::MatrixXd product;
+  const double tessera_sparse = median_seconds(repeat, [&] { product = s.dot(d).compute(client); });
+  // Eigen alone on the same matrices (one thread: Eigen's sparse product is sequential).
+  const Eigen::SparseMatrix<double> es = s.compute_sparse(client);
+  const Eigen::MatrixXd ed = d.compute(client);
+  Eigen::MatrixXd eigen_product;
+  const double eigen_sparse = median_seconds(repeat, [&] { eigen_product = es * ed; });
+  std::printf(
+      "{\"bench\":\"sparse_matmul\",\"rows\":%lld,\"cols\":%lld,\"nonzeros\":%lld,\"dense_cols\":%lld,\"threads\":%d,"
+      "\"seconds\":%.4f,\"eigen_seconds\":%.4f,\"speedup_over_eigen\":%.2f,\"max_difference\":%.3e}\n",
+      static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(es.nonZeros()),
+      static_cast<long long>(dense_cols), threads, tessera_sparse, eigen_sparse, eigen_sparse / tessera_sparse,
+      (product - eigen_product).cwiseAbs().maxCoeff());
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "tessera-bench-arrays: %s\n", e.what());
+  return 1;
+}
