@@ -71,8 +71,9 @@ void EmbeddedCluster::scale(std::uint32_t workers) {
   std::lock_guard lock(mutex_);
   caf::scoped_actor self{*system_};
   while (active_.size() < workers) {
-    auto worker = spawn_worker(*system_, scheduler_,
-                               WorkerOptions{options_.threads_per_worker, options_.scheduler.directory});
+    WorkerOptions worker_options{options_.threads_per_worker, options_.scheduler.directory};
+    worker_options.gpu_index = static_cast<std::uint32_t>(active_.size());
+    auto worker = spawn_worker(*system_, scheduler_, std::move(worker_options));
     std::uint32_t id = 0;
     self->request(scheduler_, caf::infinite, register_atom::value,
                   WorkerRegistration{.actor = worker, .threads = options_.threads_per_worker})

@@ -1,5 +1,7 @@
 #include "actors/operation_actor.hpp"
 
+#include "actors/gpu_device_actor.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -172,10 +174,83 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
   }
 }
 
-// Hands the ready slots to the compute pool in jobs sized by the measured task duration.
+// The arguments of one task: its literals and the inputs that arrived.
+void gather_arguments(const Operation& op, const Slot& s, std::vector<Value>& arguments) {
+  const std::size_t arity = op.columns().size();
+  arguments.resize(arity);
+  for (std::size_t j = 0; j < arity; ++j) {
+    if (const Value* literal = op.columns()[j].literal(s.task)) {
+      arguments[j] = *literal;
+    } else {
+      arguments[j] = s.extra->inputs[j];
+    }
+  }
+}
+
+// Whether a ready slot's task goes to the GPU device actor (its function says so for its first argument).
+bool runs_on_gpu(const OperationState& st, const Slot& s) {
+  const TaskFunction& fn = st.args.op->function();
+  if (!st.args.gpu || !fn.runs_on_gpu || st.args.op->columns().empty()) return false;
+  const Value* first = st.args.op->columns()[0].literal(s.task);
+  return first && fn.runs_on_gpu(*first);
+}
+
+// Hands one task to the GPU device actor: its kernels are enqueued there, and its report comes back when
+// the GPU has finished them.
+void start_on_gpu(OperationActor* self, std::uint32_t index) {
+  auto& st = self->state;
+  const auto op = st.args.op;
+  Slot* target = &(*st.slots)[index];
+  const caf::actor me = caf::actor_cast<caf::actor>(self);
+  auto start = std::make_shared<std::chrono::steady_clock::time_point>();
+  auto ran = std::make_shared<bool>(false);
+  GpuJob job;
+  job.enqueue = [op, slots = st.slots, target, start, ran] {
+    *start = std::chrono::steady_clock::now();
+    TaskState expected = TaskState::ready;
+    if (!target->state.compare_exchange_strong(expected, TaskState::running)) return;  // cancelled meanwhile
+    std::vector<Value> arguments;
+    gather_arguments(*op, *target, arguments);
+    target->result = op->function().invoke(arguments);
+    *ran = true;
+  };
+  job.done = [me, index, start, ran] {
+    RanReport report;
+    if (*ran) report.finished.push_back(index);
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    caf::anon_send(me, ran_atom::value, std::move(report));
+  };
+  job.failed = [me, op, target, index, start](std::exception_ptr error) {
+    RanReport report;
+    std::string message = "unknown exception";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+    }
+    report.failures.push_back(
+        TaskFailure{index, std::make_shared<TaskFailed>(op->function().name, op->key(target->task), message, false)});
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    caf::anon_send(me, ran_atom::value, std::move(report));
+  };
+  self->send(st.args.gpu, gpu_run_atom::value, std::move(job));
+}
+
+// Hands the ready slots to the compute pool in jobs sized by the measured task duration (and GPU tasks to
+// the GPU device actor).
 void start_ready(OperationActor* self) {
   auto& st = self->state;
   if (st.ready.empty()) return;
+  if (st.args.gpu) {
+    std::vector<std::uint32_t> on_cpu;
+    for (auto index : st.ready) {
+      if (runs_on_gpu(st, (*st.slots)[index])) start_on_gpu(self, index);
+      else on_cpu.push_back(index);
+    }
+    st.ready.assign(on_cpu.begin(), on_cpu.end());
+    if (st.ready.empty()) return;
+  }
   std::size_t per_job = 1;
   if (st.average_task_seconds >= 0)
     per_job = static_cast<std::size_t>(
@@ -201,14 +276,7 @@ void start_ready(OperationActor* self) {
         Slot& s = *targets[k];
         TaskState expected = TaskState::ready;
         if (!s.state.compare_exchange_strong(expected, TaskState::running)) continue;  // cancelled meanwhile
-        arguments.resize(arity);
-        for (std::size_t j = 0; j < arity; ++j) {
-          if (const Value* literal = op->columns()[j].literal(s.task)) {
-            arguments[j] = *literal;
-          } else {
-            arguments[j] = s.extra->inputs[j];
-          }
-        }
+        gather_arguments(*op, s, arguments);
         try {
           s.result = fn.invoke(arguments);
           report.finished.push_back(indexes[k]);

@@ -5,7 +5,9 @@
 
 #include "actors/messages.hpp"
 #include "actors/operation_actor.hpp"
+#include "actors/gpu_device_actor.hpp"
 #include "actors/simulation_pool.hpp"
+#include "backends/device_queue.hpp"
 
 namespace tessera {
 namespace {
@@ -14,6 +16,7 @@ struct WorkerState {
   std::uint32_t id = 0;
   caf::actor scheduler;
   std::shared_ptr<ComputePool> pool;
+  caf::actor gpu;  // the GPU device actor, when this process has a GPU
   std::shared_ptr<const WorkerDirectory> directory;
   std::unordered_map<OpId, caf::actor> operations;
   // Inputs that arrived before this worker heard of their operation (they travel worker to worker,
@@ -43,6 +46,9 @@ caf::actor* find_operation(WorkerActor* self, OpId op) {
 caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOptions options) {
   self->state.scheduler = std::move(scheduler);
   self->state.pool = std::make_shared<ComputePool>(options.threads);
+  // Workers share the process's GPUs: worker i uses device i mod count.
+  if (const int devices = backends::device_count(); devices > 0)
+    self->state.gpu = spawn_gpu_device_actor(self->home_system(), static_cast<int>(options.gpu_index % static_cast<std::uint32_t>(devices)));
   self->state.directory = options.directory;
   self->state.name = options.name;
   self->set_down_handler([](const caf::down_msg&) {});
@@ -85,7 +91,7 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
           if (!target) {
             auto actor = spawn_operation_actor(
                 self->home_system(), OperationActorArgs{run.op, st.id, caf::actor_cast<caf::actor>(self),
-                                                        st.scheduler, st.pool, st.directory});
+                                                        st.scheduler, st.pool, st.directory, st.gpu});
             target = &st.operations.emplace(op, std::move(actor)).first->second;
             if (auto early = st.early_inputs.find(op); early != st.early_inputs.end()) {
               self->send(*target, input_atom::value, InputBatch{std::move(early->second)});
@@ -145,6 +151,7 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         self->state.operations.clear();
         for (auto& [key, pool] : self->state.simulations) self->send(pool, shutdown_atom::value);
         self->state.simulations.clear();
+        if (self->state.gpu) self->send_exit(self->state.gpu, caf::exit_reason::user_shutdown);
         self->quit();
       },
   };

@@ -2,7 +2,7 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <cctype>
 
 namespace tessera::backends::npy {
 namespace {
@@ -39,19 +39,44 @@ Header read_header(const std::string& path) {
   if (!in.read(text.data(), header_length)) fail(path, "truncated header");
   Header h;
   h.data_offset = prefix + header_length;
-  std::smatch match;
-  if (!std::regex_search(text, match, std::regex(R"('descr'\s*:\s*'([^']*)')"))) fail(path, "header has no descr");
-  const std::string descr = match[1];
+  // The header is a Python dict literal; its three keys are found by hand (std::regex draws false
+  // -Wmaybe-uninitialized warnings from g++ 12 in sanitizer builds).
+  auto value_after = [&](const std::string& key) -> std::size_t {
+    const auto at = text.find("'" + key + "'");
+    if (at == std::string::npos) fail(path, "header has no " + key);
+    const auto colon = text.find(':', at);
+    if (colon == std::string::npos) fail(path, "header has no value for " + key);
+    return text.find_first_not_of(" \t", colon + 1);
+  };
+  const auto descr_at = value_after("descr");
+  const auto descr_end = descr_at == std::string::npos ? std::string::npos : text.find('\'', descr_at + 1);
+  if (descr_at == std::string::npos || text[descr_at] != '\'' || descr_end == std::string::npos)
+    fail(path, "header's descr is not a string");
+  const std::string descr = text.substr(descr_at + 1, descr_end - descr_at - 1);
   if (descr == "<f8") h.dtype = DType::float64;
   else if (descr == "<f4") h.dtype = DType::float32;
   else fail(path, "dtype '" + descr + "' is not supported (little-endian float64 '<f8' or float32 '<f4')");
-  if (!std::regex_search(text, match, std::regex(R"('fortran_order'\s*:\s*(True|False))"))) fail(path, "header has no fortran_order");
-  h.fortran_order = match[1] == "True";
-  if (!std::regex_search(text, match, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) fail(path, "header has no shape");
-  const std::string dims = match[1];
-  const std::regex number(R"(\d+)");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
-    h.shape.push_back(std::stoll(it->str()));
+  const auto order_at = value_after("fortran_order");
+  if (order_at != std::string::npos && text.compare(order_at, 4, "True") == 0) h.fortran_order = true;
+  else if (order_at != std::string::npos && text.compare(order_at, 5, "False") == 0) h.fortran_order = false;
+  else fail(path, "header's fortran_order is not True or False");
+  const auto shape_at = value_after("shape");
+  const auto shape_end = shape_at == std::string::npos ? std::string::npos : text.find(')', shape_at);
+  if (shape_at == std::string::npos || text[shape_at] != '(' || shape_end == std::string::npos)
+    fail(path, "header's shape is not a tuple");
+  const std::string dims = text.substr(shape_at + 1, shape_end - shape_at - 1);
+  for (std::size_t i = 0; i < dims.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(dims[i]))) {
+      if (dims[i] != ',' && dims[i] != ' ') fail(path, "shape (" + dims + ") is not a tuple of extents");
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < dims.size() && std::isdigit(static_cast<unsigned char>(dims[end]))) ++end;
+    if (end - i > 15) fail(path, "shape (" + dims + ") has an implausible extent");
+    h.shape.push_back(std::stoll(dims.substr(i, end - i)));
+    i = end;
+  }
   if (h.shape.empty() || h.shape.size() > 2)
     fail(path, "shape (" + dims + ") is not 1-D or 2-D");
   in.seekg(0, std::ios::end);

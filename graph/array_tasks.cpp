@@ -105,7 +105,13 @@ void register_array_tasks(Registry& registry) {
   for (std::size_t n = 0; n <= max_kernel_inputs; ++n) {
     std::vector<std::string> types{"kernel call"};
     types.resize(n + 1, "chunk");
-    registry.add(make_function(kernel_prefix + std::to_string(n), std::move(types), run_kernel), 0);
+    TaskFunction fn = make_function(kernel_prefix + std::to_string(n), std::move(types), run_kernel);
+    fn.runs_on_gpu = [](const Value& call) {
+      const auto& items = call.as_list();
+      return items.size() == 5 && items[1].kind() == ValueKind::integer &&
+             items[1].as_int() == static_cast<std::int64_t>(backends::Backend::cuda);
+    };
+    registry.add(std::move(fn), 0);
   }
   registry.add(make_function("tessera.array.pick", {"list", "int"}, pick), 0);
   registry.add(make_function("tessera.array.identity", {"chunk"}, identity), 0);

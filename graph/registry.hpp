@@ -25,6 +25,9 @@ struct TaskFunction {
   std::vector<bool (*)(const Value&)> argument_accepts;
   // Runs the function; arguments are decoded, the result encoded. Throws what the function throws.
   std::function<Value(std::span<const Value>)> invoke;
+  // Set for functions whose tasks may run on a GPU: given a task's first argument, whether that task's
+  // work goes to the worker's GPU device actor instead of its compute pool.
+  std::function<bool(const Value&)> runs_on_gpu;
 
   std::size_t arity() const { return argument_types.size(); }
   std::string signature() const;

@@ -19,6 +19,7 @@ struct ThreadLeases {
 namespace {
 
 thread_local ThreadLeases thread_leases;
+thread_local const StreamOverride* innermost_override = nullptr;
 
 // Creates a stream and its handles, destroying what was made if a later step fails.
 std::unique_ptr<StreamResources> create_stream_resources() {
@@ -65,8 +66,9 @@ DeviceContext::DeviceContext(int device) : device_(device) {
              "cudaDeviceGetAttribute");
   has_memory_pools_ = pools != 0;
   if (has_memory_pools_) {
-    // By default the pool returns its memory to the driver at every synchronization, and every kernel
-    // synchronizes: keep it instead, so that allocating a chunk is a pool hit rather than a cudaMalloc.
+    // By default the pool returns its memory to the driver at every synchronization, and kernels outside
+    // queues synchronize every time: keep it instead, so that allocating a chunk is a pool hit rather than a
+    // cudaMalloc.
     cudaMemPool_t pool = nullptr;
     check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
     std::uint64_t keep_everything = UINT64_MAX;
@@ -76,6 +78,7 @@ DeviceContext::DeviceContext(int device) : device_(device) {
 }
 
 const StreamResources& DeviceContext::this_thread_stream() {
+  if (const StreamResources* queue = StreamOverride::active(device_)) return *queue;
   for (const auto& [context, resources] : thread_leases.held)
     if (context == this) return *resources;
   StreamResources* resources = lease();
@@ -115,11 +118,27 @@ DeviceGuard::~DeviceGuard() {
   if (changed_ && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();  // nothing to do about it here
 }
 
+StreamOverride::StreamOverride(int device, const StreamResources& resources)
+    : device_(device), resources_(&resources), outer_(innermost_override) {
+  innermost_override = this;
+}
+
+StreamOverride::~StreamOverride() {
+  innermost_override = outer_;
+}
+
+const StreamResources* StreamOverride::active(int device) {
+  for (const StreamOverride* scope = innermost_override; scope; scope = scope->outer_)
+    if (scope->device_ == device) return scope->resources_;
+  return nullptr;
+}
+
 KernelStream::KernelStream(int device)
     : guard_(device),
       device_(device),
       context_(&DeviceContext::of(device)),
       resources_(&context_->this_thread_stream()),
+      queued_(StreamOverride::active(device) == resources_),
       uncaught_at_start_(std::uncaught_exceptions()) {}
 
 KernelStream::~KernelStream() {

@@ -10,9 +10,13 @@
 namespace tessera::backends::cuda {
 
 // One allocation on one device: a chunk's elements or a kernel's workspace. It is taken from the device's
-// memory pool in the order of the allocating kernel's stream, and given back in that same stream's order when
-// the last holder lets go. Kernels synchronize before returning, so no enqueued work can still be using it
-// then; and a workspace dropped by an exception is only freed after the work already enqueued that uses it.
+// memory pool in the order of the allocating kernel's stream (a thread's or a DeviceQueue's), and given back
+// in that same stream's order when the last holder lets go, from whichever thread (streams are never
+// destroyed, see DeviceContext::lease). So a workspace freed as its kernel ends, or dropped by an exception,
+// is only reused after the work already enqueued that uses it, even when the kernel did not wait for it (in a
+// queue). That order covers the allocating stream only: a buffer read by work on another stream must stay
+// held until that work is done. Kernels outside queues wait for their work before returning; a queue's user
+// keeps a job's inputs until its `done`, and uses its outputs only after it.
 class DeviceBuffer final : public DeviceStorage {
  public:
   DeviceBuffer(const KernelStream& stream, std::size_t bytes);
@@ -44,7 +48,7 @@ class DeviceOutput {
   T* data() const { return static_cast<T*>(buffer_->mutable_data()); }
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
-  // The chunk, once the work writing it is enqueued (the kernel still synchronizes before returning it).
+  // The chunk, once the work writing it is enqueued (the kernel still calls finish() before returning it).
   ChunkPtr chunk() const { return Chunk::device(buffer_, rows_, cols_, dtype_of<T>()); }
 
  private:
@@ -61,7 +65,8 @@ const T* device_data(const Chunk& chunk, std::string_view op) {
   return static_cast<const T*>(chunk.device_storage().data());
 }
 
-// Copies a dense host matrix to a new chunk on the stream's device (enqueued; the caller synchronizes).
+// Copies a dense host matrix to a new chunk on the stream's device (enqueued; the caller synchronizes before
+// the host matrix may be freed: from pageable memory the copy need not have read it all on return).
 template <class T>
 ChunkPtr enqueue_upload(const KernelStream& stream, const DenseMatrix<T>& matrix) {
   DeviceOutput<T> out(stream, matrix.rows(), matrix.cols());
@@ -72,7 +77,7 @@ ChunkPtr enqueue_upload(const KernelStream& stream, const DenseMatrix<T>& matrix
   return out.chunk();
 }
 
-// Copies a cuda chunk into a host matrix, waiting for the stream.
+// Copies a cuda chunk into a host matrix, waiting for the stream (inside a queue too: the host reads it).
 template <class T>
 DenseMatrix<T> download(const KernelStream& stream, const Chunk& chunk, std::string_view op) {
   DenseMatrix<T> matrix(chunk.rows(), chunk.cols());

@@ -19,7 +19,7 @@ Chunks unary(std::span<const ChunkPtr> in, const Params& p) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, in[0]->rows(), in[0]->cols());
     launch_unary<T>(p.name, device_data<T>(*in[0], "unary"), out.data(), in[0]->size(), stream.stream());
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -33,7 +33,7 @@ Chunks scalar(std::span<const ChunkPtr> in, const Params& p) {
     DeviceOutput<T> out(stream, in[0]->rows(), in[0]->cols());
     launch_scalar<T>(p.name, device_data<T>(*in[0], "scalar"), static_cast<T>(p.real(0)), scalar_left,
                      out.data(), in[0]->size(), stream.stream());
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -49,7 +49,7 @@ Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
     DeviceOutput<T> out(stream, rows, cols);
     launch_binary<T>(p.name, operand<T>(*in[0], "binary"), operand<T>(*in[1], "binary"), out.data(), rows,
                      cols, stream.stream());
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -76,7 +76,7 @@ Chunks where(std::span<const ChunkPtr> in, const Params&) {
       launch_where<M, T>(operand<M>(*in[0], "where"), operand<T>(*in[1], "where"),
                          operand<T>(*in[2], "where"), out.data(), rows, cols, stream.stream());
     });
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -90,12 +90,12 @@ Chunks astype(std::span<const ChunkPtr> in, const Params& p) {
   if (target == DType::float32) {
     DeviceOutput<float> out(stream, in[0]->rows(), in[0]->cols());
     launch_convert(device_data<double>(*in[0], "astype"), out.data(), count, stream.stream());
-    stream.synchronize();
+    stream.finish();
     return {out.chunk()};
   }
   DeviceOutput<double> out(stream, in[0]->rows(), in[0]->cols());
   launch_convert(device_data<float>(*in[0], "astype"), out.data(), count, stream.stream());
-  stream.synchronize();
+  stream.finish();
   return {out.chunk()};
 }
 

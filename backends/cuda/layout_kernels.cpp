@@ -17,7 +17,7 @@ ChunkPtr upload_to_current_device(const Chunk& chunk) {
   return with_dtype(chunk.dtype(), [&](auto t) {
     using T = decltype(t);
     ChunkPtr out = enqueue_upload<T>(stream, chunk.dense<T>());
-    stream.synchronize();
+    stream.synchronize();  // always (in a queue too): the caller may free the host chunk once this returns
     return out;
   });
 }
@@ -37,7 +37,7 @@ Chunks full(std::span<const ChunkPtr>, const Params& p) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, rows, cols);
     launch_fill<T>(out.data(), rows * cols, static_cast<T>(p.real(0)), stream.stream());
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -53,7 +53,7 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
       blas::transpose(stream.blas(), blas_int(cols, "transpose"), blas_int(rows, "transpose"),
                       device_data<T>(*in[0], "transpose"), leading_dimension(rows, "transpose"), out.data(),
                       leading_dimension(cols, "transpose"));
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -119,7 +119,7 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
                      cudaMemcpyDeviceToDevice, stream.stream()),
                  "cudaMemcpy2DAsync");
     }
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }

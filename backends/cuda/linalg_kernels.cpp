@@ -83,7 +83,7 @@ Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
                                    stream.stream()),
                    "cudaMemsetAsync");
     }
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }
@@ -106,7 +106,7 @@ Chunks qr_factor(std::span<const ChunkPtr> in, const Params&) {
                     info.data());
       check_info(stream, info, "geqrf");
     }
-    stream.synchronize();
+    stream.finish();
     return {packed.chunk(), tau.chunk()};
   });
 }
@@ -119,7 +119,7 @@ Chunks qr_r(std::span<const ChunkPtr> in, const Params&) {
     const auto m = in[0]->rows(), n = in[0]->cols(), k = std::min(m, n);
     DeviceOutput<T> r(stream, k, n);
     launch_upper_triangle<T>(device_data<T>(*in[0], "qr_r"), m, r.data(), k, n, stream.stream());
-    stream.synchronize();
+    stream.finish();
     return r.chunk();
   })};
 }
@@ -147,7 +147,7 @@ Chunks qr_q(std::span<const ChunkPtr> in, const Params&) {
                     info.data());
       check_info(stream, info, "orgqr");
     }
-    stream.synchronize();
+    stream.finish();
     return q.chunk();
   })};
 }
@@ -195,7 +195,7 @@ Chunks qr_apply(std::span<const ChunkPtr> in, const Params&) {
                     lwork, info.data());
       check_info(stream, info, "ormqr");
     }
-    stream.synchronize();
+    stream.finish();
     return c.chunk();
   })};
 }
@@ -250,7 +250,7 @@ Chunks svd(std::span<const ChunkPtr> in, const Params&) {
                         blas_int(n, "svd"), vt.data(), blas_int(k, "svd"));
       }
     }
-    stream.synchronize();
+    stream.finish();
     return {u.chunk(), s.chunk(), vt.chunk()};
   });
 }
@@ -268,7 +268,7 @@ Chunks scale_columns(std::span<const ChunkPtr> in, const Params& p) {
     DeviceOutput<T> out(stream, rows, cols);
     launch_scale_columns<T>(device_data<T>(*in[0], "scale_columns"), rows, cols,
                             device_data<T>(*in[1], "scale_columns"), divide, out.data(), stream.stream());
-    stream.synchronize();
+    stream.finish();
     return out.chunk();
   })};
 }

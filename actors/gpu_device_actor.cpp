@@ -1,0 +1,42 @@
+#include "actors/gpu_device_actor.hpp"
+
+#include <memory>
+#include <vector>
+
+#include "backends/device_queue.hpp"
+
+namespace tessera {
+namespace {
+
+struct GpuDeviceState {
+  std::vector<std::shared_ptr<backends::DeviceQueue>> queues;
+  std::size_t next = 0;
+};
+
+using GpuDeviceActor = caf::stateful_actor<GpuDeviceState>;
+
+caf::behavior gpu_device_actor(GpuDeviceActor* self, std::vector<std::shared_ptr<backends::DeviceQueue>> queues) {
+  self->state.queues = std::move(queues);
+  return {
+      [=](gpu_run_atom, GpuJob& job) {
+        auto& st = self->state;
+        // Round robin over the streams: independent chunks overlap on the device.
+        auto& queue = *st.queues[st.next++ % st.queues.size()];
+        try {
+          queue.submit(job.enqueue, std::move(job.done));
+        } catch (...) {
+          job.failed(std::current_exception());
+        }
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_gpu_device_actor(caf::actor_system& system, int device, int streams) {
+  auto queues = backends::make_device_queues(device, streams);
+  if (queues.empty()) return {};
+  return system.spawn<caf::detached>(gpu_device_actor, std::move(queues));
+}
+
+}  // namespace tessera
