@@ -15,7 +15,8 @@ struct GpuDeviceState {
 
 using GpuDeviceActor = caf::stateful_actor<GpuDeviceState>;
 
-caf::behavior gpu_device_actor(GpuDeviceActor* self, std::vector<std::shared_ptr<backends::DeviceQueue>> queues) {
+caf::behavior gpu_device_actor(GpuDeviceActor* self,
+                               std::vector<std::shared_ptr<backends::DeviceQueue>> queues) {
   self->state.queues = std::move(queues);
   return {
       [=](gpu_run_atom, GpuJob& job) {

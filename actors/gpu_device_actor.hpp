@@ -12,8 +12,8 @@
 namespace tessera {
 
 struct GpuJob {
-  std::function<void()> enqueue;                  // runs on the actor's thread, with a queue's stream current
-  std::function<void()> done;                     // from a CUDA driver thread: must only post a message
+  std::function<void()> enqueue;  // runs on the actor's thread, with a queue's stream current
+  std::function<void()> done;     // from a CUDA driver thread: must only post a message
   std::function<void(std::exception_ptr)> failed;  // when enqueue threw (after its work finished)
 };
 

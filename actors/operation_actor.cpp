@@ -229,8 +229,8 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
       message = e.what();
     } catch (...) {
     }
-    report.failures.push_back(
-        TaskFailure{index, std::make_shared<TaskFailed>(op->function().name, op->key(target->task), message, false)});
+    report.failures.push_back(TaskFailure{
+        index, std::make_shared<TaskFailed>(op->function().name, op->key(target->task), message, false)});
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
     caf::anon_send(me, ran_atom::value, std::move(report));
   };
@@ -245,8 +245,10 @@ void start_ready(OperationActor* self) {
   if (st.args.gpu) {
     std::vector<std::uint32_t> on_cpu;
     for (auto index : st.ready) {
-      if (runs_on_gpu(st, (*st.slots)[index])) start_on_gpu(self, index);
-      else on_cpu.push_back(index);
+      if (runs_on_gpu(st, (*st.slots)[index]))
+        start_on_gpu(self, index);
+      else
+        on_cpu.push_back(index);
     }
     st.ready.assign(on_cpu.begin(), on_cpu.end());
     if (st.ready.empty()) return;

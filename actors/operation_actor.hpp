@@ -20,7 +20,7 @@ struct OperationActorArgs {
   caf::actor scheduler;
   std::shared_ptr<ComputePool> pool;
   std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
-  caf::actor gpu;  // the worker's GPU device actor; invalid without a GPU
+  caf::actor gpu;                                    // the worker's GPU device actor; invalid without a GPU
 };
 
 caf::actor spawn_operation_actor(caf::actor_system& system, OperationActorArgs args);

@@ -3,9 +3,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "actors/gpu_device_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/operation_actor.hpp"
-#include "actors/gpu_device_actor.hpp"
 #include "actors/simulation_pool.hpp"
 #include "backends/device_queue.hpp"
 
@@ -48,7 +48,8 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
   self->state.pool = std::make_shared<ComputePool>(options.threads);
   // Workers share the process's GPUs: worker i uses device i mod count.
   if (const int devices = backends::device_count(); devices > 0)
-    self->state.gpu = spawn_gpu_device_actor(self->home_system(), static_cast<int>(options.gpu_index % static_cast<std::uint32_t>(devices)));
+    self->state.gpu = spawn_gpu_device_actor(
+        self->home_system(), static_cast<int>(options.gpu_index % static_cast<std::uint32_t>(devices)));
   self->state.directory = options.directory;
   self->state.name = options.name;
   self->set_down_handler([](const caf::down_msg&) {});

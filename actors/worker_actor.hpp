@@ -15,7 +15,7 @@ namespace tessera {
 struct WorkerOptions {
   std::uint32_t threads = 1;  // compute threads: how many task functions run at once here
   std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
-  std::string name{};  // named in simulation error records; default "worker-<id>"
+  std::string name{};           // named in simulation error records; default "worker-<id>"
   std::uint32_t gpu_index = 0;  // with GPUs in the process, this worker uses device gpu_index mod count
 };
 

@@ -14,7 +14,9 @@ std::string_view backend_name(Backend backend) {
   return "unknown";
 }
 
-std::string_view dtype_name(DType dtype) { return dtype == DType::float64 ? "float64" : "float32"; }
+std::string_view dtype_name(DType dtype) {
+  return dtype == DType::float64 ? "float64" : "float32";
+}
 
 std::optional<Backend> parse_backend(std::string_view name) {
   for (Backend b : {Backend::cpu, Backend::sparse, Backend::cuda})
@@ -28,7 +30,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-std::size_t dtype_size(DType dtype) { return dtype == DType::float64 ? 8 : 4; }
+std::size_t dtype_size(DType dtype) {
+  return dtype == DType::float64 ? 8 : 4;
+}
 
 std::string to_string(const Meta& meta) {
   return std::string(backend_name(meta.backend)) + " " + std::string(dtype_name(meta.dtype));

@@ -105,7 +105,8 @@ class Chunk {
 
  private:
   [[noreturn]] void throw_access(const char* expected) const;
-  std::variant<DenseMatrix<double>, DenseMatrix<float>, SparseMatrix<double>, SparseMatrix<float>, DeviceBlock>
+  std::variant<DenseMatrix<double>, DenseMatrix<float>, SparseMatrix<double>, SparseMatrix<float>,
+               DeviceBlock>
       storage_;
 };
 

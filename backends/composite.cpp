@@ -23,8 +23,8 @@ ChunkPtr rows_of(const ChunkPtr& c, std::int64_t offset, std::int64_t rows) {
 // Applies the levels below the root, from `first` on, to C.
 ChunkPtr descend(ChunkPtr c, std::span<const ChunkPtr> levels, const std::vector<std::int64_t>& ints) {
   if (levels.size() % 2 != 0 || ints.size() != levels.size())
-    throw KernelError("qr_descend: " + std::to_string(levels.size()) + " factor chunks and " + std::to_string(ints.size()) +
-                      " offsets do not pair up");
+    throw KernelError("qr_descend: " + std::to_string(levels.size()) + " factor chunks and " +
+                      std::to_string(ints.size()) + " offsets do not pair up");
   for (std::size_t l = 0; l < levels.size(); l += 2) {
     const ChunkPtr part = rows_of(c, ints[l], ints[l + 1]);
     c = run1(ops::qr_apply, {levels[l], levels[l + 1], part});
@@ -67,7 +67,8 @@ void register_composite_kernels(Dispatch& dispatch) {
     const bool has_parts = dispatch.has(ops::assemble, b) && dispatch.has(ops::qr_apply, b);
     if (!has_parts) continue;
     dispatch.add(ops::qr_descend, b, qr_descend);
-    if (dispatch.has(ops::matmul, b) && dispatch.has(ops::scale_columns, b)) dispatch.add(ops::svd_left, b, svd_left);
+    if (dispatch.has(ops::matmul, b) && dispatch.has(ops::scale_columns, b))
+      dispatch.add(ops::svd_left, b, svd_left);
   }
 }
 

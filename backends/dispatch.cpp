@@ -77,8 +77,10 @@ class BlasThreadPolicy {
   }
   void enter() {
     std::lock_guard lock(mutex_);
-    if (++running_ == 1) set_blas_threads(cores_);
-    else if (running_ == 2) set_blas_threads(1);
+    if (++running_ == 1)
+      set_blas_threads(cores_);
+    else if (running_ == 2)
+      set_blas_threads(1);
   }
   void leave() {
     std::lock_guard lock(mutex_);

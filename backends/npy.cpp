@@ -1,8 +1,8 @@
 #include "backends/npy.hpp"
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
-#include <cctype>
 
 namespace tessera::backends::npy {
 namespace {
@@ -17,7 +17,8 @@ Header read_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot be opened");
   char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "is not a .npy file (bad magic)");
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    fail(path, "is not a .npy file (bad magic)");
   const int major = static_cast<unsigned char>(magic[6]);
   std::uint32_t header_length = 0;
   std::int64_t prefix = 0;
@@ -29,12 +30,14 @@ Header read_header(const std::string& path) {
   } else if (major == 2 || major == 3) {
     unsigned char len[4];
     if (!in.read(reinterpret_cast<char*>(len), 4)) fail(path, "truncated header");
-    header_length = static_cast<std::uint32_t>(len[0] | (len[1] << 8) | (len[2] << 16) | (static_cast<std::uint32_t>(len[3]) << 24));
+    header_length = static_cast<std::uint32_t>(len[0] | (len[1] << 8) | (len[2] << 16) |
+                                               (static_cast<std::uint32_t>(len[3]) << 24));
     prefix = 12;
   } else {
     fail(path, "format version " + std::to_string(major) + " is not supported");
   }
-  if (header_length > (1u << 20)) fail(path, "header of " + std::to_string(header_length) + " bytes is implausible");
+  if (header_length > (1u << 20))
+    fail(path, "header of " + std::to_string(header_length) + " bytes is implausible");
   std::string text(header_length, '\0');
   if (!in.read(text.data(), header_length)) fail(path, "truncated header");
   Header h;
@@ -53,13 +56,19 @@ Header read_header(const std::string& path) {
   if (descr_at == std::string::npos || text[descr_at] != '\'' || descr_end == std::string::npos)
     fail(path, "header's descr is not a string");
   const std::string descr = text.substr(descr_at + 1, descr_end - descr_at - 1);
-  if (descr == "<f8") h.dtype = DType::float64;
-  else if (descr == "<f4") h.dtype = DType::float32;
-  else fail(path, "dtype '" + descr + "' is not supported (little-endian float64 '<f8' or float32 '<f4')");
+  if (descr == "<f8")
+    h.dtype = DType::float64;
+  else if (descr == "<f4")
+    h.dtype = DType::float32;
+  else
+    fail(path, "dtype '" + descr + "' is not supported (little-endian float64 '<f8' or float32 '<f4')");
   const auto order_at = value_after("fortran_order");
-  if (order_at != std::string::npos && text.compare(order_at, 4, "True") == 0) h.fortran_order = true;
-  else if (order_at != std::string::npos && text.compare(order_at, 5, "False") == 0) h.fortran_order = false;
-  else fail(path, "header's fortran_order is not True or False");
+  if (order_at != std::string::npos && text.compare(order_at, 4, "True") == 0)
+    h.fortran_order = true;
+  else if (order_at != std::string::npos && text.compare(order_at, 5, "False") == 0)
+    h.fortran_order = false;
+  else
+    fail(path, "header's fortran_order is not True or False");
   const auto shape_at = value_after("shape");
   const auto shape_end = shape_at == std::string::npos ? std::string::npos : text.find(')', shape_at);
   if (shape_at == std::string::npos || text[shape_at] != '(' || shape_end == std::string::npos)
@@ -77,18 +86,18 @@ Header read_header(const std::string& path) {
     h.shape.push_back(std::stoll(dims.substr(i, end - i)));
     i = end;
   }
-  if (h.shape.empty() || h.shape.size() > 2)
-    fail(path, "shape (" + dims + ") is not 1-D or 2-D");
+  if (h.shape.empty() || h.shape.size() > 2) fail(path, "shape (" + dims + ") is not 1-D or 2-D");
   in.seekg(0, std::ios::end);
   const auto file_bytes = static_cast<std::int64_t>(in.tellg());
   const auto needed = h.data_offset + h.rows() * h.cols() * static_cast<std::int64_t>(dtype_size(h.dtype));
   if (file_bytes < needed)
-    fail(path, "holds " + std::to_string(file_bytes) + " bytes, its header promises " + std::to_string(needed));
+    fail(path,
+         "holds " + std::to_string(file_bytes) + " bytes, its header promises " + std::to_string(needed));
   return h;
 }
 
-ChunkPtr read_block(const std::string& path, const Header& h, std::int64_t row0, std::int64_t rows, std::int64_t col0,
-                    std::int64_t cols) {
+ChunkPtr read_block(const std::string& path, const Header& h, std::int64_t row0, std::int64_t rows,
+                    std::int64_t col0, std::int64_t cols) {
   if (row0 < 0 || rows < 0 || row0 + rows > h.rows() || col0 < 0 || cols < 0 || col0 + cols > h.cols())
     fail(path, "block out of range");
   std::ifstream in(path, std::ios::binary);
@@ -108,10 +117,12 @@ ChunkPtr read_block(const std::string& path, const Header& h, std::int64_t row0,
       if (cols == h.cols()) {
         read_run(row0 * h.cols(), rows * cols, row_major.data());
       } else {
-        for (std::int64_t i = 0; i < rows; ++i) read_run((row0 + i) * h.cols() + col0, cols, row_major.data() + i * cols);
+        for (std::int64_t i = 0; i < rows; ++i)
+          read_run((row0 + i) * h.cols() + col0, cols, row_major.data() + i * cols);
       }
       for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t j = 0; j < cols; ++j) out[j * rows + i] = row_major[static_cast<std::size_t>(i * cols + j)];
+        for (std::int64_t j = 0; j < cols; ++j)
+          out[j * rows + i] = row_major[static_cast<std::size_t>(i * cols + j)];
     }
   };
   if (h.dtype == DType::float64) {
@@ -137,10 +148,12 @@ void write(const std::string& path, const DenseMatrix<T>& matrix, bool one_dimen
   if (!out) fail(path, "cannot be created");
   const char prefix[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
   out.write(prefix, 8);
-  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff), static_cast<unsigned char>(header.size() >> 8)};
+  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                static_cast<unsigned char>(header.size() >> 8)};
   out.write(reinterpret_cast<const char*>(len), 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(matrix.data()), static_cast<std::streamsize>(matrix.size() * sizeof(T)));
+  out.write(reinterpret_cast<const char*>(matrix.data()),
+            static_cast<std::streamsize>(matrix.size() * sizeof(T)));
   if (!out) fail(path, "write failed");
 }
 

@@ -14,7 +14,8 @@ Backend result_backend(std::string_view op, const std::string& name, std::span<c
   const Backend first = inputs.front();
   if (first != Backend::sparse) return first;
   if (op == ops::unary) return keeps_zero(name) ? Backend::sparse : Backend::cpu;
-  if (op == ops::scalar) return (name == "mul" || (name == "div" && !scalar_left)) ? Backend::sparse : Backend::cpu;
+  if (op == ops::scalar)
+    return (name == "mul" || (name == "div" && !scalar_left)) ? Backend::sparse : Backend::cpu;
   if (op == ops::binary) {
     const bool both_sparse = inputs.size() == 2 && inputs[1] == Backend::sparse;
     if (name == "mul") return Backend::sparse;  // zero times anything stays zero

@@ -67,7 +67,8 @@ int main(int argc, char** argv) try {
   const Array x = Array::random({n}, o).persist(client);
   (void)x.sum().compute_scalar(client);
   double result = 0;
-  const double tessera_seconds = median_seconds(repeat, [&] { result = ((x * 2.0 + 1.0).sqrt()).sum().compute_scalar(client); });
+  const double tessera_seconds =
+      median_seconds(repeat, [&] { result = ((x * 2.0 + 1.0).sqrt()).sum().compute_scalar(client); });
   const Eigen::VectorXd data = Eigen::VectorXd::Random(n);
   const double bandwidth_one = read_bandwidth(data, 1, repeat);
   const double bandwidth_all = read_bandwidth(data, threads, repeat);
@@ -76,8 +77,8 @@ int main(int argc, char** argv) try {
       "{\"bench\":\"elementwise_reduction\",\"elements\":%lld,\"chunk\":%lld,\"threads\":%d,\"seconds\":%.4f,"
       "\"gb_per_s\":%.2f,\"read_bandwidth_gb_per_s\":%.2f,\"read_bandwidth_one_thread_gb_per_s\":%.2f,"
       "\"fraction_of_bandwidth\":%.3f,\"result\":%.6e}\n",
-      static_cast<long long>(n), flags.integer("chunk"), threads, tessera_seconds, rate / 1e9, bandwidth_all / 1e9,
-      bandwidth_one / 1e9, rate / bandwidth_all, result);
+      static_cast<long long>(n), flags.integer("chunk"), threads, tessera_seconds, rate / 1e9,
+      bandwidth_all / 1e9, bandwidth_one / 1e9, rate / bandwidth_all, result);
 
   const std::int64_t rows = flags.integer("sparse-rows"), cols = flags.integer("sparse-cols"),
                      dense_cols = flags.integer("dense-cols");
@@ -99,11 +100,12 @@ int main(int argc, char** argv) try {
   Eigen::MatrixXd eigen_product;
   const double eigen_sparse = median_seconds(repeat, [&] { eigen_product = es * ed; });
   std::printf(
-      "{\"bench\":\"sparse_matmul\",\"rows\":%lld,\"cols\":%lld,\"nonzeros\":%lld,\"dense_cols\":%lld,\"threads\":%d,"
+      "{\"bench\":\"sparse_matmul\",\"rows\":%lld,\"cols\":%lld,\"nonzeros\":%lld,\"dense_cols\":%lld,"
+      "\"threads\":%d,"
       "\"seconds\":%.4f,\"eigen_seconds\":%.4f,\"speedup_over_eigen\":%.2f,\"max_difference\":%.3e}\n",
       static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(es.nonZeros()),
-      static_cast<long long>(dense_cols), threads, tessera_sparse, eigen_sparse, eigen_sparse / tessera_sparse,
-      (product - eigen_product).cwiseAbs().maxCoeff());
+      static_cast<long long>(dense_cols), threads, tessera_sparse, eigen_sparse,
+      eigen_sparse / tessera_sparse, (product - eigen_product).cwiseAbs().maxCoeff());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "tessera-bench-arrays: %s\n", e.what());

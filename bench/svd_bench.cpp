@@ -67,10 +67,11 @@ int main(int argc, char** argv) try {
                             {"output-dir", ""},
                             {"check-against", ""}});
   const std::string backend = flags.str("backend");
-  const auto availability =
-      backends::Dispatch::global().availability(backends::parse_backend(backend).value_or(backends::Backend::cpu));
+  const auto availability = backends::Dispatch::global().availability(
+      backends::parse_backend(backend).value_or(backends::Backend::cpu));
   if (!availability.available) {
-    std::cerr << "tessera-bench-svd: the " << backend << " backend is unavailable: " << availability.reason << "\n";
+    std::cerr << "tessera-bench-svd: the " << backend << " backend is unavailable: " << availability.reason
+              << "\n";
     return 2;
   }
   LocalCluster cluster{{.workers = static_cast<std::uint32_t>(flags.integer("workers")),
@@ -83,20 +84,25 @@ int main(int argc, char** argv) try {
   (void)time_svd(client, x, 1);  // warm-up: first-touch allocations, BLAS buffers
   const Timed t = time_svd(client, x, repeat);
   std::printf(
-      "{\"bench\":\"svd\",\"rows\":%lld,\"cols\":%lld,\"chunk_rows\":%lld,\"backend\":\"%s\",\"workers\":%lld,"
+      "{\"bench\":\"svd\",\"rows\":%lld,\"cols\":%lld,\"chunk_rows\":%lld,\"backend\":\"%s\",\"workers\":%"
+      "lld,"
       "\"threads\":%lld,\"repeat\":%d,\"seconds\":%.4f,\"min_seconds\":%.4f}\n",
-      static_cast<long long>(x.rows()), static_cast<long long>(x.cols()), flags.integer("chunk-rows"), backend.c_str(),
-      flags.integer("workers"), flags.integer("threads"), repeat, t.median_seconds, t.min_seconds);
+      static_cast<long long>(x.rows()), static_cast<long long>(x.cols()), flags.integer("chunk-rows"),
+      backend.c_str(), flags.integer("workers"), flags.integer("threads"), repeat, t.median_seconds,
+      t.min_seconds);
   if (const std::string other = flags.str("check-against"); !other.empty()) {
     auto f = linalg::svd(input.to_backend(other));
     const Eigen::VectorXd s_other = f.s.compute_vector(client);
     const Eigen::VectorXd s = t.usv[1].col(0);
-    const double difference = ((s - s_other).cwiseAbs().array() / s_other.cwiseAbs().array().max(1e-300)).maxCoeff();
+    const double difference =
+        ((s - s_other).cwiseAbs().array() / s_other.cwiseAbs().array().max(1e-300)).maxCoeff();
     const Eigen::MatrixXd& u = t.usv[0];
-    const double orthogonality = (u.transpose() * u - Eigen::MatrixXd::Identity(u.cols(), u.cols())).cwiseAbs().maxCoeff();
-    std::printf("{\"bench\":\"svd_check\",\"backend\":\"%s\",\"against\":\"%s\",\"max_relative_difference\":%.3e,"
-                "\"u_orthogonality_error\":%.3e}\n",
-                backend.c_str(), other.c_str(), difference, orthogonality);
+    const double orthogonality =
+        (u.transpose() * u - Eigen::MatrixXd::Identity(u.cols(), u.cols())).cwiseAbs().maxCoeff();
+    std::printf(
+        "{\"bench\":\"svd_check\",\"backend\":\"%s\",\"against\":\"%s\",\"max_relative_difference\":%.3e,"
+        "\"u_orthogonality_error\":%.3e}\n",
+        backend.c_str(), other.c_str(), difference, orthogonality);
   }
   if (const std::string dir = flags.str("output-dir"); !dir.empty()) {
     std::filesystem::create_directories(dir);

@@ -22,8 +22,8 @@ Grid make_grid(const std::vector<std::int64_t>& shape, const ArrayOptions& optio
     throw SubmissionError(std::string(where) + ": arrays are 1-D or 2-D, got a shape of " +
                           std::to_string(shape.size()) + " dimensions");
   if (options.chunks.size() > shape.size())
-    throw SubmissionError(std::string(where) + ": " + std::to_string(options.chunks.size()) + " chunk sizes for a " +
-                          std::to_string(shape.size()) + "-D shape");
+    throw SubmissionError(std::string(where) + ": " + std::to_string(options.chunks.size()) +
+                          " chunk sizes for a " + std::to_string(shape.size()) + "-D shape");
   auto chunk = [&](std::size_t d) { return d < options.chunks.size() ? options.chunks[d] : 0; };
   Grid g{static_cast<int>(shape.size()), regular_chunks(shape[0], chunk(0), where), {1}};
   if (shape.size() == 2) g.col_chunks = regular_chunks(shape[1], chunk(1), where);
@@ -46,12 +46,14 @@ Meta options_meta(const ArrayOptions& options, const char* where) {
   return Meta{backend_of(options.backend, where), dtype_of(options.dtype, where)};
 }
 
-Array filled(const std::vector<std::int64_t>& shape, double value, const ArrayOptions& options, const char* where) {
+Array filled(const std::vector<std::int64_t>& shape, double value, const ArrayOptions& options,
+             const char* where) {
   const Grid grid = make_grid(shape, options, where);
   const Meta meta = options_meta(options, where);
   require_kernel(backends::ops::full, meta.backend, where);
   return build(grid, meta, [&](std::int64_t, std::int64_t, std::int64_t rows, std::int64_t cols) {
-    return kernel(backends::ops::full, meta.backend, Params{{}, {rows, cols, static_cast<std::int64_t>(meta.dtype)}, {value}}, {});
+    return kernel(backends::ops::full, meta.backend,
+                  Params{{}, {rows, cols, static_cast<std::int64_t>(meta.dtype)}, {value}}, {});
   });
 }
 
@@ -88,13 +90,15 @@ Array Array::from_eigen(const Eigen::VectorXd& vector, const ArrayOptions& optio
 Array Array::from_sparse(const Eigen::SparseMatrix<double>& matrix, const ArrayOptions& options) {
   const Grid grid = make_grid({matrix.rows(), matrix.cols()}, options, "Array::from_sparse");
   const backends::SparseMatrix<double> converted(matrix);
-  Array out = build(grid, Meta{Backend::sparse, DType::float64},
-                    [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
-                      return DelayedArg(Value(backends::Chunk::sparse<double>(converted.block(r0, c0, rows, cols))));
-                    });
+  Array out =
+      build(grid, Meta{Backend::sparse, DType::float64},
+            [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
+              return DelayedArg(Value(backends::Chunk::sparse<double>(converted.block(r0, c0, rows, cols))));
+            });
   if (options.dtype != "float64") out = out.astype(options.dtype);
-  return options.backend == "sparse" || options.backend == "cpu" ? (options.backend == "cpu" ? out.to_backend("cpu") : out)
-                                                                 : out.to_backend(options.backend);
+  return options.backend == "sparse" || options.backend == "cpu"
+             ? (options.backend == "cpu" ? out.to_backend("cpu") : out)
+             : out.to_backend(options.backend);
 }
 
 Array Array::random(const std::vector<std::int64_t>& shape, const ArrayOptions& options) {
@@ -102,13 +106,16 @@ Array Array::random(const std::vector<std::int64_t>& shape, const ArrayOptions& 
   const Meta meta = options_meta(options, "Array::random");
   require_kernel(backends::ops::random, meta.backend, "Array::random");
   std::int64_t normal = 0;
-  if (options.distribution == "normal") normal = 1;
+  if (options.distribution == "normal")
+    normal = 1;
   else if (options.distribution != "uniform")
-    throw SubmissionError("Array::random: unknown distribution '" + options.distribution + "' (known: uniform, normal)");
+    throw SubmissionError("Array::random: unknown distribution '" + options.distribution +
+                          "' (known: uniform, normal)");
   const std::int64_t total_cols = shape.size() == 2 ? shape[1] : 1;
   return build(grid, meta, [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
     Params p{{},
-             {rows, cols, r0, c0, total_cols, static_cast<std::int64_t>(options.seed), static_cast<std::int64_t>(meta.dtype), normal},
+             {rows, cols, r0, c0, total_cols, static_cast<std::int64_t>(options.seed),
+              static_cast<std::int64_t>(meta.dtype), normal},
              {options.low, options.high, options.density}};
     return kernel(backends::ops::random, meta.backend, p, {});
   });
@@ -141,7 +148,9 @@ Array Array::from_function(const std::string& function, const std::vector<std::i
   return options.backend == "cpu" ? out : out.to_backend(options.backend);
 }
 
-int Array::ndim() const { return data_->ndim; }
+int Array::ndim() const {
+  return data_->ndim;
+}
 
 std::vector<std::int64_t> Array::shape() const {
   if (data_->ndim == 0) return {};
@@ -149,8 +158,12 @@ std::vector<std::int64_t> Array::shape() const {
   return {data_->rows(), data_->cols()};
 }
 
-std::int64_t Array::rows() const { return data_->rows(); }
-std::int64_t Array::cols() const { return data_->cols(); }
+std::int64_t Array::rows() const {
+  return data_->rows();
+}
+std::int64_t Array::cols() const {
+  return data_->cols();
+}
 
 std::vector<std::vector<std::int64_t>> Array::chunks() const {
   if (data_->ndim == 0) return {};
@@ -158,8 +171,12 @@ std::vector<std::vector<std::int64_t>> Array::chunks() const {
   return {data_->row_chunks, data_->col_chunks};
 }
 
-std::size_t Array::nchunks() const { return data_->blocks.size(); }
-Meta Array::meta() const { return data_->meta; }
+std::size_t Array::nchunks() const {
+  return data_->blocks.size();
+}
+Meta Array::meta() const {
+  return data_->meta;
+}
 
 std::string Array::describe() const {
   std::string text = "Array(shape=" + shape_text(*this) + ", chunks=(";
@@ -182,8 +199,10 @@ void copy_to_host(const backends::ChunkPtr& chunk, Eigen::Block<Eigen::MatrixXd>
   auto& dispatch = backends::Dispatch::global();
   if (c->backend() == Backend::cuda) c = dispatch.run(backends::ops::to_host, std::array{c}, {}).front();
   if (c->backend() == Backend::sparse) c = dispatch.run(backends::ops::to_dense, std::array{c}, {}).front();
-  if (c->dtype() == DType::float64) out = c->dense<double>();
-  else out = c->dense<float>().cast<double>();
+  if (c->dtype() == DType::float64)
+    out = c->dense<double>();
+  else
+    out = c->dense<float>().cast<double>();
 }
 
 // Every chunk of every array as a root of one graph.
@@ -194,7 +213,8 @@ std::vector<Delayed<Value>> roots_of(const std::vector<Array>& arrays) {
       if (const auto* node = std::get_if<DelayedNodePtr>(&block)) {
         roots.emplace_back(*node);
       } else {
-        roots.emplace_back(std::shared_ptr<DelayedNode>(new DelayedNode{&array_identity_function(), {block}}));
+        roots.emplace_back(
+            std::shared_ptr<DelayedNode>(new DelayedNode{&array_identity_function(), {block}}));
       }
     }
   return roots;
@@ -214,8 +234,8 @@ std::vector<Eigen::MatrixXd> compute(Client& client, const std::vector<Array>& a
       for (std::size_t j = 0; j < d.grid_cols(); ++j) {
         const auto& chunk = values[next++].as_chunk();
         if (chunk->rows() != d.row_chunks[i] || chunk->cols() != d.col_chunks[j])
-          throw backends::KernelError("chunk (" + std::to_string(i) + ", " + std::to_string(j) + ") of " + a.describe() +
-                                      " came back " + chunk->describe());
+          throw backends::KernelError("chunk (" + std::to_string(i) + ", " + std::to_string(j) + ") of " +
+                                      a.describe() + " came back " + chunk->describe());
         copy_to_host(chunk, m.block(row_offsets[i], col_offsets[j], chunk->rows(), chunk->cols()));
       }
     out.push_back(std::move(m));
@@ -223,7 +243,9 @@ std::vector<Eigen::MatrixXd> compute(Client& client, const std::vector<Array>& a
   return out;
 }
 
-Eigen::MatrixXd Array::compute(Client& client) const { return std::move(tessera::compute(client, {*this}).front()); }
+Eigen::MatrixXd Array::compute(Client& client) const {
+  return std::move(tessera::compute(client, {*this}).front());
+}
 
 Eigen::VectorXd Array::compute_vector(Client& client) const {
   if (data_->cols() != 1)
@@ -253,7 +275,8 @@ Eigen::SparseMatrix<double> Array::compute_sparse(Client& client) const {
       backends::visit_sparse(*c, [&](const auto& m) {
         for (Eigen::Index col = 0; col < m.outerSize(); ++col)
           for (typename std::decay_t<decltype(m)>::InnerIterator it(m, col); it; ++it)
-            triplets.emplace_back(row_offsets[i] + it.row(), col_offsets[j] + it.col(), static_cast<double>(it.value()));
+            triplets.emplace_back(row_offsets[i] + it.row(), col_offsets[j] + it.col(),
+                                  static_cast<double>(it.value()));
       });
     }
   Eigen::SparseMatrix<double> out(d.rows(), d.cols());

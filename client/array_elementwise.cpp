@@ -70,7 +70,8 @@ Aligned align(std::vector<Array> operands, const std::string& op) {
   }
   if (any_cuda && any_host) {
     std::string backends_text;
-    for (const auto& a : operands) backends_text += std::string(backends_text.empty() ? "" : ", ") + backends::to_string(a.meta());
+    for (const auto& a : operands)
+      backends_text += std::string(backends_text.empty() ? "" : ", ") + backends::to_string(a.meta());
     throw SubmissionError(op + ": operands live on different backends (" + backends_text +
                           "); move one with to_backend()");
   }
@@ -105,7 +106,8 @@ Array elementwise(const std::string& op, const std::string& name, const std::vec
 }
 
 // One kernel per chunk with the same parameters; `meta` is the result's.
-Array per_chunk(const Array& x, std::string_view op, const Params& params, Meta meta, std::string_view context) {
+Array per_chunk(const Array& x, std::string_view op, const Params& params, Meta meta,
+                std::string_view context) {
   const auto& d = *x.data();
   require_kernel(op, d.meta.backend, context);
   std::vector<DelayedArg> blocks;
@@ -122,10 +124,13 @@ Array binary(const Array& a, const Array& b, const std::string& name) {
 // then makes one pass however many steps follow each other.
 std::optional<Array> chained(const Array& a, ElementwiseChain::Step step, Meta meta) {
   const Backend backend = a.meta().backend;
-  if (meta.backend != backend || !backends::Dispatch::global().has(backends::ops::chain, backend)) return std::nullopt;
+  if (meta.backend != backend || !backends::Dispatch::global().has(backends::ops::chain, backend))
+    return std::nullopt;
   // Validate the step's name now, as the unchained kernels would.
-  if (step.kind == 0) backends::with_unary<double>(step.name, [](auto) { return 0; });
-  else backends::with_binary<double>(step.name, [](auto) { return 0; });
+  if (step.kind == 0)
+    backends::with_unary<double>(step.name, [](auto) { return 0; });
+  else
+    backends::with_binary<double>(step.name, [](auto) { return 0; });
   auto chain = std::make_shared<ElementwiseChain>();
   chain->source = a.data()->chain ? a.data()->chain->source : a.data();
   if (a.data()->chain) chain->steps = a.data()->chain->steps;
@@ -155,7 +160,8 @@ std::optional<Array> chained(const Array& a, ElementwiseChain::Step step, Meta m
 
 Array with_scalar(const Array& a, double s, const std::string& name, bool scalar_left) {
   const Backend backend = a.meta().backend;
-  const Meta meta{backends::result_backend(backends::ops::scalar, name, std::array{backend}, scalar_left), a.meta().dtype};
+  const Meta meta{backends::result_backend(backends::ops::scalar, name, std::array{backend}, scalar_left),
+                  a.meta().dtype};
   try {
     if (auto fused = chained(a, {1, name, s, scalar_left}, meta)) return *fused;
   } catch (const backends::KernelError& e) {
@@ -188,45 +194,115 @@ Array scalar_array(double value, Meta like) {
 
 }  // namespace
 
-Array operator+(const Array& a, const Array& b) { return binary(a, b, "add"); }
-Array operator-(const Array& a, const Array& b) { return binary(a, b, "sub"); }
-Array operator*(const Array& a, const Array& b) { return binary(a, b, "mul"); }
-Array operator/(const Array& a, const Array& b) { return binary(a, b, "div"); }
-Array operator+(const Array& a, double s) { return with_scalar(a, s, "add", false); }
-Array operator-(const Array& a, double s) { return with_scalar(a, s, "sub", false); }
-Array operator*(const Array& a, double s) { return with_scalar(a, s, "mul", false); }
-Array operator/(const Array& a, double s) { return with_scalar(a, s, "div", false); }
-Array operator+(double s, const Array& a) { return with_scalar(a, s, "add", true); }
-Array operator-(double s, const Array& a) { return with_scalar(a, s, "sub", true); }
-Array operator*(double s, const Array& a) { return with_scalar(a, s, "mul", true); }
-Array operator/(double s, const Array& a) { return with_scalar(a, s, "div", true); }
-Array operator-(const Array& a) { return unary(a, "neg"); }
-Array operator<(const Array& a, const Array& b) { return binary(a, b, "lt"); }
-Array operator<=(const Array& a, const Array& b) { return binary(a, b, "le"); }
-Array operator>(const Array& a, const Array& b) { return binary(a, b, "gt"); }
-Array operator>=(const Array& a, const Array& b) { return binary(a, b, "ge"); }
-Array operator<(const Array& a, double s) { return with_scalar(a, s, "lt", false); }
-Array operator<=(const Array& a, double s) { return with_scalar(a, s, "le", false); }
-Array operator>(const Array& a, double s) { return with_scalar(a, s, "gt", false); }
-Array operator>=(const Array& a, double s) { return with_scalar(a, s, "ge", false); }
-Array Array::eq(const Array& other) const { return binary(*this, other, "eq"); }
-Array Array::ne(const Array& other) const { return binary(*this, other, "ne"); }
-Array Array::pow(double exponent) const { return with_scalar(*this, exponent, "pow", false); }
-Array Array::pow(const Array& exponent) const { return binary(*this, exponent, "pow"); }
-Array Array::minimum(const Array& other) const { return binary(*this, other, "minimum"); }
-Array Array::maximum(const Array& other) const { return binary(*this, other, "maximum"); }
-Array Array::exp() const { return unary(*this, "exp"); }
-Array Array::log() const { return unary(*this, "log"); }
-Array Array::abs() const { return unary(*this, "abs"); }
-Array Array::sqrt() const { return unary(*this, "sqrt"); }
-Array Array::sigmoid() const { return unary(*this, "sigmoid"); }
-Array Array::square() const { return unary(*this, "square"); }
+Array operator+(const Array& a, const Array& b) {
+  return binary(a, b, "add");
+}
+Array operator-(const Array& a, const Array& b) {
+  return binary(a, b, "sub");
+}
+Array operator*(const Array& a, const Array& b) {
+  return binary(a, b, "mul");
+}
+Array operator/(const Array& a, const Array& b) {
+  return binary(a, b, "div");
+}
+Array operator+(const Array& a, double s) {
+  return with_scalar(a, s, "add", false);
+}
+Array operator-(const Array& a, double s) {
+  return with_scalar(a, s, "sub", false);
+}
+Array operator*(const Array& a, double s) {
+  return with_scalar(a, s, "mul", false);
+}
+Array operator/(const Array& a, double s) {
+  return with_scalar(a, s, "div", false);
+}
+Array operator+(double s, const Array& a) {
+  return with_scalar(a, s, "add", true);
+}
+Array operator-(double s, const Array& a) {
+  return with_scalar(a, s, "sub", true);
+}
+Array operator*(double s, const Array& a) {
+  return with_scalar(a, s, "mul", true);
+}
+Array operator/(double s, const Array& a) {
+  return with_scalar(a, s, "div", true);
+}
+Array operator-(const Array& a) {
+  return unary(a, "neg");
+}
+Array operator<(const Array& a, const Array& b) {
+  return binary(a, b, "lt");
+}
+Array operator<=(const Array& a, const Array& b) {
+  return binary(a, b, "le");
+}
+Array operator>(const Array& a, const Array& b) {
+  return binary(a, b, "gt");
+}
+Array operator>=(const Array& a, const Array& b) {
+  return binary(a, b, "ge");
+}
+Array operator<(const Array& a, double s) {
+  return with_scalar(a, s, "lt", false);
+}
+Array operator<=(const Array& a, double s) {
+  return with_scalar(a, s, "le", false);
+}
+Array operator>(const Array& a, double s) {
+  return with_scalar(a, s, "gt", false);
+}
+Array operator>=(const Array& a, double s) {
+  return with_scalar(a, s, "ge", false);
+}
+Array Array::eq(const Array& other) const {
+  return binary(*this, other, "eq");
+}
+Array Array::ne(const Array& other) const {
+  return binary(*this, other, "ne");
+}
+Array Array::pow(double exponent) const {
+  return with_scalar(*this, exponent, "pow", false);
+}
+Array Array::pow(const Array& exponent) const {
+  return binary(*this, exponent, "pow");
+}
+Array Array::minimum(const Array& other) const {
+  return binary(*this, other, "minimum");
+}
+Array Array::maximum(const Array& other) const {
+  return binary(*this, other, "maximum");
+}
+Array Array::exp() const {
+  return unary(*this, "exp");
+}
+Array Array::log() const {
+  return unary(*this, "log");
+}
+Array Array::abs() const {
+  return unary(*this, "abs");
+}
+Array Array::sqrt() const {
+  return unary(*this, "sqrt");
+}
+Array Array::sigmoid() const {
+  return unary(*this, "sigmoid");
+}
+Array Array::square() const {
+  return unary(*this, "square");
+}
 
 Array where(const Array& mask, const Array& a, const Array& b) {
   return elementwise(backends::ops::where, "", {mask, a, b});
 }
-Array where(const Array& mask, double a, const Array& b) { return where(mask, scalar_array(a, b.meta()), b); }
-Array where(const Array& mask, const Array& a, double b) { return where(mask, a, scalar_array(b, a.meta())); }
+Array where(const Array& mask, double a, const Array& b) {
+  return where(mask, scalar_array(a, b.meta()), b);
+}
+Array where(const Array& mask, const Array& a, double b) {
+  return where(mask, a, scalar_array(b, a.meta()));
+}
 
 Array Array::astype(const std::string& dtype) const {
   const DType target = dtype_of(dtype, "astype");
@@ -242,9 +318,11 @@ Array Array::to_backend(const std::string& backend) const {
   const DType dtype = data_->meta.dtype;
   // Through the host: cuda <-> sparse goes by way of a dense cpu chunk.
   if (source == Backend::cuda)
-    return per_chunk(*this, backends::ops::to_host, {}, Meta{Backend::cpu, dtype}, "to_backend").to_backend(backend);
+    return per_chunk(*this, backends::ops::to_host, {}, Meta{Backend::cpu, dtype}, "to_backend")
+        .to_backend(backend);
   if (source == Backend::sparse)
-    return per_chunk(*this, backends::ops::to_dense, {}, Meta{Backend::cpu, dtype}, "to_backend").to_backend(backend);
+    return per_chunk(*this, backends::ops::to_dense, {}, Meta{Backend::cpu, dtype}, "to_backend")
+        .to_backend(backend);
   if (target == Backend::sparse)
     return per_chunk(*this, backends::ops::to_sparse, {}, Meta{Backend::sparse, dtype}, "to_backend");
   require_kernel(backends::ops::to_cuda, Backend::cuda, "to_backend(\"cuda\")");

@@ -8,11 +8,15 @@
 
 namespace tessera::detail {
 
-std::int64_t ArrayData::rows() const { return std::accumulate(row_chunks.begin(), row_chunks.end(), std::int64_t{0}); }
-std::int64_t ArrayData::cols() const { return std::accumulate(col_chunks.begin(), col_chunks.end(), std::int64_t{0}); }
+std::int64_t ArrayData::rows() const {
+  return std::accumulate(row_chunks.begin(), row_chunks.end(), std::int64_t{0});
+}
+std::int64_t ArrayData::cols() const {
+  return std::accumulate(col_chunks.begin(), col_chunks.end(), std::int64_t{0});
+}
 
-Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std::int64_t> col_chunks, Meta meta,
-                 std::vector<DelayedArg> blocks) {
+Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std::int64_t> col_chunks,
+                 Meta meta, std::vector<DelayedArg> blocks) {
   auto data = std::make_shared<ArrayData>();
   data->ndim = ndim;
   data->row_chunks = std::move(row_chunks);
@@ -44,11 +48,13 @@ void require_kernel(std::string_view operation, Backend backend, std::string_vie
     throw SubmissionError(std::string(context) + ": the " + std::string(backends::backend_name(backend)) +
                           " backend is unavailable: " + availability.reason);
   if (!dispatch.has(operation, backend))
-    throw SubmissionError(std::string(context) + ": operation '" + std::string(operation) + "' has no kernel for the " +
-                          std::string(backends::backend_name(backend)) + " backend; move the array with to_backend()");
+    throw SubmissionError(std::string(context) + ": operation '" + std::string(operation) +
+                          "' has no kernel for the " + std::string(backends::backend_name(backend)) +
+                          " backend; move the array with to_backend()");
 }
 
-DelayedArg kernel(std::string_view operation, Backend backend, const Params& params, std::vector<DelayedArg> inputs) {
+DelayedArg kernel(std::string_view operation, Backend backend, const Params& params,
+                  std::vector<DelayedArg> inputs) {
   std::vector<DelayedArg> args;
   args.reserve(inputs.size() + 1);
   args.emplace_back(encode_kernel_call(operation, backend, params));
@@ -62,7 +68,8 @@ DelayedArg pick(const DelayedArg& multi, int index) {
       new DelayedNode{&array_pick_function(), {multi, Value(static_cast<std::int64_t>(index))}}));
 }
 
-DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials, Backend backend) {
+DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials,
+                        Backend backend) {
   Params params{name, {axis}, {}};
   while (partials.size() > 1) {
     std::vector<DelayedArg> next;
@@ -81,13 +88,14 @@ DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedAr
   return partials.front();
 }
 
-DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row, std::int64_t col, std::int64_t rows,
-                     std::int64_t cols) {
-  return kernel(backends::ops::assemble, backend, Params{{}, {rows, cols, row, col, rows, cols, 0, 0}, {}}, {chunk});
+DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row, std::int64_t col,
+                     std::int64_t rows, std::int64_t cols) {
+  return kernel(backends::ops::assemble, backend, Params{{}, {rows, cols, row, col, rows, cols, 0, 0}, {}},
+                {chunk});
 }
 
-Array regrid(const Array& array, std::int64_t row0, std::int64_t col0, const std::vector<std::int64_t>& row_chunks,
-             const std::vector<std::int64_t>& col_chunks) {
+Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
+             const std::vector<std::int64_t>& row_chunks, const std::vector<std::int64_t>& col_chunks) {
   const auto& src = *array.data();
   if (row_chunks == src.row_chunks && col_chunks == src.col_chunks && row0 == 0 && col0 == 0) return array;
   const auto src_rows = chunk_offsets(src.row_chunks), src_cols = chunk_offsets(src.col_chunks);
@@ -114,23 +122,29 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0, const std
       }
       // One whole source chunk: reuse it, no task.
       if (pieces.size() == 1 && ints[2] == 0 && ints[3] == 0 && ints[6] == 0 && ints[7] == 0) {
-        const auto si = static_cast<std::size_t>(std::upper_bound(src_rows.begin(), src_rows.end(), r_begin) - src_rows.begin() - 1);
-        const auto sj = static_cast<std::size_t>(std::upper_bound(src_cols.begin(), src_cols.end(), c_begin) - src_cols.begin() - 1);
+        const auto si = static_cast<std::size_t>(std::upper_bound(src_rows.begin(), src_rows.end(), r_begin) -
+                                                 src_rows.begin() - 1);
+        const auto sj = static_cast<std::size_t>(std::upper_bound(src_cols.begin(), src_cols.end(), c_begin) -
+                                                 src_cols.begin() - 1);
         if (src.row_chunks[si] == r_end - r_begin && src.col_chunks[sj] == c_end - c_begin) {
           blocks.push_back(pieces.front());
           continue;
         }
       }
       if (pieces.empty()) {  // an empty block (zero rows or columns)
-        blocks.push_back(kernel(backends::ops::full, backend,
-                                Params{{}, {r_end - r_begin, c_end - c_begin, static_cast<std::int64_t>(src.meta.dtype)}, {0.0}}, {}));
+        blocks.push_back(kernel(
+            backends::ops::full, backend,
+            Params{{}, {r_end - r_begin, c_end - c_begin, static_cast<std::int64_t>(src.meta.dtype)}, {0.0}},
+            {}));
         continue;
       }
       if (pieces.size() > max_kernel_inputs)
         throw SubmissionError("rechunk: an output chunk of " + std::to_string(r_end - r_begin) + " x " +
                               std::to_string(c_end - c_begin) + " gathers " + std::to_string(pieces.size()) +
-                              " input chunks (at most " + std::to_string(max_kernel_inputs) + "); rechunk in steps");
-      blocks.push_back(kernel(backends::ops::assemble, backend, Params{{}, std::move(ints), {}}, std::move(pieces)));
+                              " input chunks (at most " + std::to_string(max_kernel_inputs) +
+                              "); rechunk in steps");
+      blocks.push_back(
+          kernel(backends::ops::assemble, backend, Params{{}, std::move(ints), {}}, std::move(pieces)));
     }
   }
   return make_array(src.ndim, row_chunks, col_chunks, src.meta, std::move(blocks));

@@ -46,8 +46,8 @@ struct ArrayData {
   const DelayedArg& block(std::size_t i, std::size_t j) const { return blocks[i * col_chunks.size() + j]; }
 };
 
-Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std::int64_t> col_chunks, Meta meta,
-                 std::vector<DelayedArg> blocks);
+Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std::int64_t> col_chunks,
+                 Meta meta, std::vector<DelayedArg> blocks);
 
 // Chunk extents covering `extent` with chunks of `chunk` (0: one chunk); the last may be ragged.
 std::vector<std::int64_t> regular_chunks(std::int64_t extent, std::int64_t chunk, const char* where);
@@ -58,19 +58,20 @@ std::vector<std::int64_t> chunk_offsets(const std::vector<std::int64_t>& chunks)
 void require_kernel(std::string_view operation, Backend backend, std::string_view context);
 
 // A task running `operation` on `inputs` (at most max_kernel_inputs).
-DelayedArg kernel(std::string_view operation, Backend backend, const Params& params, std::vector<DelayedArg> inputs);
+DelayedArg kernel(std::string_view operation, Backend backend, const Params& params,
+                  std::vector<DelayedArg> inputs);
 // Result `index` of a kernel with several results.
 DelayedArg pick(const DelayedArg& multi, int index);
 // Combines partial results (sum, sumsq, min, max, argmax, argmin) with a tree of fan-in max_kernel_inputs.
 DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials, Backend backend);
 // A task copying the block [row, row+rows) x [col, col+cols) of one chunk.
-DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row, std::int64_t col, std::int64_t rows,
-                     std::int64_t cols);
+DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row, std::int64_t col,
+                     std::int64_t rows, std::int64_t cols);
 
 // The array re-gridded to the given chunks over its rows [row0, row0 + sum(row_chunks)) and columns likewise:
 // blocks that already match are reused, the others are assembled from the pieces that overlap them.
-Array regrid(const Array& array, std::int64_t row0, std::int64_t col0, const std::vector<std::int64_t>& row_chunks,
-             const std::vector<std::int64_t>& col_chunks);
+Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
+             const std::vector<std::int64_t>& row_chunks, const std::vector<std::int64_t>& col_chunks);
 
 Backend backend_of(const std::string& name, const char* where);
 DType dtype_of(const std::string& name, const char* where);

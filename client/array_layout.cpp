@@ -30,7 +30,8 @@ Array Array::reshape_row() const {
   if (data_->ndim != 1) throw SubmissionError("reshape_row: " + describe() + " is not 1-D");
   require_kernel(backends::ops::transpose, data_->meta.backend, "reshape_row");
   std::vector<DelayedArg> blocks;
-  for (const auto& b : data_->blocks) blocks.push_back(kernel(backends::ops::transpose, data_->meta.backend, {}, {b}));
+  for (const auto& b : data_->blocks)
+    blocks.push_back(kernel(backends::ops::transpose, data_->meta.backend, {}, {b}));
   return make_array(2, {1}, data_->row_chunks, data_->meta, std::move(blocks));
 }
 
@@ -49,7 +50,8 @@ std::vector<std::int64_t> cut(const std::vector<std::int64_t>& chunks, std::int6
   return out;
 }
 
-void check_range(const Array& a, std::int64_t begin, std::int64_t end, std::int64_t extent, const char* what) {
+void check_range(const Array& a, std::int64_t begin, std::int64_t end, std::int64_t extent,
+                 const char* what) {
   if (begin < 0 || end < begin || end > extent)
     throw SubmissionError(std::string(what) + "(" + std::to_string(begin) + ", " + std::to_string(end) +
                           "): out of range for " + a.describe());
@@ -72,22 +74,25 @@ Array Array::rechunk(const std::vector<std::int64_t>& chunks) const {
   if (chunks.size() > static_cast<std::size_t>(std::max(1, data_->ndim)))
     throw SubmissionError("rechunk: " + std::to_string(chunks.size()) + " chunk sizes for " + describe());
   const auto rows_chunks = regular_chunks(rows(), chunks.empty() ? 0 : chunks[0], "rechunk");
-  const auto cols_chunks =
-      data_->ndim == 2 ? regular_chunks(cols(), chunks.size() > 1 ? chunks[1] : cols(), "rechunk") : data_->col_chunks;
+  const auto cols_chunks = data_->ndim == 2
+                               ? regular_chunks(cols(), chunks.size() > 1 ? chunks[1] : cols(), "rechunk")
+                               : data_->col_chunks;
   return regrid(*this, 0, 0, rows_chunks, cols_chunks);
 }
 
 Array concatenate(const std::vector<Array>& arrays, int axis) {
   if (arrays.empty()) throw SubmissionError("concatenate: no arrays");
-  if (axis != 0 && axis != 1) throw SubmissionError("concatenate: axis must be 0 or 1, got " + std::to_string(axis));
+  if (axis != 0 && axis != 1)
+    throw SubmissionError("concatenate: axis must be 0 or 1, got " + std::to_string(axis));
   const Array& first = arrays.front();
-  if (axis == 1 && first.ndim() != 2) throw SubmissionError("concatenate: axis 1 needs 2-D arrays, got " + first.describe());
+  if (axis == 1 && first.ndim() != 2)
+    throw SubmissionError("concatenate: axis 1 needs 2-D arrays, got " + first.describe());
   std::vector<std::int64_t> row_chunks, col_chunks;
   std::vector<Array> parts;
   for (const auto& a : arrays) {
     if (a.ndim() != first.ndim() || (axis == 0 ? a.cols() != first.cols() : a.rows() != first.rows()))
-      throw SubmissionError("concatenate along axis " + std::to_string(axis) + ": shapes " + shape_text(first) + " and " +
-                            shape_text(a) + " do not match");
+      throw SubmissionError("concatenate along axis " + std::to_string(axis) + ": shapes " +
+                            shape_text(first) + " and " + shape_text(a) + " do not match");
     if (a.meta().dtype != first.meta().dtype || a.meta().backend != first.meta().backend)
       throw SubmissionError("concatenate: " + a.describe() + " differs from " + first.describe() +
                             " in backend or dtype; convert with to_backend() or astype()");
@@ -98,8 +103,10 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
     const auto& add = axis == 0 ? a.data()->row_chunks : a.data()->col_chunks;
     grow.insert(grow.end(), add.begin(), add.end());
   }
-  if (axis == 0) col_chunks = first.data()->col_chunks;
-  else row_chunks = first.data()->row_chunks;
+  if (axis == 0)
+    col_chunks = first.data()->col_chunks;
+  else
+    row_chunks = first.data()->row_chunks;
   // Row-major: stacked parts follow each other; side-by-side parts interleave row by row.
   std::vector<DelayedArg> blocks;
   blocks.reserve(row_chunks.size() * col_chunks.size());
@@ -111,7 +118,8 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
       for (const auto& p : parts)
         for (std::size_t j = 0; j < p.data()->grid_cols(); ++j) blocks.push_back(p.data()->block(i, j));
   }
-  return make_array(first.ndim(), std::move(row_chunks), std::move(col_chunks), first.meta(), std::move(blocks));
+  return make_array(first.ndim(), std::move(row_chunks), std::move(col_chunks), first.meta(),
+                    std::move(blocks));
 }
 
 }  // namespace tessera

@@ -37,16 +37,20 @@ Array product(const Array& a_in, bool ta, const Array& b_in, bool tb, int ndim) 
     a_array = a_array.astype("float64");
     b_array = b_array.astype("float64");
   }
-  const bool a_cuda = a_array.meta().backend == Backend::cuda, b_cuda = b_array.meta().backend == Backend::cuda;
+  const bool a_cuda = a_array.meta().backend == Backend::cuda,
+             b_cuda = b_array.meta().backend == Backend::cuda;
   if (a_cuda != b_cuda)
-    throw SubmissionError("matmul: operands live on different backends (" + backends::to_string(a_array.meta()) + " and " +
+    throw SubmissionError("matmul: operands live on different backends (" +
+                          backends::to_string(a_array.meta()) + " and " +
                           backends::to_string(b_array.meta()) + "); move one with to_backend()");
   // A as op(A) (outer: result rows), B as op(B)^T (outer: result columns); both inner: the contraction.
   Operand a = operand_of(a_array, ta), b = operand_of(b_array, !tb);
-  const auto inner_a = detail::chunk_offsets(a.inner()).back(), inner_b = detail::chunk_offsets(b.inner()).back();
+  const auto inner_a = detail::chunk_offsets(a.inner()).back(),
+             inner_b = detail::chunk_offsets(b.inner()).back();
   if (inner_a != inner_b)
-    throw SubmissionError("matmul: shapes " + shape_text(a_in) + " and " + shape_text(b_in) + " do not contract (" +
-                          std::to_string(inner_a) + " against " + std::to_string(inner_b) + ")");
+    throw SubmissionError("matmul: shapes " + shape_text(a_in) + " and " + shape_text(b_in) +
+                          " do not contract (" + std::to_string(inner_a) + " against " +
+                          std::to_string(inner_b) + ")");
   if (a.inner() != b.inner()) {
     Array source(b.data);
     Array regridded = b.transposed ? regrid(source, 0, 0, a.inner(), b.data->col_chunks)
@@ -74,20 +78,24 @@ Array product(const Array& a_in, bool ta, const Array& b_in, bool tb, int ndim) 
     }
   std::vector<std::int64_t> col_chunks = b.outer();
   if (ndim < 2) col_chunks = {1};
-  return make_array(ndim, a.outer(), std::move(col_chunks), Meta{result_backend, a.data->meta.dtype}, std::move(blocks));
+  return make_array(ndim, a.outer(), std::move(col_chunks), Meta{result_backend, a.data->meta.dtype},
+                    std::move(blocks));
 }
 
 }  // namespace
 
 Array Array::dot(const Array& other) const {
   const int na = ndim(), nb = other.ndim();
-  if (na == 0 || nb == 0) throw SubmissionError("matmul: " + describe() + " and " + other.describe() + ": use * for scalars");
+  if (na == 0 || nb == 0)
+    throw SubmissionError("matmul: " + describe() + " and " + other.describe() + ": use * for scalars");
   if (na == 2 && nb == 2) return product(*this, false, other, false, 2);
   if (na == 2 && nb == 1) return product(*this, false, other, false, 1);
   if (na == 1 && nb == 2) return product(other, true, *this, false, 1);  // (v^T B)^T = B^T v
-  return product(*this, true, other, false, 0);                        // v . w
+  return product(*this, true, other, false, 0);                          // v . w
 }
 
-Array matmul(const Array& a, const Array& b) { return a.dot(b); }
+Array matmul(const Array& a, const Array& b) {
+  return a.dot(b);
+}
 
 }  // namespace tessera

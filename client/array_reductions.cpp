@@ -13,7 +13,8 @@ int normalized_axis(const Array& x, std::optional<int> axis, const char* what) {
   if (!axis) return -1;
   const int a = *axis < 0 ? *axis + std::max(1, x.ndim()) : *axis;
   if (a < 0 || a >= std::max(1, x.ndim()))
-    throw SubmissionError(std::string(what) + ": axis " + std::to_string(*axis) + " is out of range for " + x.describe());
+    throw SubmissionError(std::string(what) + ": axis " + std::to_string(*axis) + " is out of range for " +
+                          x.describe());
   if (x.ndim() < 2) return -1;  // the only axis of a 1-D array is all of it
   return a;
 }
@@ -91,9 +92,15 @@ Array reduce_with(const Array& x, const std::string& name, int axis, const char*
 
 }  // namespace
 
-Array Array::sum(std::optional<int> axis) const { return reduce_with(*this, "sum", normalized_axis(*this, axis, "sum"), "sum"); }
-Array Array::min(std::optional<int> axis) const { return reduce_with(*this, "min", normalized_axis(*this, axis, "min"), "min"); }
-Array Array::max(std::optional<int> axis) const { return reduce_with(*this, "max", normalized_axis(*this, axis, "max"), "max"); }
+Array Array::sum(std::optional<int> axis) const {
+  return reduce_with(*this, "sum", normalized_axis(*this, axis, "sum"), "sum");
+}
+Array Array::min(std::optional<int> axis) const {
+  return reduce_with(*this, "min", normalized_axis(*this, axis, "min"), "min");
+}
+Array Array::max(std::optional<int> axis) const {
+  return reduce_with(*this, "max", normalized_axis(*this, axis, "max"), "max");
+}
 Array Array::argmax(std::optional<int> axis) const {
   return reduce_with(*this, "argmax", normalized_axis(*this, axis, "argmax"), "argmax");
 }

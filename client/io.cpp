@@ -23,9 +23,10 @@ Array from_npy(const std::string& path, const NpyOptions& options) {
   std::vector<DelayedArg> blocks;
   for (std::size_t i = 0; i < row_chunks.size(); ++i)
     for (std::size_t j = 0; j < col_chunks.size(); ++j)
-      blocks.emplace_back(std::shared_ptr<DelayedNode>(new DelayedNode{
-          &array_npy_function(),
-          {Value(path), Value(row_offsets[i]), Value(row_chunks[i]), Value(col_offsets[j]), Value(col_chunks[j])}}));
+      blocks.emplace_back(std::shared_ptr<DelayedNode>(
+          new DelayedNode{&array_npy_function(),
+                          {Value(path), Value(row_offsets[i]), Value(row_chunks[i]), Value(col_offsets[j]),
+                           Value(col_chunks[j])}}));
   Array out = make_array(ndim, row_chunks, col_chunks, Meta{Backend::cpu, header.dtype}, std::move(blocks));
   return options.backend == "cpu" ? out : out.to_backend(options.backend);
 }
@@ -43,7 +44,9 @@ void to_npy(const Array& array, const std::string& path, Client& client) {
   }
 }
 
-void write_npy(const std::string& path, const Eigen::MatrixXd& matrix) { backends::npy::write<double>(path, matrix); }
+void write_npy(const std::string& path, const Eigen::MatrixXd& matrix) {
+  backends::npy::write<double>(path, matrix);
+}
 void write_npy(const std::string& path, const Eigen::VectorXd& vector) {
   backends::npy::write<double>(path, Eigen::MatrixXd(vector), true);
 }

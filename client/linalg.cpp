@@ -23,8 +23,8 @@ struct TreeNode {
 };
 
 struct Tree {
-  std::vector<TreeNode> nodes;   // leaves first, root last
-  std::vector<int> leaves;       // node index of each leaf, in row order
+  std::vector<TreeNode> nodes;  // leaves first, root last
+  std::vector<int> leaves;      // node index of each leaf, in row order
   std::vector<std::int64_t> leaf_rows;
   std::vector<DelayedArg> leaf_chunks;  // the rows each leaf factored
   Backend backend = Backend::cpu;
@@ -32,20 +32,26 @@ struct Tree {
   int root() const { return static_cast<int>(nodes.size()) - 1; }
 };
 
-DelayedArg packed_r(const TreeNode& node, Backend backend) { return kernel(backends::ops::qr_r, backend, {}, {node.packed}); }
+DelayedArg packed_r(const TreeNode& node, Backend backend) {
+  return kernel(backends::ops::qr_r, backend, {}, {node.packed});
+}
 
 // Factors a one-column-of-chunks array: leaves (groups of adjacent chunks), then stacks of R up to the root.
 Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
-  if (a_in.ndim() != 2) throw SubmissionError(std::string(what) + ": needs a 2-D array, got " + a_in.describe());
+  if (a_in.ndim() != 2)
+    throw SubmissionError(std::string(what) + ": needs a 2-D array, got " + a_in.describe());
   if (options.fan_in < 2) throw SubmissionError(std::string(what) + ": fan_in must be at least 2");
-  const Array a = a_in.data()->grid_cols() == 1 ? a_in : regrid(a_in, 0, 0, a_in.data()->row_chunks, {a_in.cols()});
+  const Array a =
+      a_in.data()->grid_cols() == 1 ? a_in : regrid(a_in, 0, 0, a_in.data()->row_chunks, {a_in.cols()});
   const auto& d = *a.data();
   Tree tree;
   tree.backend = d.meta.backend;
   tree.n = d.cols();
-  for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::assemble, backends::ops::qr_apply})
+  for (const char* op :
+       {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::assemble, backends::ops::qr_apply})
     require_kernel(op, tree.backend, what);
-  const std::int64_t leaf_target = options.leaf_rows > 0 ? options.leaf_rows : 4 * std::max<std::int64_t>(1, tree.n);
+  const std::int64_t leaf_target =
+      options.leaf_rows > 0 ? options.leaf_rows : 4 * std::max<std::int64_t>(1, tree.n);
   // Leaves: as many as fit leaf_target rows each (at least one), then adjacent chunks shared out evenly by
   // rows, so the leaves' factorizations take about the same time.
   const std::int64_t total_rows = d.rows();
@@ -57,7 +63,8 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
     const auto offsets = chunk_offsets(d.row_chunks);
     std::size_t first = 0;
     for (std::size_t g = 1; g <= leaf_count; ++g) {
-      const std::int64_t boundary = total_rows * static_cast<std::int64_t>(g) / static_cast<std::int64_t>(leaf_count);
+      const std::int64_t boundary =
+          total_rows * static_cast<std::int64_t>(g) / static_cast<std::int64_t>(leaf_count);
       std::size_t last = first + 1;
       while (last < d.grid_rows() && offsets[last] < boundary && last - first < max_kernel_inputs) ++last;
       if (g == leaf_count) last = d.grid_rows();
@@ -109,21 +116,25 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
         stacked += child.r_rows;
       }
       ints[0] = stacked;
-      const DelayedArg stack = kernel(backends::ops::assemble, tree.backend, Params{{}, std::move(ints), {}}, std::move(rs));
+      const DelayedArg stack =
+          kernel(backends::ops::assemble, tree.backend, Params{{}, std::move(ints), {}}, std::move(rs));
       const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {stack});
       tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(stacked, tree.n)});
       next.push_back(static_cast<int>(tree.nodes.size()) - 1);
     }
     level = std::move(next);
   }
-  if (tree.nodes.size() > 1 && level.front() != tree.root()) throw std::logic_error("tsqr: the root is not the last node");
+  if (tree.nodes.size() > 1 && level.front() != tree.root())
+    throw std::logic_error("tsqr: the root is not the last node");
   return tree;
 }
 
 // The (packed, tau) pairs and (offset, rows) below the root on the way to `leaf`.
-void path_below_root(const Tree& tree, int leaf, std::vector<DelayedArg>& factors, std::vector<std::int64_t>& ints) {
+void path_below_root(const Tree& tree, int leaf, std::vector<DelayedArg>& factors,
+                     std::vector<std::int64_t>& ints) {
   std::vector<int> path;
-  for (int node = leaf; node != tree.root(); node = tree.nodes[static_cast<std::size_t>(node)].parent) path.push_back(node);
+  for (int node = leaf; node != tree.root(); node = tree.nodes[static_cast<std::size_t>(node)].parent)
+    path.push_back(node);
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     const auto& node = tree.nodes[static_cast<std::size_t>(*it)];
     factors.push_back(node.packed);
@@ -144,14 +155,16 @@ Array leaf_array(const Tree& tree, const Array* like, std::int64_t cols, MakeLea
 
 // Rows of the root's stack that are the R of each node directly below it, are found by the descent; the
 // root's own C is given.
-Array descend_all(const Tree& tree, const Array& like, const DelayedArg& root_c, std::int64_t cols, Meta meta) {
+Array descend_all(const Tree& tree, const Array& like, const DelayedArg& root_c, std::int64_t cols,
+                  Meta meta) {
   return leaf_array(
       tree, &like, cols,
       [&](std::size_t i) {
         std::vector<DelayedArg> inputs{root_c};
         std::vector<std::int64_t> ints;
         path_below_root(tree, tree.leaves[i], inputs, ints);
-        return kernel(backends::ops::qr_descend, tree.backend, Params{{}, std::move(ints), {}}, std::move(inputs));
+        return kernel(backends::ops::qr_descend, tree.backend, Params{{}, std::move(ints), {}},
+                      std::move(inputs));
       },
       meta);
 }
@@ -172,7 +185,8 @@ Array as_2d_column(const Array& v) {
 
 QR tsqr(const Array& a, const TsqrOptions& options) {
   if (a.ndim() == 2 && a.rows() < a.cols())
-    throw SubmissionError("tsqr: " + a.describe() + " is short-fat; tsqr factors tall-skinny arrays (use qr)");
+    throw SubmissionError("tsqr: " + a.describe() +
+                          " is short-fat; tsqr factors tall-skinny arrays (use qr)");
   const Tree tree = factor(a, options, "tsqr");
   const Meta meta{tree.backend, a.meta().dtype};
   const auto& root = tree.nodes.back();
@@ -189,7 +203,8 @@ QR qr(const Array& a) {
   if (a.rows() >= a.cols()) return tsqr(a);
   const Array one = regrid(a, 0, 0, {a.rows()}, {a.cols()});
   const Backend backend = a.meta().backend;
-  for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::qr_q}) require_kernel(op, backend, "qr");
+  for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::qr_q})
+    require_kernel(op, backend, "qr");
   const DelayedArg f = kernel(backends::ops::qr_factor, backend, {}, {one.data()->block(0, 0)});
   const DelayedArg packed = pick(f, 0), tau = pick(f, 1);
   const Meta meta{backend, a.meta().dtype};
@@ -200,7 +215,8 @@ QR qr(const Array& a) {
 SVD svd(const Array& a, const TsqrOptions& options) {
   if (a.ndim() != 2) throw SubmissionError("svd: needs a 2-D array, got " + a.describe());
   if (a.rows() < a.cols()) {
-    SVD t = svd(a.T().rechunk({a.cols(), a.rows()}).rechunk({a.data()->col_chunks.front(), a.rows()}), options);
+    SVD t =
+        svd(a.T().rechunk({a.cols(), a.rows()}).rechunk({a.data()->col_chunks.front(), a.rows()}), options);
     return {t.vt.T(), t.s, t.u.T()};
   }
   const Tree tree = factor(a, options, "svd");
@@ -221,7 +237,8 @@ SVD svd(const Array& a, const TsqrOptions& options) {
         std::vector<DelayedArg> inputs{tree.leaf_chunks[i], s, vt, u_r, root.packed, root.tau};
         std::vector<std::int64_t> ints;
         path_below_root(tree, tree.leaves[i], inputs, ints);
-        return kernel(backends::ops::svd_left, tree.backend, Params{{}, std::move(ints), {limit}}, std::move(inputs));
+        return kernel(backends::ops::svd_left, tree.backend, Params{{}, std::move(ints), {limit}},
+                      std::move(inputs));
       },
       meta);
   return {std::move(u), single_chunk(s, k, 1, meta, 1), single_chunk(vt, k, a.cols(), meta)};
@@ -231,8 +248,8 @@ SVD svd_compressed(const Array& a, std::int64_t k, const SvdCompressedOptions& o
   if (a.ndim() != 2) throw SubmissionError("svd_compressed: needs a 2-D array, got " + a.describe());
   const std::int64_t smallest = std::min(a.rows(), a.cols());
   if (k < 1 || k > smallest)
-    throw SubmissionError("svd_compressed: rank " + std::to_string(k) + " is out of range [1, " + std::to_string(smallest) +
-                          "] for " + a.describe());
+    throw SubmissionError("svd_compressed: rank " + std::to_string(k) + " is out of range [1, " +
+                          std::to_string(smallest) + "] for " + a.describe());
   if (options.oversampling < 0 || options.power_iterations < 0)
     throw SubmissionError("svd_compressed: oversampling and power_iterations must not be negative");
   const std::int64_t l = std::min(smallest, k + options.oversampling);
@@ -267,9 +284,11 @@ SVD svd_compressed(const Array& a, std::int64_t k, const SvdCompressedOptions& o
 Lstsq lstsq(const Array& a, const Array& b, double rcond) {
   if (a.ndim() != 2) throw SubmissionError("lstsq: a must be 2-D, got " + a.describe());
   if (b.ndim() == 0 || b.rows() != a.rows())
-    throw SubmissionError("lstsq: a " + shape_text(a) + " and b " + shape_text(b) + " have different row counts");
+    throw SubmissionError("lstsq: a " + shape_text(a) + " and b " + shape_text(b) +
+                          " have different row counts");
   const SVD f = svd(a);
-  if (rcond < 0) rcond = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(a.rows(), a.cols()));
+  if (rcond < 0)
+    rcond = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(a.rows(), a.cols()));
   const Array tolerance = f.s.max() * rcond;
   const Array keep = f.s > tolerance;
   const Array inverse = where(keep, 1.0 / f.s, 0.0);

@@ -17,11 +17,13 @@ struct KernelCall {
 
 KernelCall decode_kernel_call(const Value& value) {
   const auto& items = value.as_list();
-  if (items.size() != 5) throw TypeError("array kernel call: expected 5 fields, got " + std::to_string(items.size()));
+  if (items.size() != 5)
+    throw TypeError("array kernel call: expected 5 fields, got " + std::to_string(items.size()));
   KernelCall call;
   call.operation = items[0].as_string();
   const auto backend = items[1].as_int();
-  if (backend < 0 || backend > 2) throw TypeError("array kernel call: unknown backend " + std::to_string(backend));
+  if (backend < 0 || backend > 2)
+    throw TypeError("array kernel call: unknown backend " + std::to_string(backend));
   call.backend = static_cast<backends::Backend>(backend);
   call.params.name = items[2].as_string();
   for (const auto& i : items[3].as_list()) call.params.ints.push_back(i.as_int());
@@ -55,7 +57,8 @@ Value pick(std::span<const Value> args) {
   const auto& list = args[0].as_list();
   const auto index = args[1].as_int();
   if (index < 0 || static_cast<std::size_t>(index) >= list.size())
-    throw TypeError("pick: index " + std::to_string(index) + " of " + std::to_string(list.size()) + " results");
+    throw TypeError("pick: index " + std::to_string(index) + " of " + std::to_string(list.size()) +
+                    " results");
   return list[static_cast<std::size_t>(index)];
 }
 
@@ -69,31 +72,40 @@ Value make_block(std::span<const Value> args) {
   const Eigen::MatrixXd& m = result.as_matrix();
   if (m.rows() != rows || m.cols() != cols)
     throw TypeError("block function " + name + " returned a " + std::to_string(m.rows()) + " x " +
-                    std::to_string(m.cols()) + " matrix for a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                    " chunk at (" + args[1].to_string() + ", " + args[2].to_string() + ")");
+                    std::to_string(m.cols()) + " matrix for a " + std::to_string(rows) + " x " +
+                    std::to_string(cols) + " chunk at (" + args[1].to_string() + ", " + args[2].to_string() +
+                    ")");
   return Value(backends::Chunk::dense<double>(m));
 }
 
-Value identity(std::span<const Value> args) { return args[0]; }
+Value identity(std::span<const Value> args) {
+  return args[0];
+}
 
 // (path, row0, rows, col0, cols): a block of an .npy file, read where the chunk is made.
 Value read_npy_block(std::span<const Value> args) {
   const auto& path = args[0].as_string();
   const auto header = backends::npy::read_header(path);
-  return Value(backends::npy::read_block(path, header, args[1].as_int(), args[2].as_int(), args[3].as_int(), args[4].as_int()));
+  return Value(backends::npy::read_block(path, header, args[1].as_int(), args[2].as_int(), args[3].as_int(),
+                                         args[4].as_int()));
 }
 
-bool accepts_any(const Value&) { return true; }
+bool accepts_any(const Value&) {
+  return true;
+}
 
-TaskFunction make_function(std::string name, std::vector<std::string> types, std::function<Value(std::span<const Value>)> body) {
+TaskFunction make_function(std::string name, std::vector<std::string> types,
+                           std::function<Value(std::span<const Value>)> body) {
   TaskFunction fn;
   fn.name = std::move(name);
   fn.argument_accepts.assign(types.size(), &accepts_any);
   fn.argument_types = std::move(types);
   fn.result_type = "chunk";
-  fn.invoke = [body = std::move(body), name = fn.name, arity = fn.argument_types.size()](std::span<const Value> args) {
+  fn.invoke = [body = std::move(body), name = fn.name,
+               arity = fn.argument_types.size()](std::span<const Value> args) {
     if (args.size() != arity)
-      throw TypeError(name + " takes " + std::to_string(arity) + " arguments, got " + std::to_string(args.size()));
+      throw TypeError(name + " takes " + std::to_string(arity) + " arguments, got " +
+                      std::to_string(args.size()));
     return body(args);
   };
   return fn;
@@ -127,8 +139,8 @@ const TaskFunction& array_kernel_function(std::size_t inputs) {
     return out;
   }();
   if (inputs > max_kernel_inputs)
-    throw SubmissionError("an array kernel takes at most " + std::to_string(max_kernel_inputs) + " inputs, got " +
-                          std::to_string(inputs));
+    throw SubmissionError("an array kernel takes at most " + std::to_string(max_kernel_inputs) +
+                          " inputs, got " + std::to_string(inputs));
   return *functions[inputs];
 }
 
@@ -152,7 +164,8 @@ const TaskFunction& array_block_function() {
   return fn;
 }
 
-Value encode_kernel_call(std::string_view operation, backends::Backend backend, const backends::Params& params) {
+Value encode_kernel_call(std::string_view operation, backends::Backend backend,
+                         const backends::Params& params) {
   Value::List ints;
   ints.reserve(params.ints.size());
   for (auto i : params.ints) ints.emplace_back(i);

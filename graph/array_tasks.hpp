@@ -24,6 +24,7 @@ const TaskFunction& array_block_function();
 const TaskFunction& array_npy_function();
 
 // A kernel call's fixed arguments as one Value: (operation, backend, name, ints, reals).
-Value encode_kernel_call(std::string_view operation, backends::Backend backend, const backends::Params& params);
+Value encode_kernel_call(std::string_view operation, backends::Backend backend,
+                         const backends::Params& params);
 
 }  // namespace tessera

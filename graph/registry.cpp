@@ -26,7 +26,8 @@ struct Registry::Impl {
 Registry& Registry::global() {
   static Registry registry;
   // Built-ins are there in every process, before any user registration.
-  [[maybe_unused]] static const bool builtins = (register_bag_tasks(registry), register_array_tasks(registry), true);
+  [[maybe_unused]] static const bool builtins =
+      (register_bag_tasks(registry), register_array_tasks(registry), true);
   return registry;
 }
 

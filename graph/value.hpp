@@ -94,10 +94,11 @@ class Value {
   std::size_t payload_bytes() const;
 
  private:
-  using Storage = std::variant<std::monostate, std::int64_t, double, bool, std::shared_ptr<const std::string>,
-                               std::shared_ptr<const Bytes>, std::shared_ptr<const std::vector<double>>,
-                               std::shared_ptr<const Eigen::VectorXd>, std::shared_ptr<const Eigen::MatrixXd>,
-                               std::shared_ptr<const List>, std::shared_ptr<const CustomValue>, backends::ChunkPtr>;
+  using Storage =
+      std::variant<std::monostate, std::int64_t, double, bool, std::shared_ptr<const std::string>,
+                   std::shared_ptr<const Bytes>, std::shared_ptr<const std::vector<double>>,
+                   std::shared_ptr<const Eigen::VectorXd>, std::shared_ptr<const Eigen::MatrixXd>,
+                   std::shared_ptr<const List>, std::shared_ptr<const CustomValue>, backends::ChunkPtr>;
   [[noreturn]] void throw_kind(ValueKind expected) const;
   Storage data_;
 };

@@ -39,8 +39,9 @@ std::span<const std::byte> blob_bytes(Blob::Reader in, std::span<const std::span
     bytes = frames[index];
   }
   if (bytes.size() != in.getSize() || bytes.size() != expected)
-    throw WireError(std::string("chunk ") + what + ": carries " + std::to_string(bytes.size()) + " bytes, declares " +
-                    std::to_string(in.getSize()) + ", the shape needs " + std::to_string(expected));
+    throw WireError(std::string("chunk ") + what + ": carries " + std::to_string(bytes.size()) +
+                    " bytes, declares " + std::to_string(in.getSize()) + ", the shape needs " +
+                    std::to_string(expected));
   return bytes;
 }
 
@@ -64,21 +65,27 @@ backends::ChunkPtr decode_sparse(Chunk::Reader in, std::span<const std::span<con
   const auto outer = copy_out<std::int64_t>(
       blob_bytes(in.getOuterStarts(), frames, (static_cast<std::size_t>(cols) + 1) * 8, "outer starts"));
   const std::int64_t nonzeros = outer.back();
-  if (outer.front() != 0 || nonzeros < 0 || static_cast<std::uint64_t>(nonzeros) > static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols))
+  if (outer.front() != 0 || nonzeros < 0 ||
+      static_cast<std::uint64_t>(nonzeros) >
+          static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols))
     throw WireError("sparse chunk: outer starts run from " + std::to_string(outer.front()) + " to " +
                     std::to_string(nonzeros));
   for (std::size_t j = 0; j + 1 < outer.size(); ++j)
-    if (outer[j + 1] < outer[j]) throw WireError("sparse chunk: outer starts decrease at column " + std::to_string(j));
+    if (outer[j + 1] < outer[j])
+      throw WireError("sparse chunk: outer starts decrease at column " + std::to_string(j));
   const auto inner = copy_out<std::int64_t>(
       blob_bytes(in.getInnerIndices(), frames, static_cast<std::size_t>(nonzeros) * 8, "inner indices"));
   for (std::int64_t j = 0; j < cols; ++j)
-    for (std::int64_t k = outer[static_cast<std::size_t>(j)]; k < outer[static_cast<std::size_t>(j) + 1]; ++k) {
+    for (std::int64_t k = outer[static_cast<std::size_t>(j)]; k < outer[static_cast<std::size_t>(j) + 1];
+         ++k) {
       const auto row = inner[static_cast<std::size_t>(k)];
-      if (row < 0 || row >= rows || (k > outer[static_cast<std::size_t>(j)] && inner[static_cast<std::size_t>(k) - 1] >= row))
+      if (row < 0 || row >= rows ||
+          (k > outer[static_cast<std::size_t>(j)] && inner[static_cast<std::size_t>(k) - 1] >= row))
         throw WireError("sparse chunk: row index " + std::to_string(row) + " in column " + std::to_string(j) +
                         " is out of range or out of order");
     }
-  const auto values = copy_out<T>(blob_bytes(in.getValues(), frames, static_cast<std::size_t>(nonzeros) * sizeof(T), "values"));
+  const auto values = copy_out<T>(
+      blob_bytes(in.getValues(), frames, static_cast<std::size_t>(nonzeros) * sizeof(T), "values"));
   backends::SparseMatrix<T> m(rows, cols);
   m.reserve(nonzeros);
   m.resizeNonZeros(nonzeros);
@@ -107,8 +114,8 @@ void encode_chunk(const backends::ChunkPtr& chunk_in, Chunk::Builder out, Attach
       using T = typename std::decay_t<decltype(m)>::Scalar;
       encode_blob(m.outerIndexPtr(), static_cast<std::size_t>(m.cols() + 1) * 8, owner, out.initOuterStarts(),
                   attachments, options);
-      encode_blob(m.innerIndexPtr(), static_cast<std::size_t>(m.nonZeros()) * 8, owner, out.initInnerIndices(),
-                  attachments, options);
+      encode_blob(m.innerIndexPtr(), static_cast<std::size_t>(m.nonZeros()) * 8, owner,
+                  out.initInnerIndices(), attachments, options);
       encode_blob(m.valuePtr(), static_cast<std::size_t>(m.nonZeros()) * sizeof(T), owner, out.initValues(),
                   attachments, options);
     });
@@ -133,7 +140,8 @@ backends::ChunkPtr decode_chunk(Chunk::Reader in, std::span<const std::span<cons
   const std::size_t elements = checked_product(rows, cols, "shape");
   backends::ChunkPtr chunk;
   if (backend == Backend::sparse) {
-    chunk = dtype == DType::float64 ? decode_sparse<double>(in, frames, r, c) : decode_sparse<float>(in, frames, r, c);
+    chunk = dtype == DType::float64 ? decode_sparse<double>(in, frames, r, c)
+                                    : decode_sparse<float>(in, frames, r, c);
   } else if (dtype == DType::float64) {
     auto bytes = blob_bytes(in.getValues(), frames, elements * 8, "values");
     backends::DenseMatrix<double> m(r, c);

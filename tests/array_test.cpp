@@ -16,7 +16,8 @@ using tessera::ArrayOptions;
 Eigen::MatrixXd test_matrix(std::int64_t rows, std::int64_t cols, double shift = 0.0) {
   Eigen::MatrixXd m(rows, cols);
   for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) m(i, j) = std::sin(0.7 * static_cast<double>(i) + 1.3 * static_cast<double>(j)) + shift;
+    for (std::int64_t j = 0; j < cols; ++j)
+      m(i, j) = std::sin(0.7 * static_cast<double>(i) + 1.3 * static_cast<double>(j)) + shift;
   return m;
 }
 
@@ -136,7 +137,8 @@ TEST_F(ArrayTest, FusedElementwiseChainsAndTheirReductionsMatchEigen) {
   EXPECT_NEAR((1.0 - a).mean().compute_scalar(client), (1.0 - m.array()).mean(), 1e-12);
   // A persisted chain is the start of new ones.
   auto kept = (a * 3.0).persist(client);
-  EXPECT_TRUE((kept + 1.0).sum(1).compute_vector(client).isApprox((3.0 * m.array() + 1.0).rowwise().sum().matrix()));
+  EXPECT_TRUE(
+      (kept + 1.0).sum(1).compute_vector(client).isApprox((3.0 * m.array() + 1.0).rowwise().sum().matrix()));
   EXPECT_THROW(a.pow(2.0).log().sum(7), tessera::SubmissionError);
 }
 
@@ -172,7 +174,8 @@ TEST_F(ArrayTest, MatmulContractsOverMismatchedChunks) {
   EXPECT_NEAR(ww.compute_scalar(client), w.squaredNorm(), 1e-12);
   // More than eight chunk pairs along the contraction: partial products summed by a tree.
   auto tall = Array::from_eigen(test_matrix(40, 3), chunked({2, 3}));
-  EXPECT_TRUE(tall.T().dot(tall).compute(client).isApprox(test_matrix(40, 3).transpose() * test_matrix(40, 3), 1e-12));
+  EXPECT_TRUE(tall.T().dot(tall).compute(client).isApprox(test_matrix(40, 3).transpose() * test_matrix(40, 3),
+                                                          1e-12));
 }
 
 TEST_F(ArrayTest, SlicingConcatenationAndRechunking) {
@@ -311,7 +314,8 @@ TEST_F(ArrayTest, AnOperationTheBackendLacksIsAnErrorWhenTheGraphIsBuilt) {
 }
 
 TEST_F(ArrayTest, CudaArraysMatchCpuOrSkipLoudly) {
-  const auto availability = tessera::backends::Dispatch::global().availability(tessera::backends::Backend::cuda);
+  const auto availability =
+      tessera::backends::Dispatch::global().availability(tessera::backends::Backend::cuda);
   if (!availability.available) {
     EXPECT_THROW(Array::zeros({2, 2}).to_backend("cuda"), tessera::SubmissionError);
     GTEST_SKIP() << "cuda backend unavailable: " << availability.reason;
@@ -320,7 +324,9 @@ TEST_F(ArrayTest, CudaArraysMatchCpuOrSkipLoudly) {
   auto a = Array::from_eigen(m, chunked({10, 11}));
   auto g = a.to_backend("cuda");
   EXPECT_EQ(g.meta().backend, tessera::backends::Backend::cuda);
-  EXPECT_TRUE(((g * 2.0 + 1.0).exp().sum(0)).compute(client).isApprox(((a * 2.0 + 1.0).exp().sum(0)).compute(client), 1e-12));
+  EXPECT_TRUE(((g * 2.0 + 1.0).exp().sum(0))
+                  .compute(client)
+                  .isApprox(((a * 2.0 + 1.0).exp().sum(0)).compute(client), 1e-12));
   EXPECT_TRUE(g.T().dot(g).compute(client).isApprox(m.transpose() * m, 1e-12));
   EXPECT_EQ(g.argmax(0).compute(client), a.argmax(0).compute(client));
 }

@@ -4,12 +4,12 @@
 // that rejoins, and a client that vanishes (its futures are released after the grace period).
 #include <gtest/gtest.h>
 
+#include <Eigen/SVD>
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <numeric>
 #include <sstream>
-#include <Eigen/SVD>
 #include <tessera/array.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/tessera.hpp>
@@ -129,7 +129,8 @@ TEST_F(ClusterProcess, ArraysAndTheirSvdRunAcrossWorkerProcesses) {
   auto f = tessera::linalg::svd(x);
   auto [u, s, vt] = tessera::compute(client, f.u, f.s, f.vt);
   const Eigen::VectorXd reference = Eigen::JacobiSVD<Eigen::MatrixXd>(m).singularValues();
-  for (Eigen::Index i = 0; i < reference.size(); ++i) EXPECT_NEAR(s(i, 0), reference(i), 1e-12 * reference(0));
+  for (Eigen::Index i = 0; i < reference.size(); ++i)
+    EXPECT_NEAR(s(i, 0), reference(i), 1e-12 * reference(0));
   EXPECT_LT((u * s.col(0).asDiagonal() * vt - m).cwiseAbs().maxCoeff(), 1e-11);
   // Sparse chunks cross processes too.
   options.backend = "sparse";

@@ -87,17 +87,19 @@ TEST_P(SvdTest, MatchesLapack) {
     EXPECT_LT(orthonormality_error(u.leftCols(usable)), 1e-12);
   }
   const Eigen::MatrixXd rebuilt = u * s.col(0).asDiagonal() * vt;
-  EXPECT_LT((rebuilt - m).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, m.cwiseAbs().maxCoeff()) * static_cast<double>(k));
+  EXPECT_LT((rebuilt - m).cwiseAbs().maxCoeff(),
+            1e-12 * std::max(1.0, m.cwiseAbs().maxCoeff()) * static_cast<double>(k));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SvdTest,
-                         ::testing::Values(Case{200, 30, 64, 0},    // ragged chunks
-                                           Case{200, 30, 200, 0},   // one chunk
-                                           Case{120, 30, 13, 0},    // chunks shorter than columns: grouped leaves
-                                           Case{2000, 5, 10, 0},    // 200 chunks: a reduction tree of depth 2
-                                           Case{60, 60, 17, 0},     // square
-                                           Case{25, 90, 7, 0},      // short-fat, through the transpose
-                                           Case{300, 40, 70, 8},    // rank-deficient: the descent path
+                         ::testing::Values(Case{200, 30, 64, 0},   // ragged chunks
+                                           Case{200, 30, 200, 0},  // one chunk
+                                           Case{120, 30, 13,
+                                                0},  // chunks shorter than columns: grouped leaves
+                                           Case{2000, 5, 10, 0},  // 200 chunks: a reduction tree of depth 2
+                                           Case{60, 60, 17, 0},   // square
+                                           Case{25, 90, 7, 0},    // short-fat, through the transpose
+                                           Case{300, 40, 70, 8},  // rank-deficient: the descent path
                                            Case{150, 20, 150, 3}));
 
 TEST(LinalgTest, IllConditionedFullRankTakesTheDescentAndStaysOrthonormal) {
@@ -109,7 +111,8 @@ TEST(LinalgTest, IllConditionedFullRankTakesTheDescentAndStaysOrthonormal) {
   auto f = linalg::svd(Array::from_eigen(m, chunked({45})));
   auto [u, s, vt] = tessera::compute(client, f.u, f.s, f.vt);
   const Eigen::VectorXd reference = lapack_singular_values(m);
-  for (Eigen::Index i = 0; i < reference.size(); ++i) EXPECT_NEAR(s(i, 0), reference(i), 1e-12 * reference(0)) << i;
+  for (Eigen::Index i = 0; i < reference.size(); ++i)
+    EXPECT_NEAR(s(i, 0), reference(i), 1e-12 * reference(0)) << i;
   EXPECT_LT(orthonormality_error(u), 1e-12);
   EXPECT_LT(orthonormality_error(vt.transpose()), 1e-12);
   EXPECT_LT((u * s.col(0).asDiagonal() * vt - m).cwiseAbs().maxCoeff(), 1e-13);
@@ -153,7 +156,8 @@ TEST(LinalgTest, CompressedSvdFindsTheLeadingSingularTriplets) {
   tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
   tessera::Client client{cluster};
   // Rank 5 plus small noise: the randomized SVD with two power iterations recovers the top 5.
-  const Eigen::MatrixXd m = random_matrix(600, 5, 21) * random_matrix(5, 80, 22) + 1e-6 * random_matrix(600, 80, 23);
+  const Eigen::MatrixXd m =
+      random_matrix(600, 5, 21) * random_matrix(5, 80, 22) + 1e-6 * random_matrix(600, 80, 23);
   linalg::SvdCompressedOptions options;
   options.power_iterations = 2;
   options.seed = 4;
@@ -188,7 +192,8 @@ TEST(LinalgTest, LeastSquaresMatchesTheMinimumNormSolution) {
   const Eigen::MatrixXd bs = random_matrix(300, 3, 33);
   auto multi = linalg::lstsq(Array::from_eigen(a, chunked({100})), Array::from_eigen(bs, chunked({100, 3})));
   EXPECT_TRUE(multi.x.compute(client).isApprox(a.colPivHouseholderQr().solve(bs), 1e-10));
-  EXPECT_THROW(linalg::lstsq(Array::from_eigen(a), Array::from_eigen(Eigen::VectorXd(b.head(10)))), tessera::SubmissionError);
+  EXPECT_THROW(linalg::lstsq(Array::from_eigen(a), Array::from_eigen(Eigen::VectorXd(b.head(10)))),
+               tessera::SubmissionError);
 }
 
 TEST(LinalgTest, SparseArraysNameTheMissingFactorization) {

@@ -24,8 +24,8 @@ class NpyTest : public ::testing::Test {
 
   // A C-order file as numpy.save writes it (header padded to 64 bytes, version `major`).
   void write_c_order(const std::string& file, const Eigen::MatrixXd& m, int major = 1) const {
-    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
-                         std::to_string(m.cols()) + "), }";
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) +
+                         ", " + std::to_string(m.cols()) + "), }";
     const std::size_t prefix = major == 1 ? 10 : 12;
     header.append(((prefix + header.size() + 1 + 63) / 64) * 64 - prefix - header.size() - 1, ' ');
     header.push_back('\n');
@@ -66,7 +66,8 @@ TEST_F(NpyTest, COrderFilesAsNumpyWritesThem) {
   const Eigen::MatrixXd m = Eigen::MatrixXd::Random(23, 5);
   for (int major : {1, 2}) {
     write_c_order(path("c.npy"), m, major);
-    EXPECT_EQ(tessera::io::from_npy(path("c.npy"), {.chunk_rows = 7}).compute(client), m) << "version " << major;
+    EXPECT_EQ(tessera::io::from_npy(path("c.npy"), {.chunk_rows = 7}).compute(client), m)
+        << "version " << major;
     EXPECT_EQ(tessera::io::from_npy(path("c.npy"), {.chunk_rows = 7, .chunk_cols = 2}).compute(client), m);
   }
 }

@@ -20,7 +20,8 @@ DenseMatrix<T> broadcast_binary(const std::string& op, const Chunk& x, const Chu
   DenseMatrix<T> out(rows, cols);
   const bool ar = a.rows() == 1, ac = a.cols() == 1, br = b.rows() == 1, bc = b.cols() == 1;
   for (Eigen::Index j = 0; j < cols; ++j)
-    for (Eigen::Index i = 0; i < rows; ++i) out(i, j) = f(a(ar ? 0 : i, ac ? 0 : j), b(br ? 0 : i, bc ? 0 : j));
+    for (Eigen::Index i = 0; i < rows; ++i)
+      out(i, j) = f(a(ar ? 0 : i, ac ? 0 : j), b(br ? 0 : i, bc ? 0 : j));
   return out;
 }
 
@@ -50,8 +51,8 @@ Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
   require_same_dtype(p.name, *in[0], *in[1]);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return with_binary<T>(p.name,
-                          [&](auto f) { return Chunk::dense<T>(broadcast_binary<T>(p.name, *in[0], *in[1], f)); });
+    return with_binary<T>(
+        p.name, [&](auto f) { return Chunk::dense<T>(broadcast_binary<T>(p.name, *in[0], *in[1], f)); });
   })};
 }
 
@@ -66,14 +67,13 @@ Chunks where(std::span<const ChunkPtr> in, const Params&) {
   for (const auto& c : in)
     if ((c->rows() != rows && c->rows() != 1) || (c->cols() != cols && c->cols() != 1))
       throw KernelError("where: shapes " + shape_text(in[0]->rows(), in[0]->cols()) + ", " +
-                        shape_text(in[1]->rows(), in[1]->cols()) + " and " + shape_text(in[2]->rows(), in[2]->cols()) +
-                        " do not broadcast");
+                        shape_text(in[1]->rows(), in[1]->cols()) + " and " +
+                        shape_text(in[2]->rows(), in[2]->cols()) + " do not broadcast");
   return {with_dtype(in[1]->dtype(), [&](auto t) {
     using T = decltype(t);
-    const DenseMatrix<T> mask =
-        with_dtype(in[0]->dtype(), [&](auto m) -> DenseMatrix<T> {
-          return to_dense_copy<decltype(m)>(*in[0]).template cast<T>();
-        });
+    const DenseMatrix<T> mask = with_dtype(in[0]->dtype(), [&](auto m) -> DenseMatrix<T> {
+      return to_dense_copy<decltype(m)>(*in[0]).template cast<T>();
+    });
     const auto& a = in[1]->dense<T>();
     const auto& b = in[2]->dense<T>();
     auto at = [](const DenseMatrix<T>& x, Eigen::Index i, Eigen::Index j) {
@@ -91,23 +91,38 @@ Chunks where(std::span<const ChunkPtr> in, const Params&) {
 template <class T, class Part>
 bool apply_vectorized(Part& part, const std::string& name, bool is_scalar, T s, bool scalar_left) {
   if (!is_scalar) {
-    if (name == "exp") part = part.exp();
-    else if (name == "log") part = part.log();
-    else if (name == "sqrt") part = part.sqrt();
-    else if (name == "abs") part = part.abs();
-    else if (name == "neg") part = -part;
-    else if (name == "square") part = part.square();
-    else if (name == "sigmoid") part = T(1) / (T(1) + (-part).exp());
-    else return false;
+    if (name == "exp")
+      part = part.exp();
+    else if (name == "log")
+      part = part.log();
+    else if (name == "sqrt")
+      part = part.sqrt();
+    else if (name == "abs")
+      part = part.abs();
+    else if (name == "neg")
+      part = -part;
+    else if (name == "square")
+      part = part.square();
+    else if (name == "sigmoid")
+      part = T(1) / (T(1) + (-part).exp());
+    else
+      return false;
     return true;
   }
-  if (name == "add") part += s;
-  else if (name == "mul") part *= s;
-  else if (name == "sub") part = scalar_left ? (s - part).eval() : (part - s).eval();
-  else if (name == "div") part = scalar_left ? (s / part).eval() : (part / s).eval();
-  else if (name == "minimum") part = part.min(s);
-  else if (name == "maximum") part = part.max(s);
-  else return false;
+  if (name == "add")
+    part += s;
+  else if (name == "mul")
+    part *= s;
+  else if (name == "sub")
+    part = scalar_left ? (s - part).eval() : (part - s).eval();
+  else if (name == "div")
+    part = scalar_left ? (s / part).eval() : (part / s).eval();
+  else if (name == "minimum")
+    part = part.min(s);
+  else if (name == "maximum")
+    part = part.max(s);
+  else
+    return false;
   return true;
 }
 
@@ -118,7 +133,8 @@ struct ChainSteps {
   std::vector<double> values;
 };
 
-ChainSteps parse_chain(const std::string& names_text, std::span<const std::int64_t> ints, std::span<const double> reals) {
+ChainSteps parse_chain(const std::string& names_text, std::span<const std::int64_t> ints,
+                       std::span<const double> reals) {
   ChainSteps c;
   for (std::size_t begin = 0; begin <= names_text.size();) {
     const auto end = std::min(names_text.find(',', begin), names_text.size());
@@ -146,8 +162,10 @@ void apply_steps(Part& part, const ChainSteps& c) {
       with_unary<T>(c.names[k], [&](auto f) { part = part.unaryExpr(f); });
     } else {
       with_binary<T>(c.names[k], [&](auto f) {
-        if (c.left[k]) part = part.unaryExpr([&](T x) { return f(s, x); });
-        else part = part.unaryExpr([&](T x) { return f(x, s); });
+        if (c.left[k])
+          part = part.unaryExpr([&](T x) { return f(s, x); });
+        else
+          part = part.unaryExpr([&](T x) { return f(x, s); });
       });
     }
   }
@@ -179,20 +197,25 @@ Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& p) {
   if (bar == std::string::npos || p.ints.empty()) throw KernelError("chain_reduce: no reduction given");
   const std::string reduction = p.name.substr(bar + 1);
   const std::int64_t axis = p.ints.back();
-  const ChainSteps c = parse_chain(p.name.substr(0, bar), std::span(p.ints).first(p.ints.size() - 1), p.reals);
+  const ChainSteps c =
+      parse_chain(p.name.substr(0, bar), std::span(p.ints).first(p.ints.size() - 1), p.reals);
   if (reduction != "sum" && reduction != "sumsq" && reduction != "min" && reduction != "max")
     throw KernelError("unknown reduction '" + reduction + "' (known: sum, sumsq, min, max)");
-  if (axis < -1 || axis > 1) throw KernelError("chain_reduce: axis must be 0, 1 or -1, got " + std::to_string(axis));
+  if (axis < -1 || axis > 1)
+    throw KernelError("chain_reduce: axis must be 0, 1 or -1, got " + std::to_string(axis));
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const auto& x = in[0]->dense<T>();
-    const T start = reduction == "min" ? std::numeric_limits<T>::infinity()
-                    : reduction == "max" ? -std::numeric_limits<T>::infinity() : T(0);
+    const T start = reduction == "min"   ? std::numeric_limits<T>::infinity()
+                    : reduction == "max" ? -std::numeric_limits<T>::infinity()
+                                         : T(0);
     if ((reduction == "min" || reduction == "max") && x.size() == 0)
       throw KernelError("reduce " + reduction + " of an empty chunk has no value");
-    DenseMatrix<T> out = axis == 0 ? DenseMatrix<T>::Constant(1, x.cols(), start)
-                         : axis == 1 ? DenseMatrix<T>::Constant(x.rows(), 1, start) : DenseMatrix<T>::Constant(1, 1, start);
-    Eigen::Array<T, Eigen::Dynamic, 1> buffer(std::min<Eigen::Index>(chain_block, std::max<Eigen::Index>(1, x.rows())));
+    DenseMatrix<T> out = axis == 0   ? DenseMatrix<T>::Constant(1, x.cols(), start)
+                         : axis == 1 ? DenseMatrix<T>::Constant(x.rows(), 1, start)
+                                     : DenseMatrix<T>::Constant(1, 1, start);
+    Eigen::Array<T, Eigen::Dynamic, 1> buffer(
+        std::min<Eigen::Index>(chain_block, std::max<Eigen::Index>(1, x.rows())));
     for (Eigen::Index j = 0; j < x.cols(); ++j)
       for (Eigen::Index begin = 0; begin < x.rows(); begin += chain_block) {
         const Eigen::Index n = std::min(chain_block, x.rows() - begin);
@@ -201,17 +224,25 @@ Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& p) {
         apply_steps<T>(part, c);
         if (axis == 1) {
           auto target = out.col(0).segment(begin, n).array();
-          if (reduction == "sum") target += part;
-          else if (reduction == "sumsq") target += part.square();
-          else if (reduction == "min") target = target.min(part);
-          else target = target.max(part);
+          if (reduction == "sum")
+            target += part;
+          else if (reduction == "sumsq")
+            target += part.square();
+          else if (reduction == "min")
+            target = target.min(part);
+          else
+            target = target.max(part);
           continue;
         }
         T& acc = axis == 0 ? out(0, j) : out(0, 0);
-        if (reduction == "sum") acc += part.sum();
-        else if (reduction == "sumsq") acc += part.square().sum();
-        else if (reduction == "min") acc = std::min(acc, part.minCoeff());
-        else acc = std::max(acc, part.maxCoeff());
+        if (reduction == "sum")
+          acc += part.sum();
+        else if (reduction == "sumsq")
+          acc += part.square().sum();
+        else if (reduction == "min")
+          acc = std::min(acc, part.minCoeff());
+        else
+          acc = std::max(acc, part.maxCoeff());
       }
     return Chunk::dense<T>(std::move(out));
   })};

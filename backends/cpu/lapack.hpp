@@ -15,26 +15,28 @@ inline lapack_int geqrf(lapack_int m, lapack_int n, double* a, lapack_int lda, d
 inline lapack_int geqrf(lapack_int m, lapack_int n, float* a, lapack_int lda, float* tau) {
   return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
 }
-inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* a, lapack_int lda, const double* tau) {
+inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* a, lapack_int lda,
+                        const double* tau) {
   return LAPACKE_dorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
 }
-inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, float* a, lapack_int lda, const float* tau) {
+inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, float* a, lapack_int lda,
+                        const float* tau) {
   return LAPACKE_sorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
 }
 inline lapack_int ormqr(lapack_int m, lapack_int n, lapack_int k, const double* a, lapack_int lda,
                         const double* tau, double* c, lapack_int ldc) {
   return LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'N', m, n, k, a, lda, tau, c, ldc);
 }
-inline lapack_int ormqr(lapack_int m, lapack_int n, lapack_int k, const float* a, lapack_int lda, const float* tau,
-                        float* c, lapack_int ldc) {
+inline lapack_int ormqr(lapack_int m, lapack_int n, lapack_int k, const float* a, lapack_int lda,
+                        const float* tau, float* c, lapack_int ldc) {
   return LAPACKE_sormqr(LAPACK_COL_MAJOR, 'L', 'N', m, n, k, a, lda, tau, c, ldc);
 }
-inline lapack_int gesdd(lapack_int m, lapack_int n, double* a, lapack_int lda, double* s, double* u, lapack_int ldu,
-                        double* vt, lapack_int ldvt) {
+inline lapack_int gesdd(lapack_int m, lapack_int n, double* a, lapack_int lda, double* s, double* u,
+                        lapack_int ldu, double* vt, lapack_int ldvt) {
   return LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', m, n, a, lda, s, u, ldu, vt, ldvt);
 }
-inline lapack_int gesdd(lapack_int m, lapack_int n, float* a, lapack_int lda, float* s, float* u, lapack_int ldu,
-                        float* vt, lapack_int ldvt) {
+inline lapack_int gesdd(lapack_int m, lapack_int n, float* a, lapack_int lda, float* s, float* u,
+                        lapack_int ldu, float* vt, lapack_int ldvt) {
   return LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', m, n, a, lda, s, u, ldu, vt, ldvt);
 }
 

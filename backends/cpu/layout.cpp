@@ -23,8 +23,10 @@ Chunks random(std::span<const ChunkPtr>, const Params& p) {
     DenseMatrix<T> out(rows, cols);
     for (std::int64_t j = 0; j < cols; ++j)
       for (std::int64_t i = 0; i < rows; ++i) {
-        const std::uint64_t index = static_cast<std::uint64_t>(row0 + i) * total_cols + static_cast<std::uint64_t>(col0 + j);
-        out(i, j) = static_cast<T>(normal ? a + b * standard_normal(seed, index) : a + (b - a) * uniform01(seed, index));
+        const std::uint64_t index =
+            static_cast<std::uint64_t>(row0 + i) * total_cols + static_cast<std::uint64_t>(col0 + j);
+        out(i, j) = static_cast<T>(normal ? a + b * standard_normal(seed, index)
+                                          : a + (b - a) * uniform01(seed, index));
       }
     return Chunk::dense<T>(std::move(out));
   })};
@@ -67,9 +69,10 @@ std::vector<Block> assemble_blocks(std::span<const ChunkPtr> in, const Params& p
     if (b.src_row < 0 || b.src_col < 0 || b.rows < 0 || b.cols < 0 || b.src_row + b.rows > in[k]->rows() ||
         b.src_col + b.cols > in[k]->cols() || b.dst_row < 0 || b.dst_col < 0 || b.dst_row + b.rows > rows ||
         b.dst_col + b.cols > cols)
-      throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(b.rows, b.cols) + " from " +
-                        shape_text(b.src_row, b.src_col) + " of a " + in[k]->describe() + " chunk to " +
-                        shape_text(b.dst_row, b.dst_col) + " does not fit a " + shape_text(rows, cols) + " result");
+      throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(b.rows, b.cols) +
+                        " from " + shape_text(b.src_row, b.src_col) + " of a " + in[k]->describe() +
+                        " chunk to " + shape_text(b.dst_row, b.dst_col) + " does not fit a " +
+                        shape_text(rows, cols) + " result");
     if (k > 0) require_same_dtype("assemble", *in[0], *in[k]);
     blocks.push_back(b);
   }
@@ -81,8 +84,8 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
   std::int64_t rows = 0, cols = 0;
   const auto blocks = assemble_blocks(in, p, rows, cols);
   // A block that is a whole chunk's whole extent is that chunk: no copy.
-  if (in.size() == 1 && blocks[0].rows == in[0]->rows() && blocks[0].cols == in[0]->cols() && rows == blocks[0].rows &&
-      cols == blocks[0].cols)
+  if (in.size() == 1 && blocks[0].rows == in[0]->rows() && blocks[0].cols == in[0]->cols() &&
+      rows == blocks[0].rows && cols == blocks[0].cols)
     return {in[0]};
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
@@ -90,9 +93,11 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
     for (std::size_t k = 0; k < in.size(); ++k) {
       const auto& b = blocks[k];
       if (in[k]->backend() == Backend::sparse)
-        out.block(b.dst_row, b.dst_col, b.rows, b.cols) = DenseMatrix<T>(in[k]->sparse<T>().block(b.src_row, b.src_col, b.rows, b.cols));
+        out.block(b.dst_row, b.dst_col, b.rows, b.cols) =
+            DenseMatrix<T>(in[k]->sparse<T>().block(b.src_row, b.src_col, b.rows, b.cols));
       else
-        out.block(b.dst_row, b.dst_col, b.rows, b.cols) = in[k]->dense<T>().block(b.src_row, b.src_col, b.rows, b.cols);
+        out.block(b.dst_row, b.dst_col, b.rows, b.cols) =
+            in[k]->dense<T>().block(b.src_row, b.src_col, b.rows, b.cols);
     }
     return Chunk::dense<T>(std::move(out));
   })};

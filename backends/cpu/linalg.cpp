@@ -15,22 +15,32 @@ void accumulate_product(DenseMatrix<T>& out, bool first, const Chunk& a_chunk, c
   if (b_chunk.backend() == Backend::sparse) {
     const auto& b = b_chunk.sparse<T>();
     DenseMatrix<T> product;
-    if (ta && tb) product = a.transpose() * b.transpose();
-    else if (ta) product = a.transpose() * b;
-    else if (tb) product = a * b.transpose();
-    else product = a * b;
-    if (first) out = std::move(product);
-    else out += product;
+    if (ta && tb)
+      product = a.transpose() * b.transpose();
+    else if (ta)
+      product = a.transpose() * b;
+    else if (tb)
+      product = a * b.transpose();
+    else
+      product = a * b;
+    if (first)
+      out = std::move(product);
+    else
+      out += product;
     return;
   }
   const auto& b = b_chunk.dense<T>();
   const auto rows = ta ? a.cols() : a.rows();
   const auto cols = tb ? b.rows() : b.cols();
   if (first) out.setZero(rows, cols);
-  if (ta && tb) out.noalias() += a.transpose() * b.transpose();
-  else if (ta) out.noalias() += a.transpose() * b;
-  else if (tb) out.noalias() += a * b.transpose();
-  else out.noalias() += a * b;
+  if (ta && tb)
+    out.noalias() += a.transpose() * b.transpose();
+  else if (ta)
+    out.noalias() += a.transpose() * b;
+  else if (tb)
+    out.noalias() += a * b.transpose();
+  else
+    out.noalias() += a * b;
 }
 
 Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
@@ -91,9 +101,10 @@ Chunks qr_q(std::span<const ChunkPtr> in, const Params&) {
     const auto m = packed.rows(), k = std::min(packed.rows(), packed.cols());
     DenseMatrix<T> q = packed.leftCols(k);
     if (m > 0 && k > 0)
-      lapack::check(lapack::orgqr(static_cast<lapack_int>(m), static_cast<lapack_int>(k), static_cast<lapack_int>(k),
-                                  q.data(), static_cast<lapack_int>(m), tau.data()),
-                    "orgqr");
+      lapack::check(
+          lapack::orgqr(static_cast<lapack_int>(m), static_cast<lapack_int>(k), static_cast<lapack_int>(k),
+                        q.data(), static_cast<lapack_int>(m), tau.data()),
+          "orgqr");
     return Chunk::dense<T>(std::move(q));
   })};
 }
@@ -115,8 +126,8 @@ Chunks qr_apply(std::span<const ChunkPtr> in, const Params&) {
     c.topRows(c_in.rows()) = c_in;
     if (m > 0 && k > 0 && c.cols() > 0)
       lapack::check(lapack::ormqr(static_cast<lapack_int>(m), static_cast<lapack_int>(c.cols()),
-                                  static_cast<lapack_int>(k), packed.data(), static_cast<lapack_int>(m), tau.data(),
-                                  c.data(), static_cast<lapack_int>(m)),
+                                  static_cast<lapack_int>(k), packed.data(), static_cast<lapack_int>(m),
+                                  tau.data(), c.data(), static_cast<lapack_int>(m)),
                     "ormqr");
     return Chunk::dense<T>(std::move(c));
   })};
@@ -148,8 +159,8 @@ Chunks scale_columns(std::span<const ChunkPtr> in, const Params& p) {
     const auto& a = in[0]->dense<T>();
     const auto& s = in[1]->dense<T>();
     if (s.size() != a.cols())
-      throw KernelError("scale_columns: " + std::to_string(s.size()) + " scales for " + std::to_string(a.cols()) +
-                        " columns");
+      throw KernelError("scale_columns: " + std::to_string(s.size()) + " scales for " +
+                        std::to_string(a.cols()) + " columns");
     const Eigen::Matrix<T, Eigen::Dynamic, 1> factors =
         divide ? Eigen::Matrix<T, Eigen::Dynamic, 1>(s.reshaped().cwiseInverse())
                : Eigen::Matrix<T, Eigen::Dynamic, 1>(s.reshaped());

@@ -1,4 +1,5 @@
-// Dense reductions: per-chunk partials (sum, sumsq, min, max, argmax, argmin) and the combination of partials.
+// Dense reductions: per-chunk partials (sum, sumsq, min, max, argmax, argmin) and the combination of
+// partials.
 #include <limits>
 
 #include "backends/cpu/dense_util.hpp"
@@ -17,7 +18,8 @@ std::int64_t axis_of(const Params& p, std::string_view op) {
 template <class T, class M>
 DenseMatrix<T> reduce_dense(const M& m, const std::string& name, std::int64_t axis) {
   auto empty_error = [&] {
-    return KernelError("reduce " + name + " of an empty chunk " + shape_text(m.rows(), m.cols()) + " has no value");
+    return KernelError("reduce " + name + " of an empty chunk " + shape_text(m.rows(), m.cols()) +
+                       " has no value");
   };
   if (name == "sum") {
     if (axis == 0) return m.colwise().sum();
@@ -32,8 +34,10 @@ DenseMatrix<T> reduce_dense(const M& m, const std::string& name, std::int64_t ax
   if (name == "min" || name == "max") {
     const bool is_min = name == "min";
     if (m.size() == 0 && (axis == -1 || (axis == 0 ? m.rows() : m.cols()) == 0)) throw empty_error();
-    if (axis == 0) return is_min ? DenseMatrix<T>(m.colwise().minCoeff()) : DenseMatrix<T>(m.colwise().maxCoeff());
-    if (axis == 1) return is_min ? DenseMatrix<T>(m.rowwise().minCoeff()) : DenseMatrix<T>(m.rowwise().maxCoeff());
+    if (axis == 0)
+      return is_min ? DenseMatrix<T>(m.colwise().minCoeff()) : DenseMatrix<T>(m.colwise().maxCoeff());
+    if (axis == 1)
+      return is_min ? DenseMatrix<T>(m.rowwise().minCoeff()) : DenseMatrix<T>(m.rowwise().maxCoeff());
     return DenseMatrix<T>::Constant(1, 1, is_min ? m.minCoeff() : m.maxCoeff());
   }
   throw KernelError("unknown reduction '" + name + "' (known: sum, sumsq, min, max)");
@@ -107,7 +111,8 @@ Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
   const auto axis = axis_of(p, "combine");
   for (const auto& c : in) {
     if (c->rows() != in[0]->rows() || c->cols() != in[0]->cols())
-      throw KernelError("combine " + p.name + ": partial " + c->describe() + " differs from " + in[0]->describe());
+      throw KernelError("combine " + p.name + ": partial " + c->describe() + " differs from " +
+                        in[0]->describe());
     require_same_dtype("combine", *in[0], *c);
   }
   if (in.size() == 1) return {in[0]};

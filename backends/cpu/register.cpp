@@ -5,7 +5,9 @@ extern "C" void openblas_set_num_threads(int threads);
 
 namespace tessera::backends {
 
-void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+void set_blas_threads(int threads) {
+  openblas_set_num_threads(std::max(1, threads));
+}
 
 void register_cpu_kernels(Dispatch& dispatch) {
   cpu::register_elementwise(dispatch);

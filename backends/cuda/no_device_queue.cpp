@@ -3,7 +3,11 @@
 
 namespace tessera::backends {
 
-int device_count() { return 0; }
-std::vector<std::shared_ptr<DeviceQueue>> make_device_queues(int, int) { return {}; }
+int device_count() {
+  return 0;
+}
+std::vector<std::shared_ptr<DeviceQueue>> make_device_queues(int, int) {
+  return {};
+}
 
 }  // namespace tessera::backends

@@ -4,8 +4,9 @@
 namespace tessera::backends {
 
 void register_cuda_kernels(Dispatch& dispatch) {
-  dispatch.set_availability(Backend::cuda, {false, "this build of Tessera has no CUDA (the toolkit was not found "
-                                                   "when it was configured)"});
+  dispatch.set_availability(Backend::cuda, {false,
+                                            "this build of Tessera has no CUDA (the toolkit was not found "
+                                            "when it was configured)"});
 }
 
 }  // namespace tessera::backends

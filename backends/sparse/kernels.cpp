@@ -56,7 +56,8 @@ Chunks scalar(std::span<const ChunkPtr> in, const Params& p) {
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const T s = static_cast<T>(p.real(0));
-    SparseMatrix<T> out = p.name == "mul" ? SparseMatrix<T>(in[0]->sparse<T>() * s) : SparseMatrix<T>(in[0]->sparse<T>() / s);
+    SparseMatrix<T> out =
+        p.name == "mul" ? SparseMatrix<T>(in[0]->sparse<T>() * s) : SparseMatrix<T>(in[0]->sparse<T>() / s);
     return Chunk::sparse<T>(std::move(out));
   })};
 }
@@ -73,27 +74,37 @@ Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
     const auto rows = cpu::broadcast_extent(p.name, a.rows(), other.rows(), *in[0], other);
     const auto cols = cpu::broadcast_extent(p.name, a.cols(), other.cols(), *in[0], other);
     if (rows != a.rows() || cols != a.cols())
-      throw KernelError(p.name + ": a sparse " + shape_text(a.rows(), a.cols()) + " chunk cannot broadcast to " +
-                        shape_text(rows, cols));
+      throw KernelError(p.name + ": a sparse " + shape_text(a.rows(), a.cols()) +
+                        " chunk cannot broadcast to " + shape_text(rows, cols));
     SparseMatrix<T> out;
     if (other.rows() == a.rows() && other.cols() == a.cols()) {
       const SparseMatrix<T> b = as_sparse<T>(other);
-      if (p.name == "add") out = a + b;
-      else if (p.name == "sub") out = a - b;
-      else out = a.cwiseProduct(b);
+      if (p.name == "add")
+        out = a + b;
+      else if (p.name == "sub")
+        out = a - b;
+      else
+        out = a.cwiseProduct(b);
     } else {
       // Only mul broadcasts here: by a row (scales columns), a column (scales rows) or a scalar.
       const DenseMatrix<T> b = cpu::to_dense_copy<T>(other);
-      if (b.rows() == 1 && b.cols() == 1) out = a * b(0, 0);
-      else if (b.rows() == 1) out = a * b.row(0).transpose().asDiagonal();
-      else out = b.col(0).asDiagonal() * a;
+      if (b.rows() == 1 && b.cols() == 1)
+        out = a * b(0, 0);
+      else if (b.rows() == 1)
+        out = a * b.row(0).transpose().asDiagonal();
+      else
+        out = b.col(0).asDiagonal() * a;
     }
     return Chunk::sparse<T>(std::move(out));
   })};
 }
 
-Chunks where(std::span<const ChunkPtr> in, const Params& p) { return on_dense(ops::where, in, p); }
-Chunks argreduce(std::span<const ChunkPtr> in, const Params& p) { return on_dense(ops::argreduce, in, p); }
+Chunks where(std::span<const ChunkPtr> in, const Params& p) {
+  return on_dense(ops::where, in, p);
+}
+Chunks argreduce(std::span<const ChunkPtr> in, const Params& p) {
+  return on_dense(ops::argreduce, in, p);
+}
 
 Chunks astype(std::span<const ChunkPtr> in, const Params& p) {
   require_inputs("astype", in, 1);
@@ -126,7 +137,8 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
           src_col + ncols > in[k]->cols() || dst_row < 0 || dst_col < 0 || dst_row + nrows > rows ||
           dst_col + ncols > cols)
         throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(nrows, ncols) +
-                          " does not fit a " + in[k]->describe() + " chunk or a " + shape_text(rows, cols) + " result");
+                          " does not fit a " + in[k]->describe() + " chunk or a " + shape_text(rows, cols) +
+                          " result");
       const SparseMatrix<T> block = as_sparse<T>(*in[k]).block(src_row, src_col, nrows, ncols);
       for (Eigen::Index j = 0; j < block.outerSize(); ++j)
         for (typename SparseMatrix<T>::InnerIterator it(block, j); it; ++it)
@@ -157,17 +169,21 @@ Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
       const SparseMatrix<T> a = ta ? SparseMatrix<T>(a_sparse.transpose()) : a_sparse;
       const auto inner_b = tb ? in[k + i]->cols() : in[k + i]->rows();
       if (a.cols() != inner_b)
-        throw KernelError("matmul: shapes " + shape_text(in[i]->rows(), in[i]->cols()) + (ta ? "^T" : "") + " and " +
-                          shape_text(in[k + i]->rows(), in[k + i]->cols()) + (tb ? "^T" : "") + " do not contract");
+        throw KernelError("matmul: shapes " + shape_text(in[i]->rows(), in[i]->cols()) + (ta ? "^T" : "") +
+                          " and " + shape_text(in[k + i]->rows(), in[k + i]->cols()) + (tb ? "^T" : "") +
+                          " do not contract");
       if (sparse_result) {
         const SparseMatrix<T>& b_raw = in[k + i]->sparse<T>();
-        SparseMatrix<T> product = tb ? SparseMatrix<T>(a * SparseMatrix<T>(b_raw.transpose())) : SparseMatrix<T>(a * b_raw);
+        SparseMatrix<T> product =
+            tb ? SparseMatrix<T>(a * SparseMatrix<T>(b_raw.transpose())) : SparseMatrix<T>(a * b_raw);
         sparse_out = i == 0 ? product : SparseMatrix<T>(sparse_out + product);
       } else {
         const DenseMatrix<T> b_dense = cpu::to_dense_copy<T>(*in[k + i]);
         if (i == 0) dense_out.setZero(a.rows(), tb ? b_dense.rows() : b_dense.cols());
-        if (tb) dense_out.noalias() += a * b_dense.transpose();
-        else dense_out.noalias() += a * b_dense;
+        if (tb)
+          dense_out.noalias() += a * b_dense.transpose();
+        else
+          dense_out.noalias() += a * b_dense;
       }
     }
     if (sparse_result) return Chunk::sparse<T>(std::move(sparse_out));
@@ -177,11 +193,13 @@ Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
 
 Chunks reduce(std::span<const ChunkPtr> in, const Params& p) {
   require_inputs("reduce", in, 1);
-  if (p.name != "sum" && p.name != "sumsq") return on_dense(ops::reduce, in, p);  // min/max see implicit zeros
+  if (p.name != "sum" && p.name != "sumsq")
+    return on_dense(ops::reduce, in, p);  // min/max see implicit zeros
   const auto axis = p.integer(0);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    const SparseMatrix<T> m = p.name == "sum" ? in[0]->sparse<T>() : SparseMatrix<T>(in[0]->sparse<T>().cwiseAbs2());
+    const SparseMatrix<T> m =
+        p.name == "sum" ? in[0]->sparse<T>() : SparseMatrix<T>(in[0]->sparse<T>().cwiseAbs2());
     const Eigen::Matrix<T, Eigen::Dynamic, 1> ones_cols = Eigen::Matrix<T, Eigen::Dynamic, 1>::Ones(m.cols());
     const Eigen::Matrix<T, Eigen::Dynamic, 1> ones_rows = Eigen::Matrix<T, Eigen::Dynamic, 1>::Ones(m.rows());
     if (axis == 0) return Chunk::dense<T>(DenseMatrix<T>((m.transpose() * ones_rows).transpose()));
@@ -200,7 +218,8 @@ Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
     for (std::size_t k = 1; k < in.size(); ++k) {
       const SparseMatrix<T> next = as_sparse<T>(*in[k]);
       if (next.rows() != out.rows() || next.cols() != out.cols())
-        throw KernelError("combine " + p.name + ": partial " + in[k]->describe() + " differs from " + in[0]->describe());
+        throw KernelError("combine " + p.name + ": partial " + in[k]->describe() + " differs from " +
+                          in[0]->describe());
       out = out + next;
     }
     return Chunk::sparse<T>(std::move(out));

@@ -27,9 +27,9 @@ using Meta = backends::Meta;
 struct ArrayOptions {
   // Chunk extent per dimension (rows, then columns for 2-D); missing or 0 means the whole extent.
   std::vector<std::int64_t> chunks{};
-  std::string backend = "cpu";     // cpu, sparse or cuda
-  std::string dtype = "float64";   // float64 or float32
-  std::uint64_t seed = 0;          // random
+  std::string backend = "cpu";           // cpu, sparse or cuda
+  std::string dtype = "float64";         // float64 or float32
+  std::uint64_t seed = 0;                // random
   std::string distribution = "uniform";  // random: uniform in [low, high) or normal(mean=low, stddev=high)
   double low = 0.0, high = 1.0;
   double density = 0.01;  // random on the sparse backend: the fraction of stored entries
@@ -116,7 +116,7 @@ class Array {
   Array mean(std::optional<int> axis = std::nullopt) const;
   Array min(std::optional<int> axis = std::nullopt) const;
   Array max(std::optional<int> axis = std::nullopt) const;
-  Array norm(std::optional<int> axis = std::nullopt) const;  // 2-norm of vectors, Frobenius of matrices
+  Array norm(std::optional<int> axis = std::nullopt) const;    // 2-norm of vectors, Frobenius of matrices
   Array argmax(std::optional<int> axis = std::nullopt) const;  // float64 indices (flat, row-major for none)
   Array argmin(std::optional<int> axis = std::nullopt) const;
 
@@ -146,8 +146,9 @@ Array concatenate(const std::vector<Array>& arrays, int axis = 0);
 // Computes several arrays in one graph (they share what they have in common).
 std::vector<Eigen::MatrixXd> compute(Client& client, const std::vector<Array>& arrays);
 template <class... A>
-requires(sizeof...(A) > 1 && (std::is_same_v<A, Array> && ...)) std::array<Eigen::MatrixXd, sizeof...(A)> compute(
-    Client& client, const A&... arrays) {
+requires(sizeof...(A) > 1 && (std::is_same_v<A, Array> &&
+                              ...)) std::array<Eigen::MatrixXd, sizeof...(A)> compute(Client& client,
+                                                                                      const A&... arrays) {
   auto all = compute(client, std::vector<Array>{arrays...});
   std::array<Eigen::MatrixXd, sizeof...(A)> out;
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::move(all[i]);

@@ -38,11 +38,13 @@ int main(int argc, char** argv) {
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
 
-  auto x = tessera::Array::random({rows, cols}, {.chunks = {flag(argc, argv, "--chunk-rows", 5000), cols}, .seed = 1})
+  auto x = tessera::Array::random({rows, cols},
+                                  {.chunks = {flag(argc, argv, "--chunk-rows", 5000), cols}, .seed = 1})
                .persist(client);  // the article leaves out making and copying the array too
   std::printf("%s\n", x.describe().c_str());
   auto [cpu_seconds, cpu_s] = timed_svd(client, x);
-  std::printf("cpu:  %.3f s, largest singular values %.6f %.6f %.6f\n", cpu_seconds, cpu_s(0), cpu_s(1), cpu_s(2));
+  std::printf("cpu:  %.3f s, largest singular values %.6f %.6f %.6f\n", cpu_seconds, cpu_s(0), cpu_s(1),
+              cpu_s(2));
 
   const auto cuda = tessera::backends::Dispatch::global().availability(tessera::backends::Backend::cuda);
   if (!cuda.available) {
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto y = x.to_backend("cuda").persist(client);  // the only change
-  (void)timed_svd(client, y);                       // warm-up: CUDA context, cuBLAS and cuSOLVER handles
+  (void)timed_svd(client, y);                     // warm-up: CUDA context, cuBLAS and cuSOLVER handles
   auto [cuda_seconds, cuda_s] = timed_svd(client, y);
   std::printf("cuda: %.3f s, largest singular values %.6f %.6f %.6f (max relative difference to cpu %.1e)\n",
               cuda_seconds, cuda_s(0), cuda_s(1), cuda_s(2),
