@@ -135,15 +135,7 @@ std::optional<Array> chained(const Array& a, ElementwiseChain::Step step, Meta m
   chain->source = a.data()->chain ? a.data()->chain->source : a.data();
   if (a.data()->chain) chain->steps = a.data()->chain->steps;
   chain->steps.push_back(std::move(step));
-  Params params;
-  std::vector<std::int64_t> lefts;
-  for (const auto& s : chain->steps) {
-    params.name += (params.name.empty() ? "" : ",") + s.name;
-    params.ints.push_back(s.kind);
-    lefts.push_back(s.scalar_left ? 1 : 0);
-    params.reals.push_back(s.scalar);
-  }
-  params.ints.insert(params.ints.end(), lefts.begin(), lefts.end());
+  const Params params = chain_params(*chain);
   const auto& source = *chain->source;
   std::vector<DelayedArg> blocks;
   blocks.reserve(source.blocks.size());

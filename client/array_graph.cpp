@@ -15,6 +15,19 @@ std::int64_t ArrayData::cols() const {
   return std::accumulate(col_chunks.begin(), col_chunks.end(), std::int64_t{0});
 }
 
+Params chain_params(const ElementwiseChain& chain) {
+  Params params;
+  std::vector<std::int64_t> lefts;
+  for (const auto& s : chain.steps) {
+    params.name += (params.name.empty() ? "" : ",") + s.name;
+    params.ints.push_back(s.kind);
+    lefts.push_back(s.scalar_left ? 1 : 0);
+    params.reals.push_back(s.scalar);
+  }
+  params.ints.insert(params.ints.end(), lefts.begin(), lefts.end());
+  return params;
+}
+
 Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std::int64_t> col_chunks,
                  Meta meta, std::vector<DelayedArg> blocks) {
   auto data = std::make_shared<ArrayData>();

@@ -27,6 +27,9 @@ struct ElementwiseChain {
   std::vector<Step> steps;
 };
 
+// The chain's steps as a chain kernel's parameters (see backends/operations.hpp).
+Params chain_params(const ElementwiseChain& chain);
+
 struct ArrayData {
   int ndim = 2;                          // 0, 1 or 2; 1-D arrays are stored as n x 1 columns
   std::vector<std::int64_t> row_chunks;  // extents; a 0-d array has {1}

@@ -39,15 +39,7 @@ Array reduce_with(const Array& x, const std::string& name, int axis, const char*
                     chain->source->meta.backend == backend;
   auto partial = [&](std::size_t i, std::size_t j) {
     if (fuse) {
-      Params p;
-      std::vector<std::int64_t> lefts;
-      for (const auto& s : chain->steps) {
-        p.name += (p.name.empty() ? "" : ",") + s.name;
-        p.ints.push_back(s.kind);
-        lefts.push_back(s.scalar_left ? 1 : 0);
-        p.reals.push_back(s.scalar);
-      }
-      p.ints.insert(p.ints.end(), lefts.begin(), lefts.end());
+      Params p = chain_params(*chain);
       p.ints.push_back(axis);
       p.name += "|" + name;
       return kernel(backends::ops::chain_reduce, backend, p, {chain->source->block(i, j)});

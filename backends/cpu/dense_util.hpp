@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/chunk.hpp"
 #include "backends/dispatch.hpp"
@@ -50,6 +52,20 @@ DenseMatrix<T> to_dense_copy(const Chunk& chunk) {
   if (chunk.backend() == Backend::sparse) return DenseMatrix<T>(chunk.sparse<T>());
   return chunk.dense<T>();
 }
+
+// Shape checks every backend's kernels share (shape_checks.cpp).
+
+// One block copy of `assemble`: from (src_row, src_col) of an input to (dst_row, dst_col) of the result.
+struct AssembleBlock {
+  std::int64_t src_row, src_col, rows, cols, dst_row, dst_col;
+};
+// The blocks of an assemble call, each checked against its input and the result; sets the result's shape.
+std::vector<AssembleBlock> assemble_blocks(std::span<const ChunkPtr> in, const Params& p, std::int64_t& rows,
+                                           std::int64_t& cols);
+// The broadcast shape of where's mask, a and b, or a KernelError naming the three shapes.
+std::pair<std::int64_t, std::int64_t> where_shape(std::span<const ChunkPtr> in);
+// matmul's pairs (A_i, B_i): each contracts (under the transpose flags) and shares one element type.
+void check_matmul_pairs(std::span<const ChunkPtr> in, bool transpose_a, bool transpose_b);
 
 void register_elementwise(Dispatch& dispatch);
 void register_layout(Dispatch& dispatch);

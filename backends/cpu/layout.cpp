@@ -49,36 +49,6 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-// One block copy of `assemble`, validated against both chunks.
-struct Block {
-  std::int64_t src_row, src_col, rows, cols, dst_row, dst_col;
-};
-
-std::vector<Block> assemble_blocks(std::span<const ChunkPtr> in, const Params& p, std::int64_t& rows,
-                                   std::int64_t& cols) {
-  rows = p.integer(0);
-  cols = p.integer(1);
-  require_shape("assemble", rows, cols);
-  if (p.ints.size() != 2 + 6 * in.size())
-    throw KernelError("assemble: " + std::to_string(in.size()) + " chunks need " +
-                      std::to_string(2 + 6 * in.size()) + " integers, got " + std::to_string(p.ints.size()));
-  std::vector<Block> blocks;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const auto* v = &p.ints[2 + 6 * k];
-    Block b{v[0], v[1], v[2], v[3], v[4], v[5]};
-    if (b.src_row < 0 || b.src_col < 0 || b.rows < 0 || b.cols < 0 || b.src_row + b.rows > in[k]->rows() ||
-        b.src_col + b.cols > in[k]->cols() || b.dst_row < 0 || b.dst_col < 0 || b.dst_row + b.rows > rows ||
-        b.dst_col + b.cols > cols)
-      throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(b.rows, b.cols) +
-                        " from " + shape_text(b.src_row, b.src_col) + " of a " + in[k]->describe() +
-                        " chunk to " + shape_text(b.dst_row, b.dst_col) + " does not fit a " +
-                        shape_text(rows, cols) + " result");
-    if (k > 0) require_same_dtype("assemble", *in[0], *in[k]);
-    blocks.push_back(b);
-  }
-  return blocks;
-}
-
 Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
   if (in.empty()) throw KernelError("assemble needs at least one chunk");
   std::int64_t rows = 0, cols = 0;

@@ -44,21 +44,10 @@ void accumulate_product(DenseMatrix<T>& out, bool first, const Chunk& a_chunk, c
 }
 
 Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
-  if (in.empty() || in.size() % 2 != 0)
-    throw KernelError("matmul takes pairs of chunks, got " + std::to_string(in.size()));
   const bool ta = !p.ints.empty() && p.ints[0] != 0;
   const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+  check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
-  for (std::size_t i = 0; i < k; ++i) {
-    const auto& a = *in[i];
-    const auto& b = *in[k + i];
-    const auto inner_a = ta ? a.rows() : a.cols();
-    const auto inner_b = tb ? b.cols() : b.rows();
-    if (inner_a != inner_b)
-      throw KernelError("matmul: shapes " + shape_text(a.rows(), a.cols()) + (ta ? "^T" : "") + " and " +
-                        shape_text(b.rows(), b.cols()) + (tb ? "^T" : "") + " do not contract");
-    require_same_dtype("matmul", a, b);
-  }
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DenseMatrix<T> out;

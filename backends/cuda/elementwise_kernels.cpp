@@ -55,19 +55,8 @@ Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
 }
 
 Chunks where(std::span<const ChunkPtr> in, const Params&) {
-  require_inputs("where", in, 3);
+  const auto [rows, cols] = cpu::where_shape(in);
   KernelStream stream(input_device("where", in));
-  require_same_dtype("where", *in[1], *in[2]);
-  std::int64_t rows = 1, cols = 1;
-  for (const auto& c : in) {
-    rows = std::max(rows, c->rows());
-    cols = std::max(cols, c->cols());
-  }
-  for (const auto& c : in)
-    if ((c->rows() != rows && c->rows() != 1) || (c->cols() != cols && c->cols() != 1))
-      throw KernelError("where: shapes " + shape_text(in[0]->rows(), in[0]->cols()) + ", " +
-                        shape_text(in[1]->rows(), in[1]->cols()) + " and " +
-                        shape_text(in[2]->rows(), in[2]->cols()) + " do not broadcast");
   return {with_dtype(in[1]->dtype(), [&](auto t) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, rows, cols);

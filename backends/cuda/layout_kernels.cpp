@@ -58,41 +58,11 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-// One block copy of `assemble`, validated against both chunks (as the cpu kernel does).
-struct Block {
-  std::int64_t src_row, src_col, rows, cols, dst_row, dst_col;
-};
-
-std::vector<Block> assemble_blocks(std::span<const ChunkPtr> in, const Params& p, std::int64_t& rows,
-                                   std::int64_t& cols) {
-  rows = p.integer(0);
-  cols = p.integer(1);
-  require_shape("assemble", rows, cols);
-  if (p.ints.size() != 2 + 6 * in.size())
-    throw KernelError("assemble: " + std::to_string(in.size()) + " chunks need " +
-                      std::to_string(2 + 6 * in.size()) + " integers, got " + std::to_string(p.ints.size()));
-  std::vector<Block> blocks;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const auto* v = &p.ints[2 + 6 * k];
-    Block b{v[0], v[1], v[2], v[3], v[4], v[5]};
-    if (b.src_row < 0 || b.src_col < 0 || b.rows < 0 || b.cols < 0 || b.src_row + b.rows > in[k]->rows() ||
-        b.src_col + b.cols > in[k]->cols() || b.dst_row < 0 || b.dst_col < 0 || b.dst_row + b.rows > rows ||
-        b.dst_col + b.cols > cols)
-      throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(b.rows, b.cols) +
-                        " from " + shape_text(b.src_row, b.src_col) + " of a " + in[k]->describe() +
-                        " chunk to " + shape_text(b.dst_row, b.dst_col) + " does not fit a " +
-                        shape_text(rows, cols) + " result");
-    if (k > 0) require_same_dtype("assemble", *in[0], *in[k]);
-    blocks.push_back(b);
-  }
-  return blocks;
-}
-
 Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
   if (in.empty()) throw KernelError("assemble needs at least one chunk");
   KernelStream stream(input_device("assemble", in));
   std::int64_t rows = 0, cols = 0;
-  const auto blocks = assemble_blocks(in, p, rows, cols);
+  const auto blocks = cpu::assemble_blocks(in, p, rows, cols);
   // A block that is a whole chunk's whole extent is that chunk: no copy.
   if (in.size() == 1 && blocks[0].rows == in[0]->rows() && blocks[0].cols == in[0]->cols() &&
       rows == blocks[0].rows && cols == blocks[0].cols)
@@ -101,8 +71,9 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, rows, cols);
     // Elements no block covers are zero, as on cpu; skip the fill when one block covers everything.
-    const bool one_block_covers_all = std::any_of(
-        blocks.begin(), blocks.end(), [&](const Block& b) { return b.rows == rows && b.cols == cols; });
+    const bool one_block_covers_all =
+        std::any_of(blocks.begin(), blocks.end(),
+                    [&](const cpu::AssembleBlock& b) { return b.rows == rows && b.cols == cols; });
     if (!one_block_covers_all && rows * cols > 0)
       check_cuda(
           cudaMemsetAsync(out.data(), 0, static_cast<std::size_t>(rows * cols) * sizeof(T), stream.stream()),

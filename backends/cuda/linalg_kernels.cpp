@@ -41,25 +41,12 @@ void copy_elements(const KernelStream& stream, T* destination, const T* source, 
 }
 
 Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
-  if (in.empty() || in.size() % 2 != 0)
-    throw KernelError("matmul takes pairs of chunks, got " + std::to_string(in.size()));
   const bool ta = !p.ints.empty() && p.ints[0] != 0;
   const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+  cpu::check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
   const auto rows = ta ? in[0]->cols() : in[0]->rows();
   const auto cols = tb ? in[k]->rows() : in[k]->cols();
-  for (std::size_t i = 0; i < k; ++i) {
-    const auto& a = *in[i];
-    const auto& b = *in[k + i];
-    const auto inner_a = ta ? a.rows() : a.cols();
-    const auto inner_b = tb ? b.cols() : b.rows();
-    if (inner_a != inner_b)
-      throw KernelError("matmul: shapes " + shape_text(a.rows(), a.cols()) + (ta ? "^T" : "") + " and " +
-                        shape_text(b.rows(), b.cols()) + (tb ? "^T" : "") + " do not contract");
-    if ((ta ? a.cols() : a.rows()) != rows || (tb ? b.rows() : b.cols()) != cols)
-      throw KernelError("matmul: the products of pair 0 and pair " + std::to_string(i) + " differ in shape");
-    require_same_dtype("matmul", a, b);
-  }
   KernelStream stream(input_device("matmul", in));
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);

@@ -123,26 +123,18 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
 }
 
 Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
-  // The cpu kernel validates the blocks; the sparse result is built from triplets.
   if (in.empty()) throw KernelError("assemble needs at least one chunk");
-  const auto rows = p.integer(0), cols = p.integer(1);
-  if (p.ints.size() != 2 + 6 * in.size()) return on_dense(ops::assemble, in, p);  // reports the mismatch
+  std::int64_t rows = 0, cols = 0;
+  const auto blocks = cpu::assemble_blocks(in, p, rows, cols);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     std::vector<Eigen::Triplet<T, std::int64_t>> triplets;
     for (std::size_t k = 0; k < in.size(); ++k) {
-      const auto* v = &p.ints[2 + 6 * k];
-      const auto src_row = v[0], src_col = v[1], nrows = v[2], ncols = v[3], dst_row = v[4], dst_col = v[5];
-      if (src_row < 0 || src_col < 0 || nrows < 0 || ncols < 0 || src_row + nrows > in[k]->rows() ||
-          src_col + ncols > in[k]->cols() || dst_row < 0 || dst_col < 0 || dst_row + nrows > rows ||
-          dst_col + ncols > cols)
-        throw KernelError("assemble: block " + std::to_string(k) + " of " + shape_text(nrows, ncols) +
-                          " does not fit a " + in[k]->describe() + " chunk or a " + shape_text(rows, cols) +
-                          " result");
-      const SparseMatrix<T> block = as_sparse<T>(*in[k]).block(src_row, src_col, nrows, ncols);
+      const auto& b = blocks[k];
+      const SparseMatrix<T> block = as_sparse<T>(*in[k]).block(b.src_row, b.src_col, b.rows, b.cols);
       for (Eigen::Index j = 0; j < block.outerSize(); ++j)
         for (typename SparseMatrix<T>::InnerIterator it(block, j); it; ++it)
-          triplets.emplace_back(dst_row + it.row(), dst_col + it.col(), it.value());
+          triplets.emplace_back(b.dst_row + it.row(), b.dst_col + it.col(), it.value());
     }
     SparseMatrix<T> out(rows, cols);
     out.setFromTriplets(triplets.begin(), triplets.end());
@@ -151,10 +143,9 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
 }
 
 Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
-  if (in.empty() || in.size() % 2 != 0)
-    throw KernelError("matmul takes pairs of chunks, got " + std::to_string(in.size()));
   const bool ta = !p.ints.empty() && p.ints[0] != 0;
   const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+  cpu::check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
   std::vector<Backend> backends;
   for (const auto& c : in) backends.push_back(c->backend());
@@ -164,14 +155,8 @@ Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
     SparseMatrix<T> sparse_out;
     DenseMatrix<T> dense_out;
     for (std::size_t i = 0; i < k; ++i) {
-      cpu::require_same_dtype("matmul", *in[i], *in[k + i]);
       const SparseMatrix<T> a_sparse = as_sparse<T>(*in[i]);
       const SparseMatrix<T> a = ta ? SparseMatrix<T>(a_sparse.transpose()) : a_sparse;
-      const auto inner_b = tb ? in[k + i]->cols() : in[k + i]->rows();
-      if (a.cols() != inner_b)
-        throw KernelError("matmul: shapes " + shape_text(in[i]->rows(), in[i]->cols()) + (ta ? "^T" : "") +
-                          " and " + shape_text(in[k + i]->rows(), in[k + i]->cols()) + (tb ? "^T" : "") +
-                          " do not contract");
       if (sparse_result) {
         const SparseMatrix<T>& b_raw = in[k + i]->sparse<T>();
         SparseMatrix<T> product =
