@@ -65,24 +65,13 @@ if ! grep -q "Tessera cuda backend: ON" "${log_dir}/configure.log"; then
   finish
 fi
 
-# The targets to build, of those that exist: the SVD benchmark, the test binary, and any cuda test target.
-target_list="$(cmake --build "${build_dir}" --target help 2>/dev/null || true)"
-has_target() { grep -qE "^(\.\.\. )?$1(:.*)?$" <<<"${target_list}"; }
-test_targets=()
-if has_target tessera_tests; then test_targets+=(tessera_tests); fi
-while read -r target; do
-  if [[ -n "${target}" && "${target}" != tessera_tests ]]; then test_targets+=("${target}"); fi
-done < <(sed -E 's/^\.\.\. //; s/:.*$//' <<<"${target_list}" \
-  | grep -iE '^[A-Za-z0-9_.-]*cuda[A-Za-z0-9_.-]*test$' | sort -u)
-targets=("${test_targets[@]}")
-if has_target tessera-bench-svd; then
-  targets=(tessera-bench-svd "${targets[@]}")
-else
-  echo "== the target tessera-bench-svd does not exist"
-  failed_steps+=(bench-target)
-fi
-if ((${#targets[@]} == 0)); then finish; fi
+# The GPU-relevant targets: the SVD benchmark and example, the cuda tests, and the array tests' cuda case.
+targets=(tessera-bench-svd svd_example cuda_test array_test)
 if ! run_quiet build cmake --build "${build_dir}" -j16 --target "${targets[@]}"; then finish; fi
+
+run_shown test-cuda "${build_dir}/bin/cuda_test"
+run_shown test-array-cuda "${build_dir}/bin/array_test" --gtest_filter='*Cuda*'
+run_shown example-svd "${build_dir}/bin/svd_example"
 
 bench="${build_dir}/bin/tessera-bench-svd"
 if [[ -x "${bench}" ]]; then
@@ -91,14 +80,5 @@ if [[ -x "${bench}" ]]; then
       --chunk-rows "${chunk_rows}" --backend cuda --check-against cpu
   done
 fi
-
-for target in "${test_targets[@]}"; do
-  if [[ -x "${build_dir}/bin/${target}" ]]; then
-    run_shown "test-${target}" "${build_dir}/bin/${target}" --gtest_filter='*Cuda*:*cuda*'
-  else
-    echo "== test binary ${build_dir}/bin/${target} was not built"
-    failed_steps+=("test-${target}")
-  fi
-done
 
 finish
