@@ -151,11 +151,19 @@ struct SchedulerState {
   // How many unfinished tasks of `rec` worker w may hold. Long tasks: one per thread, so every thread
   // takes the next task only when it is free (greedy list scheduling balances best). Short tasks: enough
   // queued work per thread to cover backlog_seconds_per_thread, plus one to hide the refill round trip.
+  // Counted per operation: tasks of other operations placed ahead of their inputs (a chain placed depth
+  // first) must not keep an independent branch off a worker with idle threads.
   std::uint64_t capacity(const WorkerRecord& w, const OpRecord& rec) const {
     if (rec.average_task_seconds < 0) return std::uint64_t{w.threads} * options.initial_tasks_per_thread + 1;
     const double per_thread = options.backlog_seconds_per_thread / std::max(rec.average_task_seconds, 1e-9);
     if (per_thread < 1) return w.threads;
     return w.threads * static_cast<std::uint64_t>(std::min(per_thread, double(1 << 20))) + 1;
+  }
+
+  // Unfinished tasks of `rec` placed on w.
+  static std::uint64_t held(const WorkerRecord& w, const OpRecord& rec) {
+    auto it = w.occupancy_by_op.find(rec.op->id());
+    return it == w.occupancy_by_op.end() ? 0 : it->second;
   }
 
   bool usable(std::uint32_t w) const { return w != kNoWorker && !workers[w].gone && !workers[w].retiring; }
@@ -166,7 +174,7 @@ struct SchedulerState {
     std::uint32_t best = kNoWorker;
     double best_load = 0;
     for (std::uint32_t w = 0; w < workers.size(); ++w) {
-      if (!usable(w) || (!anyway && workers[w].occupancy >= capacity(workers[w], rec))) continue;
+      if (!usable(w) || (!anyway && held(workers[w], rec) >= capacity(workers[w], rec))) continue;
       const double load = double(workers[w].occupancy) / workers[w].threads;
       if (best == kNoWorker || load < best_load) best = w, best_load = load;
     }
@@ -435,7 +443,7 @@ void dispatch(SchedulerActor* self) {
     } else if (!rec->op->has_references()) {
       const std::uint32_t w = st.least_loaded(*rec);
       if (w != kNoWorker) {
-        const std::uint64_t room = st.capacity(st.workers[w], *rec) - st.workers[w].occupancy;
+        const std::uint64_t room = st.capacity(st.workers[w], *rec) - SchedulerState::held(st.workers[w], *rec);
         const std::uint32_t end =
             static_cast<std::uint32_t>(std::min<std::uint64_t>(range.end, range.begin + room));
         for (std::uint32_t t = range.begin; t < end; ++t)
@@ -451,7 +459,8 @@ void dispatch(SchedulerActor* self) {
         const auto* ref = column.reference(task);
         if (!ref) continue;
         const std::uint32_t home = st.find(ref->op)->worker[ref->index];
-        if (st.usable(home) && st.workers[home].occupancy < st.capacity(st.workers[home], *rec)) w = home;
+        if (st.usable(home) && SchedulerState::held(st.workers[home], *rec) < st.capacity(st.workers[home], *rec))
+          w = home;
         break;
       }
       if (w == kNoWorker) w = st.least_loaded(*rec);

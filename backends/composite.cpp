@@ -53,8 +53,9 @@ Chunks svd_left(std::span<const ChunkPtr> in, const Params& p) {
   const ChunkPtr &x = in[0], &s = in[1], &vt = in[2], &u_r = in[3], &root_packed = in[4], &root_tau = in[5];
   const double limit = p.reals.empty() ? 0.0 : p.reals[0];
   if (condition_number(s) <= limit) {
-    const ChunkPtr xv = run1(ops::matmul, {x, vt}, Params{{}, {0, 1}, {}});
-    return {run1(ops::scale_columns, {xv, s}, Params{{}, {1}, {}})};
+    // V S^-1 first (n x k, small): U is then one product, with no pass over it afterwards.
+    const ChunkPtr v_scaled = run1(ops::scale_columns, {run1(ops::transpose, {vt}), s}, Params{{}, {1}, {}});
+    return {run1(ops::matmul, {x, v_scaled}, Params{{}, {0, 0}, {}})};
   }
   const ChunkPtr c = run1(ops::qr_apply, {root_packed, root_tau, u_r});
   return {descend(c, in.subspan(6), p.ints)};
@@ -64,7 +65,8 @@ Chunks svd_left(std::span<const ChunkPtr> in, const Params& p) {
 
 void register_composite_kernels(Dispatch& dispatch) {
   for (Backend b : {Backend::cpu, Backend::sparse, Backend::cuda}) {
-    const bool has_parts = dispatch.has(ops::assemble, b) && dispatch.has(ops::qr_apply, b);
+    const bool has_parts =
+        dispatch.has(ops::assemble, b) && dispatch.has(ops::qr_apply, b) && dispatch.has(ops::transpose, b);
     if (!has_parts) continue;
     dispatch.add(ops::qr_descend, b, qr_descend);
     if (dispatch.has(ops::matmul, b) && dispatch.has(ops::scale_columns, b))

@@ -3,6 +3,10 @@
 // this process, accepting remote clients: the embedded default).
 #include <dlfcn.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 
 #include <fstream>
 #include <iostream>
@@ -19,6 +23,16 @@
 #include "nodes/worker_node.hpp"
 
 namespace {
+
+int stop_pipe[2] = {-1, -1};
+std::atomic<int> stop_signal{0};
+
+// Async-signal-safe: an atomic store and a write.
+void note_stop_signal(int signal) {
+  stop_signal.store(signal);
+  const char byte = 1;
+  [[maybe_unused]] const auto written = write(stop_pipe[1], &byte, 1);
+}
 
 constexpr const char* kUsage =
     "usage: tessera-node --config FILE.toml\n"
@@ -68,12 +82,19 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Signals are taken by sigwait below, not by whichever thread they happen to hit.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT and SIGTERM run a handler that wakes the main thread through a pipe. Blocking them and using
+  // sigwait is not enough: libraries start threads before main (OpenBLAS's pool, at load time), and a
+  // signal delivered to one of those would take its default action and kill the process uncleanly.
+  if (pipe(stop_pipe) != 0) {
+    std::cerr << "tessera-node: cannot create the stop pipe\n";
+    return 1;
+  }
+  struct sigaction on_stop {};
+  on_stop.sa_handler = note_stop_signal;
+  sigemptyset(&on_stop.sa_mask);
+  on_stop.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &on_stop, nullptr);
+  sigaction(SIGTERM, &on_stop, nullptr);
 
   try {
     std::optional<tessera::transport::CurveKeys> keys;
@@ -135,8 +156,10 @@ int main(int argc, char** argv) {
                   << " threads";
       std::cout << std::endl;
     }
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
+    char byte = 0;
+    while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    const int signal = stop_signal.load();
     std::cout << "tessera-node '" << config.name << "' stopping (signal " << signal << ")" << std::endl;
     workers.clear();
     gateway.reset();
