@@ -8,8 +8,8 @@ Dask:    dask.array.linalg.svd on chunks (5000, 1000) and (1000, 1000), threaded
 Tessera: <build>/bin/tessera-bench-svd --input X.npy --chunk-rows C on an embedded cluster of 1 worker with
          2 threads; its U, S and Vt come back as .npy files and are checked against NumPy's: singular
          values (max relative difference), orthonormality of U and V, reconstruction.
-Also runs <build>/bin/tessera-bench-arrays (elementwise + reduction against the read bandwidth, sparse
-matmul against Eigen). Prints the JSON lines, then a markdown table for bench/RESULTS.md, on stdout.
+Also runs <build>/bin/tessera-bench-arrays (elementwise + reduction against the read bandwidth, with NumPy
+on the same expressions; sparse matmul against Eigen). Prints the JSON lines, then a markdown table for bench/RESULTS.md, on stdout.
 """
 import argparse
 import json
@@ -95,6 +95,14 @@ def main():
             records.extend(recs)
 
         records.extend(run_json([os.path.join(args.build_dir, "bin", "tessera-bench-arrays"), "--repeat", str(args.repeat)]))
+        # NumPy on the same expressions and size, for scale (one thread for the arithmetic, temporaries).
+        v = np.random.default_rng(5).random(50_000_000)
+        for text, expression in (("x.sum()", lambda a: a.sum()), ("(x*2+1).sum()", lambda a: (a * 2 + 1).sum()),
+                                 ("(x*2+1).sqrt().sum()", lambda a: np.sqrt(a * 2 + 1).sum())):
+            seconds = timed(args.repeat, lambda: expression(v))
+            records.append({"bench": "elementwise_reduction", "peer": "numpy", "expression": text,
+                            "elements": v.size, "seconds": round(seconds, 4), "gb_per_s": round(v.nbytes / seconds / 1e9, 2)})
+        del v
 
     for r in records:
         print(json.dumps(r))
@@ -109,12 +117,14 @@ def main():
         print(f"| ({chunk_rows}, {args.cols}) | {numpy_s:.3f} | {dask_s:.3f} | {t['seconds']:.3f} | "
               f"{numpy_s / t['seconds']:.1f}x | {dask_s / t['seconds']:.1f}x | "
               f"{'met' if t['seconds'] <= TARGET_SECONDS else 'MISSED'} | {t['max_relative_difference_to_numpy']:.1e} |")
-    e = next(r for r in records if r["bench"] == "elementwise_reduction")
+    print()
+    for e in (r for r in records if r["bench"] == "elementwise_reduction" and "peer" not in r):
+        peer = next(r for r in records if r.get("peer") == "numpy" and r.get("expression") == e["expression"])
+        print(f"Elementwise + reduction {e['expression']} over {e['elements']:,} float64: {e['gb_per_s']:.1f} GB/s read, "
+              f"{100 * e['fraction_of_bandwidth']:.0f}% of the {e['read_bandwidth_gb_per_s']:.1f} GB/s this machine "
+              f"reads with {e['threads']} threads in the same run (NumPy: {peer['gb_per_s']:.1f} GB/s).")
     sp = next(r for r in records if r["bench"] == "sparse_matmul")
     print()
-    print(f"Elementwise + reduction ((x*2+1).sqrt().sum(), {e['elements']:,} float64): {e['gb_per_s']:.1f} GB/s read, "
-          f"{100 * e['fraction_of_bandwidth']:.0f}% of the {e['read_bandwidth_gb_per_s']:.1f} GB/s this machine reads "
-          f"with {e['threads']} threads in the same run.")
     print(f"Sparse x dense ({sp['rows']:,} x {sp['cols']:,}, {sp['nonzeros']:,} stored, times {sp['dense_cols']} columns): "
           f"Tessera {sp['seconds']:.3f} s, Eigen alone {sp['eigen_seconds']:.3f} s ({sp['speedup_over_eigen']:.2f}x).")
 
