@@ -69,5 +69,9 @@ void register_cuda_kernels(Dispatch& dispatch);  // marks cuda unavailable when 
 // BLAS threads per kernel call: 1 when the framework runs chunks in parallel (OpenBLAS's own threads then
 // only oversubscribe the cores: two concurrent 2-thread dgeqrf calls took 3.3x as long as 1-thread ones).
 void set_blas_threads(int threads);
+// Stops BLAS's thread pool; it starts again on the next call that needs it, from the calling thread (whose
+// signal mask its threads inherit). For programs that block signals in main: OpenBLAS starts its pool
+// when it is loaded, before main, with every signal open.
+void restart_blas_threads();
 
 }  // namespace tessera::backends

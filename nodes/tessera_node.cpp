@@ -3,10 +3,6 @@
 // this process, accepting remote clients: the embedded default).
 #include <dlfcn.h>
 #include <signal.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
 
 #include <fstream>
 #include <iostream>
@@ -18,21 +14,12 @@
 #include <vector>
 
 #include "actors/embedded_cluster.hpp"
+#include "backends/dispatch.hpp"
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
 #include "nodes/worker_node.hpp"
 
 namespace {
-
-int stop_pipe[2] = {-1, -1};
-std::atomic<int> stop_signal{0};
-
-// Async-signal-safe: an atomic store and a write.
-void note_stop_signal(int signal) {
-  stop_signal.store(signal);
-  const char byte = 1;
-  [[maybe_unused]] const auto written = write(stop_pipe[1], &byte, 1);
-}
 
 constexpr const char* kUsage =
     "usage: tessera-node --config FILE.toml\n"
@@ -82,19 +69,15 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // SIGINT and SIGTERM run a handler that wakes the main thread through a pipe. Blocking them and using
-  // sigwait is not enough: libraries start threads before main (OpenBLAS's pool, at load time), and a
-  // signal delivered to one of those would take its default action and kill the process uncleanly.
-  if (pipe(stop_pipe) != 0) {
-    std::cerr << "tessera-node: cannot create the stop pipe\n";
-    return 1;
-  }
-  struct sigaction on_stop {};
-  on_stop.sa_handler = note_stop_signal;
-  sigemptyset(&on_stop.sa_mask);
-  on_stop.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &on_stop, nullptr);
-  sigaction(SIGTERM, &on_stop, nullptr);
+  // Signals are taken by sigwait below, not by whichever thread they happen to hit.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // OpenBLAS started its thread pool before main, with these signals open: one landing there would kill
+  // the process uncleanly. Its pool is started again, by threads that block them, when next needed.
+  tessera::backends::restart_blas_threads();
 
   try {
     std::optional<tessera::transport::CurveKeys> keys;
@@ -156,10 +139,8 @@ int main(int argc, char** argv) {
                   << " threads";
       std::cout << std::endl;
     }
-    char byte = 0;
-    while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    const int signal = stop_signal.load();
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
     std::cout << "tessera-node '" << config.name << "' stopping (signal " << signal << ")" << std::endl;
     workers.clear();
     gateway.reset();
