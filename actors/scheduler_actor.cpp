@@ -443,7 +443,8 @@ void dispatch(SchedulerActor* self) {
     } else if (!rec->op->has_references()) {
       const std::uint32_t w = st.least_loaded(*rec);
       if (w != kNoWorker) {
-        const std::uint64_t room = st.capacity(st.workers[w], *rec) - SchedulerState::held(st.workers[w], *rec);
+        const std::uint64_t room =
+            st.capacity(st.workers[w], *rec) - SchedulerState::held(st.workers[w], *rec);
         const std::uint32_t end =
             static_cast<std::uint32_t>(std::min<std::uint64_t>(range.end, range.begin + room));
         for (std::uint32_t t = range.begin; t < end; ++t)
@@ -459,7 +460,8 @@ void dispatch(SchedulerActor* self) {
         const auto* ref = column.reference(task);
         if (!ref) continue;
         const std::uint32_t home = st.find(ref->op)->worker[ref->index];
-        if (st.usable(home) && SchedulerState::held(st.workers[home], *rec) < st.capacity(st.workers[home], *rec))
+        if (st.usable(home) &&
+            SchedulerState::held(st.workers[home], *rec) < st.capacity(st.workers[home], *rec))
           w = home;
         break;
       }

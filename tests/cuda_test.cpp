@@ -21,7 +21,8 @@ class CudaTest : public ::testing::Test {
   void SetUp() override {
     const auto cuda = tessera::backends::Dispatch::global().availability(tessera::backends::Backend::cuda);
     if (!cuda.available) GTEST_SKIP() << "cuda backend unavailable: " << cuda.reason;
-    cluster = std::make_unique<tessera::LocalCluster>(tessera::ClusterOptions{.workers = 2, .threads_per_worker = 2});
+    cluster = std::make_unique<tessera::LocalCluster>(
+        tessera::ClusterOptions{.workers = 2, .threads_per_worker = 2});
     client = std::make_unique<tessera::Client>(*cluster);
   }
 
@@ -72,22 +73,32 @@ TEST_F(CudaTest, ElementwiseOperationsMatchCpu) {
     Array x = random({57, 13}, {20, 5}, 1, dtype);
     Array positive = x.abs() + 0.5;
     for (std::string fn : {"exp", "log", "abs", "sqrt", "sigmoid", "neg", "square"})
-      expect_same(positive, [&](const Array& a) {
-        if (fn == "exp") return a.exp();
-        if (fn == "log") return a.log();
-        if (fn == "abs") return a.abs();
-        if (fn == "sqrt") return a.sqrt();
-        if (fn == "sigmoid") return a.sigmoid();
-        if (fn == "neg") return -a;
-        return a.square();
-      }, tolerance);
-    expect_same(x, [](const Array& a) { return (2.0 - a * 3.0) / 4.0 + 1.0; }, tolerance);
-    expect_same(x, [](const Array& a) { return a + a.T().T() * a; }, tolerance);
-    expect_same(x, [](const Array& a) { return a - a.mean(0); }, tolerance);  // row broadcast
-    expect_same(x, [](const Array& a) { return a * a.sum(1).reshape_row().T(); }, tolerance);  // column
-    expect_same(x, [](const Array& a) { return tessera::where(a > 0.0, a, 0.0); }, tolerance);
-    expect_same(x, [](const Array& a) { return (a <= a * 0.5) + a.eq(a); }, tolerance);
-    expect_same(x, [](const Array& a) { return a.astype("float32").astype("float64"); }, tolerance);
+      expect_same(
+          positive,
+          [&](const Array& a) {
+            if (fn == "exp") return a.exp();
+            if (fn == "log") return a.log();
+            if (fn == "abs") return a.abs();
+            if (fn == "sqrt") return a.sqrt();
+            if (fn == "sigmoid") return a.sigmoid();
+            if (fn == "neg") return -a;
+            return a.square();
+          },
+          tolerance);
+    expect_same(
+        x, [](const Array& a) { return (2.0 - a * 3.0) / 4.0 + 1.0; }, tolerance);
+    expect_same(
+        x, [](const Array& a) { return a + a.T().T() * a; }, tolerance);
+    expect_same(
+        x, [](const Array& a) { return a - a.mean(0); }, tolerance);  // row broadcast
+    expect_same(
+        x, [](const Array& a) { return a * a.sum(1).reshape_row().T(); }, tolerance);  // column
+    expect_same(
+        x, [](const Array& a) { return tessera::where(a > 0.0, a, 0.0); }, tolerance);
+    expect_same(
+        x, [](const Array& a) { return (a <= a * 0.5) + a.eq(a); }, tolerance);
+    expect_same(
+        x, [](const Array& a) { return a.astype("float32").astype("float64"); }, tolerance);
   }
 }
 
@@ -104,9 +115,12 @@ TEST_F(CudaTest, LayoutProductsAndReductionsMatchCpu) {
   expect_same(x, [](const Array& a) { return a.max(1); });
   expect_same(x, [](const Array& a) { return a.min(); });
   expect_same(x, [](const Array& a) { return a.norm(); });
-  expect_same(x, [](const Array& a) { return a.argmax(0); }, 0.0);
-  expect_same(x, [](const Array& a) { return a.argmin(1); }, 0.0);
-  expect_same(x, [](const Array& a) { return a.argmax(); }, 0.0);
+  expect_same(
+      x, [](const Array& a) { return a.argmax(0); }, 0.0);
+  expect_same(
+      x, [](const Array& a) { return a.argmin(1); }, 0.0);
+  expect_same(
+      x, [](const Array& a) { return a.argmax(); }, 0.0);
 }
 
 TEST_F(CudaTest, FactorizationsMatchCpu) {
@@ -130,11 +144,14 @@ TEST_F(CudaTest, FactorizationsMatchCpu) {
   EXPECT_LT((u_low.transpose() * u_low - Eigen::MatrixXd::Identity(4, 4)).cwiseAbs().maxCoeff(), 1e-12);
   auto f32 = linalg::svd(x.astype("float32").to_backend("cuda")).s.compute_vector(*client);
   EXPECT_LE(((f32 - s_cpu).cwiseAbs().array() / s_cpu.array()).maxCoeff(), 1e-5);
-  expect_same(x, [](const Array& a) { return linalg::svd_compressed(a, 5, {.power_iterations = 1, .seed = 2}).s; },
-              1e-9);
+  expect_same(
+      x, [](const Array& a) { return linalg::svd_compressed(a, 5, {.power_iterations = 1, .seed = 2}).s; },
+      1e-9);
   Array b = random({600}, {130}, 6);
   const Eigen::VectorXd solution = linalg::lstsq(x, b).x.compute_vector(*client);
-  EXPECT_TRUE(linalg::lstsq(x.to_backend("cuda"), b.to_backend("cuda")).x.compute_vector(*client).isApprox(solution, 1e-10));
+  EXPECT_TRUE(linalg::lstsq(x.to_backend("cuda"), b.to_backend("cuda"))
+                  .x.compute_vector(*client)
+                  .isApprox(solution, 1e-10));
 }
 
 }  // namespace
