@@ -95,10 +95,8 @@ Array Array::from_sparse(const Eigen::SparseMatrix<double>& matrix, const ArrayO
             [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
               return DelayedArg(Value(backends::Chunk::sparse<double>(converted.block(r0, c0, rows, cols))));
             });
-  if (options.dtype != "float64") out = out.astype(options.dtype);
-  return options.backend == "sparse" || options.backend == "cpu"
-             ? (options.backend == "cpu" ? out.to_backend("cpu") : out)
-             : out.to_backend(options.backend);
+  // Sparse it stays: options.backend's default ("cpu") would otherwise densify it; to_backend() moves it.
+  return options.dtype != "float64" ? out.astype(options.dtype) : out;
 }
 
 Array Array::random(const std::vector<std::int64_t>& shape, const ArrayOptions& options) {

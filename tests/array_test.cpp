@@ -275,7 +275,10 @@ TEST_F(ArrayTest, SparseChunksMatchTheirDenseValues) {
   EXPECT_EQ(s.slice_rows(10, 70).compute(client), d.middleRows(10, 60));
   EXPECT_EQ(s.to_backend("cpu").to_backend("sparse").compute(client), d);
   Eigen::SparseMatrix<double> eigen_sparse = d.sparseView();
-  EXPECT_EQ(Array::from_sparse(eigen_sparse, chunked({40, 50})).compute(client), d);
+  auto from_sparse = Array::from_sparse(eigen_sparse, chunked({40, 50}));
+  EXPECT_EQ(from_sparse.meta().backend, tessera::backends::Backend::sparse);
+  EXPECT_EQ(from_sparse.compute(client), d);
+  EXPECT_TRUE(from_sparse.compute_sparse(client).isApprox(eigen_sparse));
 }
 
 TEST_F(ArrayTest, WrongShapesAreErrorsAtTheCallNamingBothShapes) {

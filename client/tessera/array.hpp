@@ -41,6 +41,7 @@ class Array {
   static Array from_eigen(const Eigen::MatrixXd& matrix, const ArrayOptions& options = {});
   static Array from_eigen(const Eigen::MatrixXf& matrix, const ArrayOptions& options = {});
   static Array from_eigen(const Eigen::VectorXd& vector, const ArrayOptions& options = {});  // 1-D
+  // A sparse array whatever options.backend says (only chunks and dtype are read); to_backend() moves it.
   static Array from_sparse(const Eigen::SparseMatrix<double>& matrix, const ArrayOptions& options = {});
   // Seeded: element (i, j) depends only on (seed, i, j), whatever the chunks and the number of workers.
   static Array random(const std::vector<std::int64_t>& shape, const ArrayOptions& options = {});
