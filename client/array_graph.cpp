@@ -122,6 +122,7 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
       const std::int64_t c_begin = col0 + dst_cols[j], c_end = col0 + dst_cols[j + 1];
       std::vector<DelayedArg> pieces;
       std::vector<std::int64_t> ints{r_end - r_begin, c_end - c_begin};
+      bool whole_source_chunk = false;  // the last piece is a source chunk entire
       for (std::size_t si = 0; si < src.grid_rows(); ++si) {
         const auto lo_r = std::max(r_begin, src_rows[si]), hi_r = std::min(r_end, src_rows[si + 1]);
         if (lo_r >= hi_r) continue;
@@ -129,20 +130,16 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
           const auto lo_c = std::max(c_begin, src_cols[sj]), hi_c = std::min(c_end, src_cols[sj + 1]);
           if (lo_c >= hi_c) continue;
           pieces.push_back(src.block(si, sj));
+          whole_source_chunk = lo_r == src_rows[si] && hi_r == src_rows[si + 1] && lo_c == src_cols[sj] &&
+                               hi_c == src_cols[sj + 1];
           ints.insert(ints.end(), {lo_r - src_rows[si], lo_c - src_cols[sj], hi_r - lo_r, hi_c - lo_c,
                                    lo_r - r_begin, lo_c - c_begin});
         }
       }
-      // One whole source chunk: reuse it, no task.
-      if (pieces.size() == 1 && ints[2] == 0 && ints[3] == 0 && ints[6] == 0 && ints[7] == 0) {
-        const auto si = static_cast<std::size_t>(std::upper_bound(src_rows.begin(), src_rows.end(), r_begin) -
-                                                 src_rows.begin() - 1);
-        const auto sj = static_cast<std::size_t>(std::upper_bound(src_cols.begin(), src_cols.end(), c_begin) -
-                                                 src_cols.begin() - 1);
-        if (src.row_chunks[si] == r_end - r_begin && src.col_chunks[sj] == c_end - c_begin) {
-          blocks.push_back(pieces.front());
-          continue;
-        }
+      // One whole source chunk that is the whole output chunk: reuse it, no task.
+      if (pieces.size() == 1 && whole_source_chunk) {
+        blocks.push_back(pieces.front());
+        continue;
       }
       if (pieces.empty()) {  // an empty block (zero rows or columns)
         blocks.push_back(kernel(

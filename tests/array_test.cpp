@@ -302,20 +302,6 @@ TEST_F(ArrayTest, WrongShapesAreErrorsAtTheCallNamingBothShapes) {
   EXPECT_THROW(Array::zeros({2, 2, 2}), tessera::SubmissionError);
 }
 
-TEST_F(ArrayTest, AnOperationTheBackendLacksIsAnErrorWhenTheGraphIsBuilt) {
-  ArrayOptions o;
-  o.backend = "sparse";
-  auto s = Array::zeros({4, 4}, o);
-  try {
-    (void)s.argmax().T();  // argmax exists on sparse; its result is cpu
-    SUCCEED();
-  } catch (...) {
-    FAIL() << "argmax should exist";
-  }
-  tessera::backends::Dispatch::global();  // built-in kernels are registered
-  EXPECT_FALSE(tessera::backends::Dispatch::global().has("qr_factor", tessera::backends::Backend::sparse));
-}
-
 TEST_F(ArrayTest, CudaArraysMatchCpuOrSkipLoudly) {
   const auto availability =
       tessera::backends::Dispatch::global().availability(tessera::backends::Backend::cuda);
