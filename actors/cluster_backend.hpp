@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include <stdexcept>
 
+#include "actors/glm/messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
@@ -38,6 +40,8 @@ class ClusterBackend {
   virtual void close(std::uint64_t stream) = 0;
   // Where queries over stream results are answered.
   virtual std::shared_ptr<ResultSource> results() = 0;
+  // Runs a GLM fit (a GlmKind::fit payload) and waits for its `fitted` payload.
+  virtual Value fit_glm(Value request) = 0;
 };
 
 // The scheduler actor of this process.
@@ -77,6 +81,14 @@ class LocalBackend final : public ClusterBackend {
     caf::anon_send(stream_actor(stream), stream_close_atom::value);
     std::lock_guard lock(streams_mutex_);
     streams_.erase(stream);
+  }
+  Value fit_glm(Value request) override {
+    auto promise = std::make_shared<std::promise<Value>>();
+    auto answer = promise->get_future();
+    auto reply = std::make_shared<GlmReply>(
+        GlmReply{[promise](Value result) { promise->set_value(std::move(result)); }});
+    caf::anon_send(scheduler_, glm_fit_atom::value, GlmMessage{0, GlmKind::fit, std::move(request)}, reply);
+    return answer.get();
   }
   std::shared_ptr<ResultSource> results() override {
     if (!store_) throw std::logic_error("this cluster has no result store");

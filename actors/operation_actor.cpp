@@ -8,6 +8,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "actors/glm/messages.hpp"
 #include "actors/held_results.hpp"
 
 namespace tessera {
@@ -429,6 +430,18 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
         start_ready(self);
       },
       [=](steal_atom, OpId, std::uint32_t most) { steal(self, most); },
+      // The finished results of these slots (none for a slot that is not done), e.g. for a GLM fit
+      // that keeps them resident.
+      [=](fetch_atom, const std::vector<std::uint32_t>& wanted) {
+        auto& st = self->state;
+        std::vector<Value> out;
+        out.reserve(wanted.size());
+        for (std::uint32_t index : wanted) {
+          const bool done = index < st.slots->size() && (*st.slots)[index].state.load() == TaskState::done;
+          out.push_back(done ? (*st.slots)[index].result : Value{});
+        }
+        return out;
+      },
       [=](shutdown_atom) { self->quit(); },
   };
 }

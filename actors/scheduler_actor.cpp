@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "actors/glm/messages.hpp"
+#include "actors/glm/solver_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/result_sink.hpp"
 
@@ -134,6 +136,9 @@ struct SchedulerState {
   // Tasks computed again after a worker was lost, not yet placed. They are placed even on full workers:
   // consumers placed before the loss fill those workers while they wait for exactly these tasks.
   std::unordered_set<std::uint64_t> recovering;
+  // GLM fits in progress: their solver actors, by session.
+  std::unordered_map<std::uint64_t, caf::actor> glm_sessions;
+  std::uint64_t last_glm_session = 0;
   static std::uint64_t task_key(OpId op, std::uint32_t task) {
     return (static_cast<std::uint64_t>(op) << 32) ^ task;
   }
@@ -914,6 +919,49 @@ void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
   forget_finished(self);
 }
 
+// A GLM fit over persisted partition tasks: finds where each result is held and hands them to a new
+// solver actor, which talks to those workers directly.
+void on_glm_fit(SchedulerActor* self, const Value& request, const std::shared_ptr<GlmReply>& reply) {
+  auto& st = self->state;
+  try {
+    const auto& fields = request.as_list();
+    GlmSolverArgs args;
+    args.spec = glm::spec_from_value(fields.at(0));
+    std::int64_t index = 0;
+    for (const auto& entry : fields.at(1).as_list()) {
+      const auto& e = entry.as_list();
+      const auto op = static_cast<OpId>(e.at(0).as_int());
+      const auto task = e.at(1).as_int();
+      const std::string which = "glm: partition " + std::to_string(index);
+      const auto it = st.ops.find(op);
+      if (it == st.ops.end())
+        throw std::invalid_argument(which + " names an operation the scheduler does not hold");
+      const OpRecord& record = *it->second;
+      if (task < 0 || task >= static_cast<std::int64_t>(record.state.size()))
+        throw std::invalid_argument(which + " names task " + std::to_string(task) + " of an operation of " +
+                                    std::to_string(record.state.size()));
+      const auto t = static_cast<std::size_t>(task);
+      if (record.state[t] != TaskState::done)
+        throw std::invalid_argument(which + " is not computed (its task is " +
+                                    std::string(state_name(record.state[t])) + ")");
+      const std::uint32_t worker = record.worker[t];
+      if (worker >= st.workers.size() || st.workers[worker].gone)
+        throw std::invalid_argument(which + " was held by a worker that left");
+      args.partitions.push_back(GlmPartitionLocation{st.workers[worker].actor, worker, op, record.slot[t],
+                                                     index, e.at(2).as_int()});
+      ++index;
+    }
+    if (args.partitions.empty()) throw std::invalid_argument("glm: a fit needs at least one partition");
+    args.session = ++st.last_glm_session;
+    args.scheduler = caf::actor_cast<caf::actor>(self);
+    args.reply = reply;
+    const auto session = args.session;
+    st.glm_sessions[session] = spawn_glm_solver(self->home_system(), std::move(args));
+  } catch (const std::exception& e) {
+    if (reply && reply->deliver) reply->deliver(glm_error_result(e.what()));
+  }
+}
+
 caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
   if (!options.directory) options.directory = std::make_shared<WorkerDirectory>();
   self->state.options = options;
@@ -925,6 +973,18 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options) {
   });
   return {
       [=](submit_atom, Submission& submission) { on_submit(self, submission); },
+      [=](glm_fit_atom, const GlmMessage& request, const std::shared_ptr<GlmReply>& reply) {
+        on_glm_fit(self, request.payload, reply);
+      },
+      // From workers' partition actors (through their connections): forwarded to the fit's solver.
+      [=](glm_atom, GlmMessage& message) {
+        auto& sessions = self->state.glm_sessions;
+        if (message.kind == GlmKind::finished) {
+          sessions.erase(message.session);
+        } else if (auto it = sessions.find(message.session); it != sessions.end()) {
+          self->send(it->second, glm_atom::value, std::move(message));
+        }
+      },
       [=](done_atom, DoneBatch& batch) { on_done(self, batch); },
       [=](release_atom, const std::shared_ptr<ResultSink>& sink) { on_release(self, sink); },
       [=](cancel_atom, const CancelRequest& request) { on_cancel(self, request); },

@@ -3,6 +3,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "actors/glm/messages.hpp"
+#include "actors/glm/partition_actor.hpp"
 #include "actors/gpu_device_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/operation_actor.hpp"
@@ -26,6 +28,9 @@ struct WorkerState {
   std::string name;
   // Simulation pools by simulation, pool size and config: streams with the same settings share one.
   std::unordered_map<std::string, caf::actor> simulations;
+  // GLM fits with partitions here, by session; and sessions released before their partitions loaded.
+  std::unordered_map<std::uint64_t, caf::actor> glm_sessions;
+  std::unordered_set<std::uint64_t> glm_released;
 };
 
 std::string pool_key(const SimulationJob& job) {
@@ -41,6 +46,86 @@ using WorkerActor = caf::stateful_actor<WorkerState>;
 caf::actor* find_operation(WorkerActor* self, OpId op) {
   auto it = self->state.operations.find(op);
   return it == self->state.operations.end() ? nullptr : &it->second;
+}
+
+void glm_load_failed(WorkerActor* self, std::uint64_t session, const std::string& error) {
+  self->send(self->state.scheduler, glm_atom::value,
+             GlmMessage{session, GlmKind::loaded,
+                        Value(Value::List{Value(static_cast<std::int64_t>(self->state.id)), Value(error)})});
+}
+
+// Collects the held results a GLM fit names (a request per operation) and spawns the fit's partition
+// actor over them; it checks the data and answers `loaded`.
+void glm_load(WorkerActor* self, GlmMessage message) {
+  const std::uint64_t session = message.session;
+  GlmPartitionArgs args;
+  std::unordered_map<OpId, std::vector<std::size_t>> by_op;  // positions in args.partitions
+  std::unordered_map<OpId, std::vector<std::uint32_t>> slots;
+  try {
+    const auto& f = message.payload.as_list();
+    args.spec = glm::spec_from_value(f.at(0));
+    for (const auto& entry : f.at(1).as_list()) {
+      const auto& e = entry.as_list();
+      const auto op = static_cast<OpId>(e.at(0).as_int());
+      by_op[op].push_back(args.partitions.size());
+      slots[op].push_back(static_cast<std::uint32_t>(e.at(1).as_int()));
+      args.partitions.push_back(GlmPartition{e.at(2).as_int(), e.at(3).as_int(), nullptr, nullptr});
+    }
+  } catch (const std::exception& e) {
+    glm_load_failed(self, session, std::string("glm: a malformed load request: ") + e.what());
+    return;
+  }
+  args.session = session;
+  args.worker_id = self->state.id;
+  args.reply_to = self->state.scheduler;
+  args.pool = self->state.pool;
+  struct Gathering {
+    GlmPartitionArgs args;
+    std::size_t pending = 0;
+    std::string error;
+  };
+  auto gathering = std::make_shared<Gathering>(Gathering{std::move(args), by_op.size(), {}});
+  auto complete = [self, session, gathering] {
+    if (--gathering->pending > 0) return;
+    auto& st = self->state;
+    const bool released = st.glm_released.erase(session) > 0;
+    if (!gathering->error.empty()) return glm_load_failed(self, session, gathering->error);
+    if (released) return;
+    auto actor = spawn_glm_partitions(self->home_system(), std::move(gathering->args));
+    st.glm_sessions[session] = actor;
+    self->send(actor, glm_atom::value, GlmMessage{session, GlmKind::load, Value()});
+  };
+  for (auto& [op, positions] : by_op) {
+    caf::actor* target = find_operation(self, op);
+    if (!target) {
+      gathering->error = "glm: worker " + std::to_string(self->state.id) + " holds no result of operation " +
+                         std::to_string(op) + " (was the data released?)";
+      complete();
+      continue;
+    }
+    self->request(*target, caf::infinite, fetch_atom::value, slots[op])
+        .then(
+            [gathering, complete, positions = positions](std::vector<Value>& values) {
+              for (std::size_t k = 0; k < positions.size() && k < values.size(); ++k) {
+                auto& part = gathering->args.partitions[positions[k]];
+                try {
+                  const auto& pair = values[k].as_list();
+                  part.x = pair.at(0).as_chunk();
+                  part.y = pair.at(1).as_chunk();
+                } catch (const std::exception&) {
+                  if (gathering->error.empty())
+                    gathering->error = "glm: partition " + std::to_string(part.index) +
+                                       " is not a finished (X, y) pair on this worker";
+                }
+              }
+              complete();
+            },
+            [gathering, complete](caf::error& err) {
+              if (gathering->error.empty())
+                gathering->error = "glm: could not read the partitions: " + to_string(err);
+              complete();
+            });
+  }
 }
 
 caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOptions options) {
@@ -146,12 +231,37 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         st.early_inputs.erase(op);
         st.forgotten.insert(op);
       },
+      [=](glm_atom, GlmMessage& message) {
+        auto& st = self->state;
+        const auto it = st.glm_sessions.find(message.session);
+        switch (message.kind) {
+          case GlmKind::load:
+            glm_load(self, std::move(message));
+            break;
+          case GlmKind::evaluate:
+          case GlmKind::solve:
+            if (it != st.glm_sessions.end()) self->send(it->second, glm_atom::value, std::move(message));
+            break;
+          case GlmKind::release:
+            if (it == st.glm_sessions.end()) {
+              st.glm_released.insert(message.session);
+            } else {
+              self->send(it->second, shutdown_atom::value);
+              st.glm_sessions.erase(it);
+            }
+            break;
+          default:
+            break;
+        }
+      },
       [=](shutdown_atom) {
         // Messages already forwarded to operation actors are handled before their shutdown (FIFO).
         for (auto& [op, actor] : self->state.operations) self->send(actor, shutdown_atom::value);
         self->state.operations.clear();
         for (auto& [key, pool] : self->state.simulations) self->send(pool, shutdown_atom::value);
         self->state.simulations.clear();
+        for (auto& [session, actor] : self->state.glm_sessions) self->send(actor, shutdown_atom::value);
+        self->state.glm_sessions.clear();
         if (self->state.gpu) self->send_exit(self->state.gpu, caf::exit_reason::user_shutdown);
         self->quit();
       },

@@ -1,6 +1,7 @@
 #include "backends/dispatch.hpp"
 
 #include "backends/composite.hpp"
+#include "backends/glm_partials.hpp"
 
 #include <array>
 #include <map>
@@ -39,6 +40,7 @@ Dispatch& Dispatch::global() {
     register_cpu_kernels(*d);
     register_sparse_kernels(*d);
     register_cuda_kernels(*d);
+    glm::register_glm_kernels(*d);
     register_composite_kernels(*d);  // after the backends: composites exist where their parts do
     return d;
   }();

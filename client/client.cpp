@@ -32,6 +32,10 @@ std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const Delay
               static_cast<std::uint32_t>(roots.size()));
 }
 
+Value Client::fit_glm(Value request) {
+  return backend_->fit_glm(std::move(request));
+}
+
 void Client::send_cancel(std::vector<TaskRef> tasks) {
   backend_->cancel(std::move(tasks));
 }

@@ -82,6 +82,13 @@ Value identity(std::span<const Value> args) {
   return args[0];
 }
 
+// Two chunks as one result, so that one task holds both where it ran (a GLM partition: rows of X and y).
+Value pair(std::span<const Value> args) {
+  args[0].as_chunk();
+  args[1].as_chunk();
+  return Value(Value::List{args[0], args[1]});
+}
+
 // (path, row0, rows, col0, cols): a block of an .npy file, read where the chunk is made.
 Value read_npy_block(std::span<const Value> args) {
   const auto& path = args[0].as_string();
@@ -127,6 +134,7 @@ void register_array_tasks(Registry& registry) {
   }
   registry.add(make_function("tessera.array.pick", {"list", "int"}, pick), 0);
   registry.add(make_function("tessera.array.identity", {"chunk"}, identity), 0);
+  registry.add(make_function("tessera.array.pair", {"chunk", "chunk"}, pair), 0);
   registry.add(make_function("tessera.array.npy", {"string", "int", "int", "int", "int"}, read_npy_block), 0);
   registry.add(make_function("tessera.array.block", {"string", "int", "int", "int", "int"}, make_block), 0);
 }
@@ -151,6 +159,11 @@ const TaskFunction& array_pick_function() {
 
 const TaskFunction& array_identity_function() {
   static const TaskFunction& fn = Registry::global().get("tessera.array.identity");
+  return fn;
+}
+
+const TaskFunction& array_pair_function() {
+  static const TaskFunction& fn = Registry::global().get("tessera.array.pair");
   return fn;
 }
 

@@ -18,6 +18,8 @@ void register_array_tasks(Registry& registry);
 const TaskFunction& array_kernel_function(std::size_t inputs);
 const TaskFunction& array_pick_function();
 const TaskFunction& array_identity_function();
+// (chunk, chunk) -> a list of the two.
+const TaskFunction& array_pair_function();
 // (function name, row0, col0, rows, cols): a chunk from a registered block function.
 const TaskFunction& array_block_function();
 // (path, row0, rows, col0, cols): a block of an .npy file.

@@ -310,6 +310,17 @@ struct ResultsAnswer {
   records @4 :List(StreamRecord);      # format "records"
 }
 
+# ---- GLM fits ----
+
+# Every hop of a GLM fit: client <-> scheduler (fit, fitted), solver <-> worker (load, loaded, evaluate,
+# partials, solve, solved, release). `kind` is actors/glm/messages.hpp's GlmKind; the payload's layout
+# depends on it.
+struct GlmMessage {
+  session @0 :UInt64;
+  kind @1 :UInt32;
+  payload @2 :Values.Value;
+}
+
 struct Envelope {
   version @0 :UInt32;       # the sender's protocol version
   union {
@@ -349,5 +360,6 @@ struct Envelope {
     simulated @34 :StreamResults;
     resultsQuery @35 :ResultsQuery;
     resultsAnswer @36 :ResultsAnswer;
+    glm @37 :GlmMessage;
   }
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "messages/protocol_codec.hpp"
+#include "nodes/glm_codec.hpp"
 #include "nodes/stream_codec.hpp"
 
 namespace tessera {
@@ -82,6 +83,19 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     std::lock_guard lock(streams_mutex_);
     streams_[opened.id] = std::move(sink);
     return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt};
+  }
+  Value fit_glm(Value request) override {
+    const std::uint64_t id = next_request_++;
+    std::future<Value> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer = fitting_[id].get_future();
+    }
+    transport::Outgoing message;
+    wire::encode(GlmMessage{id, GlmKind::fit, std::move(request)}, message.envelope().initGlm(),
+                 message.attachments());
+    send(message);
+    return answer.get();  // the scheduler always answers, with an error if the fit failed
   }
   void push(std::uint64_t stream, StreamBatch batch) override {
     transport::Outgoing message;
@@ -226,6 +240,13 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
       if (auto sink = stream_sink(in.getStreamId())) sink->finish(in.getError());
       std::lock_guard lock(streams_mutex_);
       streams_.erase(in.getStreamId());
+    } else if (envelope.isGlm()) {
+      auto answer = wire::decode(envelope.getGlm(), message.frames());
+      std::lock_guard lock(streams_mutex_);
+      auto it = fitting_.find(answer.session);
+      if (it == fitting_.end() || answer.kind != GlmKind::fitted) return;
+      it->second.set_value(std::move(answer.payload));
+      fitting_.erase(it);
     } else if (envelope.isError()) {
       std::cerr << "[tessera client] the scheduler reports: " << std::string(envelope.getError().getReason())
                 << std::endl;
@@ -248,6 +269,7 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
   std::unordered_map<std::uint64_t, std::promise<OpenAnswer>> opening_;
   std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
   std::unordered_map<std::uint64_t, std::shared_ptr<StreamSink>> streams_;
+  std::unordered_map<std::uint64_t, std::promise<Value>> fitting_;  // GLM fits waiting, by request id
   std::atomic<std::uint64_t> next_request_{1};
   std::shared_ptr<SchedulerLink> link_;
   std::mutex sinks_mutex_;

@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "actors/messages.hpp"
+#include "nodes/glm_codec.hpp"
 #include "nodes/stream_codec.hpp"
 #include "nodes/worker_codec.hpp"
 
@@ -72,6 +73,11 @@ caf::behavior remote_worker_proxy(ProxyActor* self, std::weak_ptr<transport::Ser
       [=](simulate_atom, const SimulationJob& job) {
         transport::Outgoing message;
         wire::encode(job, message.envelope().initSimulate(), message.attachments());
+        self->state.send(message);
+      },
+      [=](glm_atom, const GlmMessage& glm) {
+        transport::Outgoing message;
+        wire::encode(glm, message.envelope().initGlm(), message.attachments());
         self->state.send(message);
       },
       [=](forget_atom, OpId op) {

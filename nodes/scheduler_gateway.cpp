@@ -4,8 +4,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "actors/glm/solver_actor.hpp"
 #include "actors/messages.hpp"
 #include "messages/protocol_codec.hpp"
+#include "nodes/glm_codec.hpp"
 #include "nodes/remote_worker_proxy.hpp"
 #include "nodes/stream_codec.hpp"
 #include "nodes/worker_codec.hpp"
@@ -296,6 +298,37 @@ struct SchedulerGateway::State {
     }
   }
 
+  // A client's GLM fit: its partitions name the client's operation ids, mapped here to the scheduler's.
+  // The answer goes back on the connection with the client's request id.
+  void fit_glm(Client& client, const transport::PeerInfo& peer, transport::Received& message) {
+    auto request = wire::decode(message.envelope().getGlm(), message.frames());
+    if (request.kind != GlmKind::fit) throw wire::WireError("a client may only send GLM fit requests");
+    auto reply = std::make_shared<GlmReply>(
+        GlmReply{[server = server, peer_id = peer.id, request_id = request.session](Value result) {
+          transport::Outgoing answer;
+          wire::encode(GlmMessage{request_id, GlmKind::fitted, std::move(result)},
+                       answer.envelope().initGlm(), answer.attachments());
+          if (auto target = server.lock()) target->send(peer_id, answer);
+        }});
+    try {
+      Value::List fields = request.payload.as_list();
+      Value::List partitions;
+      for (const auto& entry : fields.at(1).as_list()) {
+        Value::List e = entry.as_list();
+        const auto it = client.ids.find(static_cast<OpId>(e.at(0).as_int()));
+        if (it == client.ids.end())
+          throw std::invalid_argument("glm: a partition names an operation this client never submitted");
+        e[0] = Value(static_cast<std::int64_t>(it->second));
+        partitions.push_back(Value(std::move(e)));
+      }
+      fields.at(1) = Value(std::move(partitions));
+      caf::anon_send(scheduler, glm_fit_atom::value, GlmMessage{0, GlmKind::fit, Value(std::move(fields))},
+                     reply);
+    } catch (const std::exception& e) {
+      reply->deliver(glm_error_result(e.what()));
+    }
+  }
+
   void handle_worker(WorkerPeer& worker, transport::Received& message) {
     auto envelope = message.envelope();
     worker.last_seen = Clock::now();
@@ -314,6 +347,15 @@ struct SchedulerGateway::State {
         SimulationOutcome outcome{worker.id, in.getStreamId(),
                                   wire::decode(in.getRecords(), message.frames()), in.getBusySeconds()};
         caf::anon_send(it->second, simulated_atom::value, std::move(outcome));
+        return;
+      }
+      case wire::Envelope::GLM: {
+        auto answer = wire::decode(envelope.getGlm(), message.frames());
+        if (answer.kind != GlmKind::loaded && answer.kind != GlmKind::partials &&
+            answer.kind != GlmKind::solved)
+          throw wire::WireError("a worker may not send a GLM message of kind " +
+                                std::to_string(static_cast<std::uint32_t>(answer.kind)));
+        caf::anon_send(scheduler, glm_atom::value, std::move(answer));
         return;
       }
       case wire::Envelope::HEARTBEAT:
@@ -484,6 +526,9 @@ struct SchedulerGateway::State {
         if (auto target = server.lock()) target->send(peer.id, answer);
         return;
       }
+      case wire::Envelope::GLM:
+        fit_glm(client, peer, message);
+        return;
       case wire::Envelope::SHUTDOWN: {
         // The client leaves: what it still held is released now, not after the grace period.
         for (auto& [id, sink] : client.sinks) sink->release_all();

@@ -101,6 +101,8 @@ std::string kind_name(wire::Envelope::Which which) {
       return "results query";
     case wire::Envelope::RESULTS_ANSWER:
       return "results answer";
+    case wire::Envelope::GLM:
+      return "glm";
   }
   return "message kind " + std::to_string(static_cast<int>(which));
 }

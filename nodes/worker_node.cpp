@@ -10,6 +10,7 @@
 #include "actors/messages.hpp"
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
+#include "nodes/glm_codec.hpp"
 #include "nodes/stream_codec.hpp"
 #include "nodes/worker_codec.hpp"
 
@@ -23,6 +24,11 @@ caf::behavior scheduler_proxy(caf::event_based_actor*, std::shared_ptr<transport
       [=](done_atom, const DoneBatch& batch) {
         transport::Outgoing message;
         wire::encode(batch, message.envelope().initDone(), message.attachments());
+        connection->post(message);
+      },
+      [=](glm_atom, const GlmMessage& glm) {
+        transport::Outgoing message;
+        wire::encode(glm, message.envelope().initGlm(), message.attachments());
         connection->post(message);
       },
       [=](stolen_atom, const StolenBatch& batch) {
@@ -266,6 +272,9 @@ struct WorkerNode::State {
       case wire::Envelope::FORGET:
         operations.erase(envelope.getForget());
         caf::anon_send(local, forget_atom::value, OpId{envelope.getForget()});
+        return false;
+      case wire::Envelope::GLM:
+        caf::anon_send(local, glm_atom::value, wire::decode(envelope.getGlm(), message.frames()));
         return false;
       case wire::Envelope::SHUTDOWN:
         log("the scheduler ended this worker's registration; registering again");

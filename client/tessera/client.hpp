@@ -176,6 +176,9 @@ class Client {
   // Runs a dictionary graph (key -> function and arguments) and returns the values of `keys`.
   std::vector<Value> get(const GraphSpec& graph, const std::vector<std::string>& keys);
 
+  // Runs a GLM fit request and waits for its answer (what tessera::glm's estimators call; see glm.hpp).
+  Value fit_glm(Value request);
+
  private:
   template <class R0, class... R>
   static std::size_t first_size(const R0& r0, const R&...) {

@@ -1,0 +1,369 @@
+#include "backends/glm_partials.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/operations.hpp"
+
+namespace tessera::backends::glm {
+
+std::optional<Family> parse_family(std::string_view name) {
+  if (name == "logistic") return Family::logistic;
+  if (name == "normal") return Family::normal;
+  if (name == "poisson") return Family::poisson;
+  return std::nullopt;
+}
+
+std::string_view family_name(Family family) {
+  switch (family) {
+    case Family::logistic:
+      return "logistic";
+    case Family::normal:
+      return "normal";
+    case Family::poisson:
+      return "poisson";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// One row's loss, d loss / d eta and d^2 loss / d eta^2.
+struct RowTerms {
+  double loss, residual, weight;
+};
+
+inline RowTerms row_terms(Family family, double eta, double y) {
+  switch (family) {
+    case Family::logistic: {
+      // Written so that neither exp overflows for large |eta|.
+      const double e = std::exp(-std::abs(eta));
+      const double mu = eta >= 0 ? 1 / (1 + e) : e / (1 + e);
+      const double softplus = std::max(eta, 0.0) + std::log1p(e);
+      return {softplus - y * eta, mu - y, mu * (1 - mu)};
+    }
+    case Family::normal: {
+      const double r = eta - y;
+      return {0.5 * r * r, r, 1};
+    }
+    case Family::poisson: {
+      const double mu = std::exp(eta);
+      return {mu - y * eta, mu - y, mu};
+    }
+  }
+  return {0, 0, 0};
+}
+
+Partials empty_partials(std::int64_t p, int order) {
+  Partials out;
+  out.gradient = Eigen::VectorXd::Zero(p + 1);
+  if (order == 2) out.hessian = Eigen::MatrixXd::Zero(p + 1, p + 1);
+  return out;
+}
+
+Chunks to_chunks(Partials partials) {
+  Chunks out;
+  out.push_back(Chunk::dense<double>(DenseMatrix<double>::Constant(1, 1, partials.loss)));
+  out.push_back(Chunk::dense<double>(std::move(partials.gradient)));
+  if (partials.hessian.size() > 0) out.push_back(Chunk::dense<double>(std::move(partials.hessian)));
+  return out;
+}
+
+// Rows per block: a block of X stays in cache between X b and X^T r, so X is read from memory once.
+constexpr Eigen::Index kBlockRows = 256;
+
+template <class XMatrix, class YMatrix>
+Partials dense_partials(const XMatrix& x, const YMatrix& y, const Eigen::VectorXd& beta, Family family,
+                        int order) {
+  using T = typename XMatrix::Scalar;
+  const Eigen::Index n = x.rows(), p = x.cols();
+  Partials out = empty_partials(p, order);
+  const Eigen::Matrix<T, Eigen::Dynamic, 1> b = beta.tail(p).cast<T>();
+  Eigen::Matrix<T, Eigen::Dynamic, 1> eta(kBlockRows), residual(kBlockRows), weight(kBlockRows);
+  Eigen::Matrix<T, Eigen::Dynamic, 1> gradient = Eigen::Matrix<T, Eigen::Dynamic, 1>::Zero(p);
+  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> weighted;
+  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> hessian;
+  if (order == 2) hessian = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>::Zero(p, p);
+  for (Eigen::Index start = 0; start < n; start += kBlockRows) {
+    const Eigen::Index m = std::min(kBlockRows, n - start);
+    const auto block = x.middleRows(start, m);
+    eta.head(m).noalias() = block * b;
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const RowTerms t =
+          row_terms(family, static_cast<double>(eta[i]) + beta[0], static_cast<double>(y(start + i, 0)));
+      out.loss += t.loss;
+      out.gradient[0] += t.residual;
+      residual[i] = static_cast<T>(t.residual);
+      weight[i] = static_cast<T>(t.weight);
+    }
+    if (order >= 1) gradient.noalias() += block.transpose() * residual.head(m);
+    if (order == 2) {
+      weighted = block.array().colwise() * weight.head(m).array();
+      hessian.noalias() += block.transpose() * weighted;
+      const auto column_weights = (block.transpose() * weight.head(m)).template cast<double>().eval();
+      out.hessian.col(0).tail(p) += column_weights;
+      out.hessian(0, 0) += weight.head(m).template cast<double>().sum();
+    }
+  }
+  out.gradient.tail(p) = gradient.template cast<double>();
+  if (order == 2) {
+    out.hessian.bottomRightCorner(p, p) = hessian.template cast<double>();
+    out.hessian.row(0).tail(p) = out.hessian.col(0).tail(p).transpose();
+  }
+  return out;
+}
+
+template <class XMatrix, class YMatrix>
+Partials sparse_partials(const XMatrix& x, const YMatrix& y, const Eigen::VectorXd& beta, Family family,
+                         int order) {
+  using T = typename XMatrix::Scalar;
+  const Eigen::Index n = x.rows(), p = x.cols();
+  Partials out = empty_partials(p, order);
+  const Eigen::Matrix<T, Eigen::Dynamic, 1> b = beta.tail(p).cast<T>();
+  const Eigen::Matrix<T, Eigen::Dynamic, 1> eta = x * b;
+  Eigen::Matrix<T, Eigen::Dynamic, 1> residual(n), weight(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const RowTerms t = row_terms(family, static_cast<double>(eta[i]) + beta[0], static_cast<double>(y(i, 0)));
+    out.loss += t.loss;
+    out.gradient[0] += t.residual;
+    residual[i] = static_cast<T>(t.residual);
+    weight[i] = static_cast<T>(t.weight);
+  }
+  if (order >= 1) out.gradient.tail(p) = (x.transpose() * residual).template cast<double>();
+  if (order == 2) {
+    const XMatrix weighted = weight.asDiagonal() * x;
+    out.hessian.bottomRightCorner(p, p) =
+        Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>(x.transpose() * weighted).template cast<double>();
+    const Eigen::VectorXd column_weights = (x.transpose() * weight).template cast<double>();
+    out.hessian.col(0).tail(p) = column_weights;
+    out.hessian.row(0).tail(p) = column_weights.transpose();
+    out.hessian(0, 0) = weight.template cast<double>().sum();
+  }
+  return out;
+}
+
+void check_inputs(std::span<const ChunkPtr> inputs, const Params& params) {
+  if (inputs.size() != 3)
+    throw KernelError("glm_partials: takes X, y and beta, got " + std::to_string(inputs.size()) + " inputs");
+  const auto& x = *inputs[0];
+  const auto& y = *inputs[1];
+  const auto& beta = *inputs[2];
+  if (y.rows() != x.rows() || y.cols() != 1)
+    throw KernelError("glm_partials: y is " + y.describe() + ", X has " + std::to_string(x.rows()) + " rows");
+  if (beta.rows() != x.cols() + 1 || beta.cols() != 1)
+    throw KernelError("glm_partials: beta is " + beta.describe() + ", X has " + std::to_string(x.cols()) +
+                      " columns (beta needs one more, the intercept)");
+  if (params.integer(0) < 0 || params.integer(0) > 2) throw KernelError("glm_partials: unknown family");
+  if (params.integer(1) < 0 || params.integer(1) > 2) throw KernelError("glm_partials: order is 0, 1 or 2");
+}
+
+Eigen::VectorXd beta_of(const Chunk& chunk) {
+  return visit_dense(chunk,
+                     [](const auto& m) -> Eigen::VectorXd { return m.col(0).template cast<double>(); });
+}
+
+Chunks cpu_partials(std::span<const ChunkPtr> inputs, const Params& params) {
+  check_inputs(inputs, params);
+  const auto family = static_cast<Family>(params.integer(0));
+  const int order = static_cast<int>(params.integer(1));
+  const Eigen::VectorXd beta = beta_of(*inputs[2]);
+  return to_chunks(visit_dense(*inputs[0], [&](const auto& x) {
+    return visit_dense(*inputs[1], [&](const auto& y) { return dense_partials(x, y, beta, family, order); });
+  }));
+}
+
+Chunks sparse_partials_kernel(std::span<const ChunkPtr> inputs, const Params& params) {
+  check_inputs(inputs, params);
+  const auto family = static_cast<Family>(params.integer(0));
+  const int order = static_cast<int>(params.integer(1));
+  const Eigen::VectorXd beta = beta_of(*inputs[2]);
+  const ChunkPtr& y_chunk = inputs[1];
+  if (y_chunk->backend() != Backend::cpu)
+    throw KernelError("glm_partials: y must be dense, got " + y_chunk->describe());
+  return to_chunks(visit_sparse(*inputs[0], [&](const auto& x) {
+    return visit_dense(*y_chunk, [&](const auto& y) { return sparse_partials(x, y, beta, family, order); });
+  }));
+}
+
+// A chunk's values on the host, dense, as float64.
+Eigen::MatrixXd host_matrix(const ChunkPtr& chunk) {
+  ChunkPtr host = chunk;
+  auto& dispatch = Dispatch::global();
+  if (host->backend() == Backend::cuda) host = dispatch.run(backends::ops::to_host, std::span(&host, 1), {})[0];
+  if (host->backend() == Backend::sparse) host = dispatch.run(backends::ops::to_dense, std::span(&host, 1), {})[0];
+  return visit_dense(*host, [](const auto& m) -> Eigen::MatrixXd { return m.template cast<double>(); });
+}
+
+Partials partials_from(const Chunks& chunks) {
+  Partials out;
+  out.loss = host_matrix(chunks.at(0))(0, 0);
+  out.gradient = host_matrix(chunks.at(1)).col(0);
+  if (chunks.size() > 2) out.hessian = host_matrix(chunks[2]);
+  return out;
+}
+
+}  // namespace
+
+Partials evaluate(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& beta, Family family,
+                  int order) {
+  auto& dispatch = Dispatch::global();
+  if (!dispatch.has(ops::glm_partials, x->backend())) return evaluate_composed(x, y, beta, family, order);
+  ChunkPtr y_input = y;
+  if (y->backend() != Backend::cpu) y_input = Chunk::dense<double>(host_matrix(y));
+  const ChunkPtr inputs[] = {x, y_input, Chunk::dense<double>(Eigen::MatrixXd(beta))};
+  return partials_from(dispatch.run(
+      ops::glm_partials, inputs, Params{{}, {static_cast<std::int64_t>(family), order}, {}}, x->backend()));
+}
+
+Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& beta, Family family,
+                           int order) {
+  auto& dispatch = Dispatch::global();
+  const Backend backend = x->backend();
+  const std::int64_t p = x->cols();
+  // A chunk on X's backend and dtype (sparse products take a dense cpu operand).
+  auto place = [&](Eigen::MatrixXd values) {
+    ChunkPtr chunk = Chunk::dense<double>(std::move(values));
+    if (x->dtype() == DType::float32)
+      chunk = dispatch.run(backends::ops::astype, std::span(&chunk, 1),
+                           Params{{}, {static_cast<std::int64_t>(DType::float32)}, {}})[0];
+    if (backend == Backend::cuda) chunk = dispatch.run(backends::ops::to_cuda, std::span(&chunk, 1), {})[0];
+    return chunk;
+  };
+  auto run1 = [&](const char* op, std::vector<ChunkPtr> inputs, Params params) {
+    return dispatch.run(op, inputs, params, backend).at(0);
+  };
+  auto unary = [&](const ChunkPtr& a, const char* name) {
+    return run1(backends::ops::unary, {a}, Params{name, {}, {}});
+  };
+  auto binary = [&](const ChunkPtr& a, const ChunkPtr& b, const char* name) {
+    return run1(backends::ops::binary, {a, b}, Params{name, {}, {}});
+  };
+  auto total = [&](const ChunkPtr& a, const char* name) {
+    return host_matrix(run1(backends::ops::reduce, {a}, Params{name, {-1}, {}}))(0, 0);
+  };
+  const ChunkPtr y_here = y->backend() == backend ? y : place(host_matrix(y));
+
+  ChunkPtr eta = run1(backends::ops::matmul, {x, place(beta.tail(p))}, Params{{}, {0, 0}, {}});
+  eta = run1(backends::ops::scalar, {eta}, Params{"add", {0}, {beta[0]}});
+  ChunkPtr mu = eta;
+  if (family == Family::logistic) mu = unary(eta, "sigmoid");
+  if (family == Family::poisson) mu = unary(eta, "exp");
+  const ChunkPtr residual = binary(mu, y_here, "sub");
+
+  Partials out;
+  switch (family) {
+    case Family::normal:
+      out.loss = 0.5 * total(residual, "sumsq");
+      break;
+    case Family::logistic:  // log(1 + e^eta) = -log(sigmoid(-eta))
+      out.loss = -total(unary(unary(unary(eta, "neg"), "sigmoid"), "log"), "sum") -
+                 total(binary(y_here, eta, "mul"), "sum");
+      break;
+    case Family::poisson:
+      out.loss = total(mu, "sum") - total(binary(y_here, eta, "mul"), "sum");
+      break;
+  }
+  out.gradient = Eigen::VectorXd::Zero(p + 1);
+  if (order >= 1) {
+    out.gradient[0] = total(residual, "sum");
+    out.gradient.tail(p) =
+        host_matrix(run1(backends::ops::matmul, {x, residual}, Params{{}, {1, 0}, {}})).col(0);
+  }
+  if (order == 2) {
+    ChunkPtr weight = mu;
+    if (family == Family::logistic)
+      weight = binary(mu, run1(backends::ops::scalar, {mu}, Params{"sub", {1}, {1.0}}), "mul");
+    if (family == Family::normal) weight = place(Eigen::MatrixXd::Ones(x->rows(), 1));
+    const ChunkPtr weighted = binary(x, weight, "mul");
+    out.hessian = Eigen::MatrixXd::Zero(p + 1, p + 1);
+    out.hessian(0, 0) = total(weight, "sum");
+    const Eigen::VectorXd column_weights =
+        host_matrix(run1(backends::ops::matmul, {x, weight}, Params{{}, {1, 0}, {}})).col(0);
+    out.hessian.col(0).tail(p) = column_weights;
+    out.hessian.row(0).tail(p) = column_weights.transpose();
+    out.hessian.bottomRightCorner(p, p) =
+        host_matrix(run1(backends::ops::matmul, {x, weighted}, Params{{}, {1, 0}, {}}));
+  }
+  return out;
+}
+
+std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Family family,
+                                           std::int64_t first_row) {
+  auto where = [&](const char* what, std::int64_t row, std::int64_t col, double value) {
+    std::string text = std::string(what) + " at row " + std::to_string(first_row + row);
+    if (col >= 0) text += ", column " + std::to_string(col);
+    text += " (" + std::to_string(value) + ")";
+    return text;
+  };
+  // Shared pointers that do not own: the chunks outlive this call.
+  const ChunkPtr x_ref(std::shared_ptr<const Chunk>{}, &x);
+  const ChunkPtr y_ref(std::shared_ptr<const Chunk>{}, &y);
+  const Eigen::MatrixXd labels = host_matrix(y_ref);
+  for (Eigen::Index i = 0; i < labels.rows(); ++i) {
+    const double v = labels(i, 0);
+    if (!std::isfinite(v)) return where("y has a non-finite value", i, -1, v);
+    if (family == Family::logistic && v != 0 && v != 1)
+      return where("y has a label other than 0 or 1 (logistic regression)", i, -1, v);
+    if (family == Family::poisson && v < 0)
+      return where("y has a negative count (Poisson regression)", i, -1, v);
+  }
+  if (x.backend() == Backend::sparse) {
+    return visit_sparse(x, [&](const auto& m) -> std::optional<std::string> {
+      for (Eigen::Index j = 0; j < m.outerSize(); ++j)
+        for (typename std::decay_t<decltype(m)>::InnerIterator it(m, j); it; ++it)
+          if (!std::isfinite(static_cast<double>(it.value())))
+            return where("X has a non-finite value", it.row(), j, static_cast<double>(it.value()));
+      return std::nullopt;
+    });
+  }
+  const Eigen::MatrixXd values = host_matrix(x_ref);
+  for (Eigen::Index j = 0; j < values.cols(); ++j)
+    for (Eigen::Index i = 0; i < values.rows(); ++i)
+      if (!std::isfinite(values(i, j))) return where("X has a non-finite value", i, j, values(i, j));
+  return std::nullopt;
+}
+
+Eigen::VectorXd local_solve(const ChunkPtr& x, const ChunkPtr& y, Family family, double scale, double rho,
+                            const Eigen::VectorXd& target, Eigen::VectorXd start, bool fit_intercept) {
+  Eigen::VectorXd b = std::move(start);
+  if (!fit_intercept) b[0] = 0;
+  auto objective = [&](const Eigen::VectorXd& at, double loss) {
+    return scale * loss + 0.5 * rho * (at - target).squaredNorm();
+  };
+  const Eigen::Index k = b.size();
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    const Partials here = evaluate(x, y, b, family, 2);
+    Eigen::VectorXd gradient = scale * here.gradient + rho * (b - target);
+    Eigen::MatrixXd hessian = scale * here.hessian + rho * Eigen::MatrixXd::Identity(k, k);
+    if (!fit_intercept) {
+      gradient[0] = 0;
+      hessian.row(0).setZero();
+      hessian.col(0).setZero();
+      hessian(0, 0) = 1;
+    }
+    const Eigen::VectorXd step = hessian.ldlt().solve(gradient);
+    const double decrease = gradient.dot(step);
+    if (!(decrease > 1e-24)) break;  // at the minimum (to rounding), or the step is no descent
+    const double before = objective(b, here.loss);
+    double t = 1;
+    Eigen::VectorXd next = b - step;
+    // The quadratic family's Newton step is exact; the others back off until the objective falls enough.
+    if (family != Family::normal) {
+      while (t > 1e-12) {
+        next = b - t * step;
+        if (objective(next, evaluate(x, y, next, family, 0).loss) <= before - 1e-4 * t * decrease) break;
+        t *= 0.5;
+      }
+    }
+    b = next;
+    if (t * std::sqrt(decrease) < 1e-11 * (1 + b.norm()) || family == Family::normal) break;
+  }
+  return b;
+}
+
+void register_glm_kernels(Dispatch& dispatch) {
+  dispatch.add(ops::glm_partials, Backend::cpu, cpu_partials);
+  dispatch.add(ops::glm_partials, Backend::sparse, sparse_partials_kernel);
+}
+
+}  // namespace tessera::backends::glm
