@@ -48,8 +48,9 @@ caf::actor* find_operation(WorkerActor* self, OpId op) {
   return it == self->state.operations.end() ? nullptr : &it->second;
 }
 
-void glm_load_failed(WorkerActor* self, std::uint64_t session, const std::string& error) {
-  self->send(self->state.scheduler, glm_atom::value,
+void glm_load_failed(WorkerActor* self, const caf::actor& reply_to, std::uint64_t session,
+                     const std::string& error) {
+  self->send(reply_to, glm_atom::value,
              GlmMessage{session, GlmKind::loaded,
                         Value(Value::List{Value(static_cast<std::int64_t>(self->state.id)), Value(error)})});
 }
@@ -59,6 +60,12 @@ void glm_load_failed(WorkerActor* self, std::uint64_t session, const std::string
 void glm_load(WorkerActor* self, GlmMessage message) {
   const std::uint64_t session = message.session;
   GlmPartitionArgs args;
+  // Answers go straight to the solver when it is an actor of this process (it sent the load); from a
+  // worker process, through the scheduler's connection, which forwards them to it.
+  if (auto sender = caf::actor_cast<caf::actor>(self->current_sender()))
+    args.reply_to = std::move(sender);
+  else
+    args.reply_to = self->state.scheduler;
   std::unordered_map<OpId, std::vector<std::size_t>> by_op;  // positions in args.partitions
   std::unordered_map<OpId, std::vector<std::uint32_t>> slots;
   try {
@@ -72,12 +79,11 @@ void glm_load(WorkerActor* self, GlmMessage message) {
       args.partitions.push_back(GlmPartition{e.at(2).as_int(), e.at(3).as_int(), nullptr, nullptr});
     }
   } catch (const std::exception& e) {
-    glm_load_failed(self, session, std::string("glm: a malformed load request: ") + e.what());
+    glm_load_failed(self, args.reply_to, session, std::string("glm: a malformed load request: ") + e.what());
     return;
   }
   args.session = session;
   args.worker_id = self->state.id;
-  args.reply_to = self->state.scheduler;
   args.pool = self->state.pool;
   struct Gathering {
     GlmPartitionArgs args;
@@ -89,7 +95,8 @@ void glm_load(WorkerActor* self, GlmMessage message) {
     if (--gathering->pending > 0) return;
     auto& st = self->state;
     const bool released = st.glm_released.erase(session) > 0;
-    if (!gathering->error.empty()) return glm_load_failed(self, session, gathering->error);
+    if (!gathering->error.empty())
+      return glm_load_failed(self, gathering->args.reply_to, session, gathering->error);
     if (released) return;
     auto actor = spawn_glm_partitions(self->home_system(), std::move(gathering->args));
     st.glm_sessions[session] = actor;

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 #include <tessera/array.hpp>
+#include <tessera/glm.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/tessera.hpp>
 #include <thread>
@@ -137,6 +138,48 @@ TEST_F(ClusterProcess, ArraysAndTheirSvdRunAcrossWorkerProcesses) {
   options.density = 0.1;
   auto sp = tessera::Array::random({2000, 40}, options);
   EXPECT_EQ(sp.sum(0).compute(client), sp.sum(0).compute(local_client));
+}
+
+// A GLM fit whose partitions live in two worker processes: the solver on the scheduler's side talks to
+// them over ZeroMQ each round, and the coefficients equal an embedded fit's; bad data is reported with
+// its row from the worker that holds it.
+TEST_F(ClusterProcess, GlmFitsAcrossWorkerProcesses) {
+  tessera::Client client(scheduler.endpoint());
+  tessera::ArrayOptions options;
+  options.chunks = {500, 8};
+  options.seed = 11;
+  options.distribution = "normal";
+  const auto x = tessera::Array::random({3000, 8}, options).persist(client);
+  tessera::ArrayOptions uniform;
+  uniform.chunks = {500};
+  uniform.seed = 12;
+  const auto y =
+      (tessera::Array::random({3000}, uniform) < (x.dot(tessera::Array::full({8}, 0.4)) + 0.2).sigmoid())
+          .persist(client);
+  for (const std::string solver : {"lbfgs", "admm"}) {
+    tessera::glm::LogisticRegression remote(
+        {.solver = solver, .regularizer = "l2", .lambda = 0.01, .tol = 1e-9});
+    remote.fit(client, x, y);
+    EXPECT_TRUE(remote.report().converged) << solver;
+    tessera::LocalCluster local{{.workers = 1, .threads_per_worker = 1}};
+    tessera::Client local_client{local};
+    tessera::glm::LogisticRegression embedded(
+        {.solver = "newton", .regularizer = "l2", .lambda = 0.01, .tol = 1e-12});
+    embedded.fit(local_client, tessera::Array::from_eigen(x.compute(client), options),
+                 tessera::Array::from_eigen(y.compute_vector(client), uniform));
+    EXPECT_LE((remote.coef() - embedded.coef()).lpNorm<Eigen::Infinity>(), 1e-5) << solver;
+    EXPECT_NEAR(remote.intercept(), embedded.intercept(), 1e-5) << solver;
+    EXPECT_GT(remote.report().rounds, 0);
+  }
+  // Labels that are not 0/1 (y * 2), found where they are held.
+  try {
+    tessera::glm::LogisticRegression().fit(client, x, y * 2.0);
+    ADD_FAILURE() << "labels of 2 were accepted";
+  } catch (const tessera::glm::FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("label other than 0 or 1"), std::string::npos) << e.what();
+  }
+  // The cluster still works.
+  EXPECT_NEAR(x.sum().compute_scalar(client), x.compute(client).sum(), 1e-9);
 }
 
 TEST_F(ClusterProcess, CliListsWorkersAsTextAndJson) {
