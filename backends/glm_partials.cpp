@@ -320,11 +320,17 @@ std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Famil
       return std::nullopt;
     });
   }
-  const Eigen::MatrixXd values = host_matrix(x_ref);
-  for (Eigen::Index j = 0; j < values.cols(); ++j)
-    for (Eigen::Index i = 0; i < values.rows(); ++i)
-      if (!std::isfinite(values(i, j))) return where("X has a non-finite value", i, j, values(i, j));
-  return std::nullopt;
+  // Host chunks are read where they are; only a device chunk is copied.
+  auto scan = [&](const auto& values) -> std::optional<std::string> {
+    if (values.allFinite()) return std::nullopt;
+    for (Eigen::Index j = 0; j < values.cols(); ++j)
+      for (Eigen::Index i = 0; i < values.rows(); ++i)
+        if (!std::isfinite(static_cast<double>(values(i, j))))
+          return where("X has a non-finite value", i, j, static_cast<double>(values(i, j)));
+    return std::nullopt;
+  };
+  if (x.backend() == Backend::cpu) return visit_dense(x, scan);
+  return scan(host_matrix(x_ref));
 }
 
 Eigen::VectorXd local_solve(const ChunkPtr& x, const ChunkPtr& y, Family family, double scale, double rho,

@@ -3,6 +3,7 @@
 //                         normal, y drawn from the family with coefficients 1/sqrt(P) and intercept 0.25)
 //   --family logistic|normal|poisson --solver S --regularizer R --lambda L --l1-ratio A
 //   --chunk-rows C --max-iter I --tol T --workers W --threads T --repeat R
+//   --backend cpu|sparse|cuda   where X's chunks live (the same fit code runs on each)
 //   --scheduler tcp://HOST:PORT   fit on a running cluster of node processes instead of an embedded one
 //   --out coef.npy        writes the intercept followed by the coefficients
 // Prints one JSON line: the median fit time (the data already persisted on the workers: the time covers
@@ -74,7 +75,8 @@ int main(int argc, char** argv) try {
                             {"threads", "2"},
                             {"repeat", "3"},
                             {"scheduler", ""},
-                            {"out", ""}});
+                            {"out", ""},
+                            {"backend", "cpu"}});
   const std::string family = flags.str("family");
   std::unique_ptr<LocalCluster> cluster;
   std::unique_ptr<Client> client;
@@ -87,7 +89,7 @@ int main(int argc, char** argv) try {
     client = std::make_unique<Client>(*cluster);
   }
   auto [x_in, y_in] = load_data(flags, family);
-  const Array x = x_in.persist(*client);
+  const Array x = x_in.to_backend(flags.str("backend")).persist(*client);
   const Array y = y_in.persist(*client);
   (void)(x.sum() + y.sum()).compute_scalar(*client);  // the data exists before the clock starts
 
@@ -109,13 +111,14 @@ int main(int argc, char** argv) try {
   std::printf(
       "{\"bench\":\"glm\",\"family\":\"%s\",\"solver\":\"%s\",\"regularizer\":\"%s\",\"lambda\":%g,\"rows\":%"
       "lld,"
-      "\"cols\":%lld,\"chunk_rows\":%lld,\"placement\":\"%s\",\"seconds\":%.4f,\"min_seconds\":%.4f,"
+      "\"cols\":%lld,\"chunk_rows\":%lld,\"placement\":\"%s\",\"backend\":\"%s\",\"seconds\":%.4f,\"min_"
+      "seconds\":%.4f,"
       "\"iterations\":%lld,\"converged\":%s,\"evaluations\":%lld,\"rounds\":%lld,\"overhead_us_per_round\":%."
       "1f,"
       "\"objective\":%.12g}\n",
       family.c_str(), o.solver.c_str(), o.regularizer.c_str(), o.lambda, static_cast<long long>(x.rows()),
       static_cast<long long>(x.cols()), flags.integer("chunk-rows"), cluster ? "embedded" : "processes",
-      bench::median(times), *std::min_element(times.begin(), times.end()),
+      flags.str("backend").c_str(), bench::median(times), *std::min_element(times.begin(), times.end()),
       static_cast<long long>(report.iterations), report.converged ? "true" : "false",
       static_cast<long long>(report.evaluations), static_cast<long long>(report.rounds),
       report.overhead_per_round() * 1e6, report.objective);

@@ -7,11 +7,11 @@ packages=(
   build-essential cmake pkg-config
   libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libpng-dev
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then
-  packages+=(python3 python3-dask python3-distributed python3-numpy python3-pandas)
+  packages+=(python3 python3-dask python3-distributed python3-numpy python3-pandas python3-sklearn python3-matplotlib)
 fi
 
 missing=()

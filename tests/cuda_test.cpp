@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <tessera/array.hpp>
+#include <tessera/glm.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/tessera.hpp>
 
@@ -152,6 +153,25 @@ TEST_F(CudaTest, FactorizationsMatchCpu) {
   EXPECT_TRUE(linalg::lstsq(x.to_backend("cuda"), b.to_backend("cuda"))
                   .x.compute_vector(*client)
                   .isApprox(solution, 1e-10));
+}
+
+// GLM fits on cuda arrays run the composed per-chunk operations on the GPU: the same coefficients as on cpu.
+TEST_F(CudaTest, GlmFitsOnCudaArraysGiveTheCpuCoefficients) {
+  const Array x = random({4000, 12}, {1000, 12}, 21);
+  ArrayOptions uniform;
+  uniform.chunks = {1000};
+  uniform.seed = 22;
+  const Array y = Array::random({4000}, uniform) < (x.dot(Array::full({12}, 0.3)) + 0.1).sigmoid();
+  for (const std::string solver : {"lbfgs", "newton", "admm"}) {
+    tessera::glm::LogisticRegression on_cpu(
+        {.solver = solver, .regularizer = "l2", .lambda = 0.01, .tol = 1e-10});
+    on_cpu.fit(*client, x, y);
+    tessera::glm::LogisticRegression on_cuda(
+        {.solver = solver, .regularizer = "l2", .lambda = 0.01, .tol = 1e-10});
+    on_cuda.fit(*client, x.to_backend("cuda"), y.to_backend("cuda"));
+    EXPECT_LE((on_cuda.coef() - on_cpu.coef()).lpNorm<Eigen::Infinity>(), 1e-7) << solver;
+    EXPECT_NEAR(on_cuda.intercept(), on_cpu.intercept(), 1e-7) << solver;
+  }
 }
 
 }  // namespace

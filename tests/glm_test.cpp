@@ -5,7 +5,12 @@
 // estimator (Poisson with l1), and the errors bad input must get.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <capnp/message.h>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -15,7 +20,9 @@
 #include <tessera/glm.hpp>
 #include <tessera/tessera.hpp>
 
+#include "actors/glm/spec.hpp"
 #include "backends/glm_partials.hpp"
+#include "nodes/glm_codec.hpp"
 
 namespace {
 
@@ -334,6 +341,82 @@ TEST_F(GlmReference, BadInputIsAClearErrorBeforeSolving) {
             std::string::npos);
   // The cluster kept working through all of it.
   EXPECT_TRUE(fitted.report().converged);
+}
+
+// Each round broadcasts coefficients to the partitions that already hold the rows: the fit adds the
+// partition tasks to the cluster once, however many rounds it takes.
+TEST_F(GlmReference, NoGraphIsBuiltPerIteration) {
+  tessera::Client client{*cluster_};
+  const auto d = load("synthetic_logistic");
+  const Array x = Array::from_eigen(d.x, {.chunks = {250}}).persist(client);
+  const Array y = Array::from_eigen(d.y, {.chunks = {250}}).persist(client);
+  (void)(x.sum() + y.sum()).compute_scalar(client);
+  const auto before = cluster_->status().tasks_done;
+  glm::LogisticRegression model({.solver = "gradient_descent", .max_iter = 300, .tol = 0});
+  model.fit(client, x, y);
+  EXPECT_FALSE(model.report().converged);
+  EXPECT_EQ(model.report().iterations, 300);
+  EXPECT_GE(model.report().rounds, 300);
+  EXPECT_EQ(cluster_->status().tasks_done - before, 4u) << "one task per partition, none per round";
+}
+
+TEST(GlmSpec, AMalformedSpecIsRefusedAndAGoodOneRoundTrips) {
+  using tessera::Value;
+  EXPECT_THROW(tessera::glm::spec_from_value(Value(std::int64_t{3})), std::invalid_argument);
+  EXPECT_THROW(tessera::glm::spec_from_value(Value(Value::List{Value(std::int64_t{99})})),
+               std::invalid_argument);
+  tessera::glm::GlmSpec spec;
+  spec.solver = "admm";
+  spec.regularizer = "elastic_net";
+  spec.lambda = 0.25;
+  spec.rows = 10;
+  spec.cols = 3;
+  auto fields = tessera::glm::to_value(spec).as_list();
+  const auto back = tessera::glm::spec_from_value(Value(fields));
+  EXPECT_EQ(back.solver, "admm");
+  EXPECT_EQ(back.regularizer, "elastic_net");
+  EXPECT_EQ(back.lambda, 0.25);
+  fields[2] = Value("sgd");  // an unknown solver from the wire
+  EXPECT_THROW(tessera::glm::spec_from_value(Value(fields)), std::invalid_argument);
+  fields[2] = Value(std::int64_t{7});  // a field of the wrong type
+  EXPECT_THROW(tessera::glm::spec_from_value(Value(fields)), std::invalid_argument);
+}
+
+TEST(GlmWire, AMessageOfUnknownKindIsAWireError) {
+  capnp::MallocMessageBuilder builder;
+  auto message = builder.initRoot<tessera::wire::GlmMessage>();
+  tessera::wire::Attachments attachments;
+  tessera::wire::encode(tessera::GlmMessage{7, tessera::GlmKind::fitted, tessera::Value(1.5)}, message,
+                        attachments);
+  const auto decoded = tessera::wire::decode(message.asReader(), {});
+  EXPECT_EQ(decoded.session, 7u);
+  EXPECT_EQ(decoded.kind, tessera::GlmKind::fitted);
+  EXPECT_EQ(decoded.payload.as_double(), 1.5);
+  message.setKind(42);
+  EXPECT_THROW(tessera::wire::decode(message.asReader(), {}), tessera::wire::WireError);
+}
+
+// The example runs and finds the seed's line, y = 0.5 x + 1.
+TEST(GlmExample, FitsTheLineAndDrawsIt) {
+  const auto png =
+      std::filesystem::temp_directory_path() / ("tessera-glm-example-" + std::to_string(::getpid()) + ".png");
+  const std::string command = std::string(TESSERA_GLM_EXAMPLE) + " " + png.string() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  ASSERT_EQ(::pclose(pipe), 0) << output;
+  double coefficient = 0, intercept = 0;
+  ASSERT_EQ(std::sscanf(output.c_str(), "coefficient %lf, intercept %lf", &coefficient, &intercept), 2)
+      << output;
+  EXPECT_NEAR(coefficient, 0.5, 1e-3);
+  EXPECT_NEAR(intercept, 1.0, 0.1);
+  std::ifstream file(png, std::ios::binary);
+  char signature[8] = {};
+  file.read(signature, 8);
+  EXPECT_EQ(std::string(signature + 1, 3), "PNG");
+  std::filesystem::remove(png);
 }
 
 // The fused per-chunk kernels and their composition from other operations (what a backend without a

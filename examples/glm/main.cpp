@@ -1,0 +1,65 @@
+// The seed's scikit-learn example, written with Tessera: 40000 points y = 0.5 x + 1 + noise, a linear
+// regression fitted with L-BFGS on the cluster, predictions on a linspace, and a PNG of the data and the
+// line.
+//   build/bin/glm_example [out.png]
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <tessera/array.hpp>
+#include <tessera/glm.hpp>
+#include <tessera/tessera.hpp>
+
+#include "scatter_png.hpp"
+
+int main(int argc, char** argv) try {
+  using namespace tessera;
+  const std::string out = argc > 1 ? argv[1] : "glm_example.png";
+  LocalCluster cluster;
+  Client client{cluster};
+
+  const double N = 1000;
+  // x from 0 to N
+  ArrayOptions uniform;
+  uniform.chunks = {10000};
+  uniform.seed = 1;
+  const Array x = (Array::random({40000, 1}, uniform) * N).persist(client);
+  // y = a*x + b with noise
+  ArrayOptions normal = uniform;
+  normal.seed = 2;
+  normal.distribution = "normal";
+  const Array y = (0.5 * x + 1.0 + Array::random({40000, 1}, normal)).persist(client);
+
+  // create a linear regression model
+  glm::LinearRegression est({.solver = "lbfgs"});
+  auto start = std::chrono::steady_clock::now();
+  est.fit(client, x, y);
+  const double fit_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  // predict y from the data
+  const Eigen::VectorXd x_new = Eigen::VectorXd::LinSpaced(100, 0, N);
+  start = std::chrono::steady_clock::now();
+  const Eigen::VectorXd y_new = est.predict(Array::from_eigen(Eigen::MatrixXd(x_new))).compute_vector(client);
+  const double predict_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  std::printf("coefficient %.6f, intercept %.6f (%lld iterations, converged %s)\n", est.coef()[0],
+              est.intercept(), static_cast<long long>(est.report().iterations),
+              est.report().converged ? "yes" : "no");
+  std::printf("fit %.2f ms, predict %.2f ms\n", fit_ms, predict_ms);
+
+  // plot the results
+  examples::ScatterPlot plot;
+  plot.x = x.compute_vector(client);
+  plot.y = y.compute_vector(client);
+  plot.line_x = x_new;
+  plot.line_y = y_new;
+  examples::write_scatter_png(plot, out);
+  std::printf("plot: %s (x from %.1f to %.1f, y from %.1f to %.1f)\n", out.c_str(), plot.x.minCoeff(),
+              plot.x.maxCoeff(), plot.y.minCoeff(), plot.y.maxCoeff());
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "glm_example: " << e.what() << "\n";
+  return 1;
+}
