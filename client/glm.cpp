@@ -14,25 +14,13 @@ using detail::ArrayData;
 
 namespace {
 
-GlmSpec spec_of(backends::glm::Family family, const Options& o, std::int64_t rows, std::int64_t cols) {
-  GlmSpec s;
-  s.family = family;
-  s.solver = o.solver;
-  s.regularizer = o.regularizer;
-  s.lambda = o.lambda;
-  s.l1_ratio = o.l1_ratio;
-  s.fit_intercept = o.fit_intercept;
-  s.max_iter = o.max_iter;
-  s.tol = o.tol;
-  s.lbfgs_memory = o.lbfgs_memory;
-  s.rho = o.rho;
-  s.adaptive_rho = o.adaptive_rho;
-  s.over_relaxation = o.over_relaxation;
-  s.abstol = o.abstol;
-  s.reltol = o.reltol;
-  s.rows = rows;
-  s.cols = cols;
-  return s;
+GlmSpec spec_of(backends::glm::Family family, const Options& options, std::int64_t rows, std::int64_t cols) {
+  GlmSpec spec;
+  static_cast<Options&>(spec) = options;
+  spec.family = family;
+  spec.rows = rows;
+  spec.cols = cols;
+  return spec;
 }
 
 std::string family_text(backends::glm::Family family) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <deque>
+#include <optional>
 
 namespace tessera::glm {
 
@@ -100,6 +101,20 @@ bool acceptable(double value, double candidate_value, double decrease, const Eig
 constexpr double kArmijo = 1e-4;
 constexpr double kSmallestStep = 1e-20;
 
+// Backtracks along `direction` (slope = gradient . direction < 0) from `step`, halving it, until the
+// objective falls enough; evaluates each candidate to `order`. Empty when the step underflows.
+std::optional<Smooth::Point> backtrack(Smooth& smooth, const Smooth::Point& current,
+                                       const Eigen::VectorXd& direction, double slope, double& step,
+                                       int order) {
+  for (; step >= kSmallestStep; step *= 0.5) {
+    auto candidate = smooth.at(current.beta + step * direction, order);
+    if (acceptable(current.value, candidate.value, -kArmijo * step * slope, current.gradient,
+                   candidate.gradient))
+      return candidate;
+  }
+  return std::nullopt;
+}
+
 FitOutcome finish(Smooth& smooth, const GlmSpec& spec, Smooth::Point point, std::int64_t iterations,
                   bool converged) {
   FitOutcome out;
@@ -111,68 +126,51 @@ FitOutcome finish(Smooth& smooth, const GlmSpec& spec, Smooth::Point point, std:
   return out;
 }
 
-FitOutcome gradient_descent(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start) {
-  auto current = smooth.at(std::move(start), 1);
+// The loop the smooth solvers share: from beta = 0, `next` turns the current point into the next one (or
+// nothing when its line search fails) until the gradient is small enough or the iterations run out.
+template <class Next>
+FitOutcome descend(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start, int order, Next next) {
+  auto current = smooth.at(std::move(start), order);
   const double target = gradient_target(spec, current.gradient);
-  double step = 1;
   std::int64_t iteration = 0;
   for (; iteration < spec.iteration_limit(); ++iteration) {
-    if (largest(current.gradient) <= target) return finish(smooth, spec, std::move(current), iteration, true);
-    const double slope = current.gradient.squaredNorm();
-    for (;;) {
-      auto candidate = smooth.at(current.beta - step * current.gradient, 1);
-      if (acceptable(current.value, candidate.value, kArmijo * step * slope, current.gradient,
-                     candidate.gradient)) {
-        current = std::move(candidate);
-        break;
-      }
-      step *= 0.5;
-      if (step < kSmallestStep) return finish(smooth, spec, std::move(current), iteration, false);
-    }
-    step *= 2;  // the next iteration tries a longer step first
+    if (largest(current.gradient) <= target) break;
+    auto following = next(current);
+    if (!following) return finish(smooth, spec, std::move(current), iteration, false);
+    current = std::move(*following);
   }
   const bool converged = largest(current.gradient) <= target;
   return finish(smooth, spec, std::move(current), iteration, converged);
+}
+
+FitOutcome gradient_descent(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start) {
+  double step = 1;
+  return descend(spec, smooth, std::move(start), 1, [&](const Smooth::Point& current) {
+    auto next = backtrack(smooth, current, -current.gradient, -current.gradient.squaredNorm(), step, 1);
+    step *= 2;  // the next iteration tries a longer step first
+    return next;
+  });
 }
 
 FitOutcome newton(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start) {
-  auto current = smooth.at(std::move(start), 2);
-  const double target = gradient_target(spec, current.gradient);
-  std::int64_t iteration = 0;
-  for (; iteration < spec.iteration_limit(); ++iteration) {
-    if (largest(current.gradient) <= target) return finish(smooth, spec, std::move(current), iteration, true);
+  return descend(spec, smooth, std::move(start), 2, [&](const Smooth::Point& current) {
     Eigen::LDLT<Eigen::MatrixXd> factor(current.hessian);
-    Eigen::VectorXd direction = factor.solve(current.gradient);
-    double decrease = current.gradient.dot(direction);
-    if (factor.info() != Eigen::Success || !(decrease > 0) || !direction.allFinite()) {
-      direction = current.gradient;  // a singular Hessian: fall back to the gradient
-      decrease = direction.squaredNorm();
+    Eigen::VectorXd direction = -factor.solve(current.gradient);
+    double slope = current.gradient.dot(direction);
+    if (factor.info() != Eigen::Success || !(slope < 0) || !direction.allFinite()) {
+      direction = -current.gradient;  // a singular Hessian: fall back to the gradient
+      slope = -current.gradient.squaredNorm();
     }
     double step = 1;
-    for (;;) {
-      auto candidate = smooth.at(current.beta - step * direction, 2);
-      if (acceptable(current.value, candidate.value, kArmijo * step * decrease, current.gradient,
-                     candidate.gradient)) {
-        current = std::move(candidate);
-        break;
-      }
-      step *= 0.5;
-      if (step < kSmallestStep) return finish(smooth, spec, std::move(current), iteration, false);
-    }
-  }
-  const bool converged = largest(current.gradient) <= target;
-  return finish(smooth, spec, std::move(current), iteration, converged);
+    return backtrack(smooth, current, direction, slope, step, 2);
+  });
 }
 
 FitOutcome lbfgs(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start) {
-  auto current = smooth.at(std::move(start), 1);
   std::deque<Eigen::VectorXd> s_history, y_history;
   std::deque<double> rho_history;
-  const double target = gradient_target(spec, current.gradient);
-  std::int64_t iteration = 0;
-  for (; iteration < spec.iteration_limit(); ++iteration) {
+  return descend(spec, smooth, std::move(start), 1, [&](const Smooth::Point& current) {
     const Eigen::VectorXd& g = current.gradient;
-    if (largest(g) <= target) return finish(smooth, spec, std::move(current), iteration, true);
     // The two-loop recursion: direction = -H g with H the inverse-Hessian estimate.
     Eigen::VectorXd q = g;
     std::vector<double> alpha(s_history.size());
@@ -187,7 +185,7 @@ FitOutcome lbfgs(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start) {
     }
     Eigen::VectorXd direction = -q;
     double slope = g.dot(direction);
-    if (!(slope < 0)) {
+    if (!(slope < 0)) {  // not a descent direction: start the memory over
       direction = -g;
       slope = -g.squaredNorm();
       s_history.clear();
@@ -195,32 +193,24 @@ FitOutcome lbfgs(const GlmSpec& spec, Smooth& smooth, Eigen::VectorXd start) {
       rho_history.clear();
     }
     double step = s_history.empty() ? std::min(1.0, 1.0 / g.norm()) : 1.0;
-    for (;;) {
-      auto candidate = smooth.at(current.beta + step * direction, 1);
-      if (acceptable(current.value, candidate.value, -kArmijo * step * slope, current.gradient,
-                     candidate.gradient)) {
-        Eigen::VectorXd s = candidate.beta - current.beta;
-        Eigen::VectorXd y = candidate.gradient - current.gradient;
-        const double sy = s.dot(y);
-        if (sy > 1e-16 * s.norm() * y.norm()) {
-          s_history.push_back(std::move(s));
-          y_history.push_back(std::move(y));
-          rho_history.push_back(1 / sy);
-          if (static_cast<std::int64_t>(s_history.size()) > spec.lbfgs_memory) {
-            s_history.pop_front();
-            y_history.pop_front();
-            rho_history.pop_front();
-          }
+    auto next = backtrack(smooth, current, direction, slope, step, 1);
+    if (next) {
+      Eigen::VectorXd s = next->beta - current.beta;
+      Eigen::VectorXd y = next->gradient - current.gradient;
+      const double sy = s.dot(y);
+      if (sy > 1e-16 * s.norm() * y.norm()) {  // keeps the estimate positive definite
+        s_history.push_back(std::move(s));
+        y_history.push_back(std::move(y));
+        rho_history.push_back(1 / sy);
+        if (static_cast<std::int64_t>(s_history.size()) > spec.lbfgs_memory) {
+          s_history.pop_front();
+          y_history.pop_front();
+          rho_history.pop_front();
         }
-        current = std::move(candidate);
-        break;
       }
-      step *= 0.5;
-      if (step < kSmallestStep) return finish(smooth, spec, std::move(current), iteration, false);
     }
-  }
-  const bool converged = largest(current.gradient) <= target;
-  return finish(smooth, spec, std::move(current), iteration, converged);
+    return next;
+  });
 }
 
 // FISTA with backtracking and adaptive restart (O'Donoghue and Candes, 2015): the momentum starts over

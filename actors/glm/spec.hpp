@@ -1,5 +1,5 @@
-// What a GLM fit asks for: family, regularizer, solver and their settings. The client builds it, it
-// travels to the scheduler as a Value, and the solver actor reads it there.
+// What a GLM fit asks for: family, regularizer, solver and their settings. The client builds it from an
+// estimator's Options, it travels to the scheduler as a Value, and the solver actor reads it there.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,13 @@ namespace tessera::glm {
 
 using backends::glm::Family;
 
-struct GlmSpec {
-  Family family = Family::logistic;
-  // gradient_descent, newton, lbfgs, proximal_grad or admm.
+// What a user sets on an estimator: tessera::glm::LogisticRegression est{{.solver = "newton", ...}}.
+struct Options {
+  // gradient_descent (Armijo backtracking), newton, lbfgs, proximal_grad (FISTA with restarts) or admm.
   std::string solver = "lbfgs";
-  // none, l1, l2 or elastic_net. The objective is (1/n) * sum of per-row losses + lambda * R(beta), the
-  // intercept not penalized: R = ||beta||^2 / 2 (l2), ||beta||_1 (l1), and for elastic_net
-  // l1_ratio * ||beta||_1 + (1 - l1_ratio) * ||beta||^2 / 2.
+  // none, l1, l2 or elastic_net; l1 and elastic_net take proximal_grad or admm. The objective is
+  // (1/n) * sum of per-row losses + lambda * R(beta), the intercept not penalized: R = ||beta||^2 / 2 (l2),
+  // ||beta||_1 (l1), and for elastic_net l1_ratio * ||beta||_1 + (1 - l1_ratio) * ||beta||^2 / 2.
   std::string regularizer = "none";
   double lambda = 0;
   double l1_ratio = 0.5;
@@ -37,7 +37,13 @@ struct GlmSpec {
   double over_relaxation = 1.0;
   double abstol = 1e-8;
   double reltol = 1e-6;
-  // Filled by the client: the data's rows and columns.
+  // fit() from Eigen matrices: rows per partition (0: the rows split in 4). Not sent to the cluster.
+  std::int64_t chunk_rows = 0;
+};
+
+// What travels to the solver: the options with the family and the data's shape.
+struct GlmSpec : Options {
+  Family family = Family::logistic;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
 

@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "backends/glm_partials.hpp"
+#include "actors/glm/spec.hpp"
 #include "tessera/array.hpp"
 
 namespace tessera {
@@ -27,31 +27,6 @@ class Client;
 }
 
 namespace tessera::glm {
-
-struct Options {
-  // gradient_descent (Armijo backtracking), newton, lbfgs, proximal_grad (FISTA with restarts), admm.
-  std::string solver = "lbfgs";
-  // none, l1, l2 or elastic_net; l1 and elastic_net take proximal_grad or admm.
-  std::string regularizer = "none";
-  double lambda = 0;
-  double l1_ratio = 0.5;  // elastic_net's weight on the l1 term
-  bool fit_intercept = true;
-  std::int64_t max_iter =
-      0;  // 0: the solver's default
-          // Stop when the gradient's (proximal_grad: the gradient mapping's) largest component is at most
-  // tol * max(1, its largest component at beta = 0).
-  double tol = 1e-6;
-  std::int64_t lbfgs_memory = 10;
-  // ADMM: penalty (adapted by residual balancing unless adaptive_rho is off), over-relaxation in [1, 1.8],
-  // absolute and relative tolerances on the primal and dual residuals.
-  double rho = 0.1;
-  bool adaptive_rho = true;
-  double over_relaxation = 1.0;
-  double abstol = 1e-8;
-  double reltol = 1e-6;
-  // fit() from Eigen matrices: rows per partition (0: the rows split in 4).
-  std::int64_t chunk_rows = 0;
-};
 
 // How the last fit went.
 struct FitReport {
