@@ -845,6 +845,10 @@ void on_worker_lost(SchedulerActor* self, std::uint32_t w) {
   }
   st.stats.workers_lost += 1;
   lost.gone = true;
+  // A fit whose partitions it held cannot go on: its solver fails now instead of waiting for answers.
+  for (const auto& [session, solver] : st.glm_sessions)
+    self->send(solver, glm_atom::value,
+               GlmMessage{session, GlmKind::lost, Value(Value::List{Value(static_cast<std::int64_t>(w))})});
   // A worker that was only cut off must stop and register anew: it is told so, if it can still hear.
   self->send(lost.actor, shutdown_atom::value);
   lost.actor = nullptr;

@@ -217,6 +217,48 @@ TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
   EXPECT_EQ(more[399], 399 * 399);
 }
 
+// A worker killed in the middle of a GLM fit fails the fit at once (not after a round timeout), naming
+// the worker; fitting again works on what the cluster recomputed.
+TEST_F(ClusterProcess, AWorkerLostDuringAGlmFitFailsItAndARefitWorks) {
+  tessera::Client client(scheduler.endpoint());
+  tessera::ArrayOptions options;
+  options.chunks = {500, 8};
+  options.seed = 5;
+  options.distribution = "normal";
+  const auto x = tessera::Array::random({4000, 8}, options).persist(client);
+  tessera::ArrayOptions uniform;
+  uniform.chunks = {500};
+  uniform.seed = 6;
+  const auto y = (tessera::Array::random({4000}, uniform) < x.dot(tessera::Array::full({8}, 0.5)).sigmoid())
+                     .persist(client);
+  (void)(x.sum() + y.sum()).compute_scalar(client);
+  // The fit adds one task per partition (8); once they are done its solver is loading or running.
+  const auto before = status_field(scheduler, "tasks_done");
+  std::atomic<bool> failed{false};
+  std::string error;
+  std::thread fit([&] {
+    try {
+      // Minutes of rounds without the loss.
+      tessera::glm::LogisticRegression({.solver = "gradient_descent", .max_iter = 300000, .tol = 0})
+          .fit(client, x, y);
+    } catch (const tessera::glm::FitError& e) {
+      error = e.what();
+    }
+    failed = true;
+  });
+  ASSERT_TRUE(
+      tessera::testing::eventually([&] { return status_field(scheduler, "tasks_done") >= before + 8; }));
+  second->kill_hard();
+  EXPECT_TRUE(tessera::testing::eventually([&] { return failed.load(); }, std::chrono::seconds(60)));
+  fit.join();
+  // Killed while the fit ran ("left the cluster during the fit") or just before it started ("held by a
+  // worker that left"): either way the fit fails at once, naming the cause.
+  EXPECT_NE(error.find("left"), std::string::npos) << error;
+  tessera::glm::LogisticRegression again({.solver = "newton", .tol = 1e-10});
+  again.fit(client, x, y);
+  EXPECT_TRUE(again.report().converged);
+}
+
 TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {
   NodeProcess scheduler{scheduler_config("client_grace = 0.5\n")};
   NodeProcess worker{worker_config("alpha", scheduler.endpoint())};

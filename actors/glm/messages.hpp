@@ -25,8 +25,9 @@ enum class GlmKind : std::uint32_t {
   solved = 7,    // worker -> solver: [seq, error, [[index, x], ...], worker_seconds]
   release = 8,   // solver -> worker: the session is over
   finished = 9,  // solver -> scheduler: the session is over
+  lost = 10,     // scheduler -> solver: [worker id] left the cluster (its partitions with it)
 };
-inline constexpr std::uint32_t kLastGlmKind = 9;
+inline constexpr std::uint32_t kLastGlmKind = 10;
 
 struct GlmMessage {
   std::uint64_t session = 0;  // the fit's id on the scheduler (fit/fitted: the client's request id)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "actors/glm/solvers.hpp"
@@ -23,8 +24,12 @@ struct WorkerShare {
 class DistributedObjective final : public glm::GlmObjective {
  public:
   DistributedObjective(caf::blocking_actor* self, std::uint64_t session, std::vector<WorkerShare> shares,
-                       std::size_t partitions)
-      : self_(self), session_(session), shares_(std::move(shares)), partitions_(partitions) {}
+                       std::set<std::uint32_t> workers, std::size_t partitions)
+      : self_(self),
+        session_(session),
+        shares_(std::move(shares)),
+        workers_(std::move(workers)),
+        partitions_(partitions) {}
 
   backends::glm::Partials evaluate(const Eigen::VectorXd& beta, int order) override {
     const std::int64_t seq = ++seq_;
@@ -100,6 +105,14 @@ class DistributedObjective final : public glm::GlmObjective {
       if (timed_out)
         throw std::runtime_error("glm: no answer from the workers within " +
                                  std::to_string(kRoundTimeout.count()) + " s (was a worker lost?)");
+      if (got.kind == GlmKind::lost && got.payload.kind() == ValueKind::list) {
+        const auto worker = got.payload.as_list().at(0).as_int();
+        if (workers_.count(static_cast<std::uint32_t>(worker)))
+          throw std::runtime_error("glm: worker " + std::to_string(worker) +
+                                   " left the cluster during the fit, with partitions of the data; fit again "
+                                   "(the cluster recomputes them)");
+        continue;
+      }
       if (got.kind != kind || got.payload.kind() != ValueKind::list) continue;
       auto f = got.payload.as_list();
       if (kind != GlmKind::loaded && (f.empty() || f[0].as_int() != seq)) continue;  // a stale round
@@ -123,6 +136,7 @@ class DistributedObjective final : public glm::GlmObjective {
   caf::blocking_actor* self_;
   std::uint64_t session_;
   std::vector<WorkerShare> shares_;
+  std::set<std::uint32_t> workers_;  // the ids of the shares' workers
   std::size_t partitions_;
   std::int64_t seq_ = 0;
   std::int64_t rounds_ = 0;
@@ -138,8 +152,12 @@ void solver_main(caf::blocking_actor* self, GlmSolverArgs args) {
     share.partitions.push_back(&part);
   }
   std::vector<WorkerShare> shares;
-  for (auto& [id, share] : by_worker) shares.push_back(std::move(share));
-  DistributedObjective objective(self, args.session, shares, args.partitions.size());
+  std::set<std::uint32_t> workers;
+  for (auto& [id, share] : by_worker) {
+    shares.push_back(std::move(share));
+    workers.insert(id);
+  }
+  DistributedObjective objective(self, args.session, shares, std::move(workers), args.partitions.size());
 
   Value result;
   try {
