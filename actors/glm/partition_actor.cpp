@@ -1,7 +1,6 @@
 #include "actors/glm/partition_actor.hpp"
 
 #include <chrono>
-#include <mutex>
 
 #include "actors/glm/messages.hpp"
 #include "actors/messages.hpp"
