@@ -140,22 +140,30 @@ TEST_F(ClusterProcess, ArraysAndTheirSvdRunAcrossWorkerProcesses) {
   EXPECT_EQ(sp.sum(0).compute(client), sp.sum(0).compute(local_client));
 }
 
+// Rows x (standard normal, 8 columns, 500-row chunks) and Bernoulli labels y from the logistic model with
+// coefficients `weight`, both persisted on the cluster.
+std::pair<tessera::Array, tessera::Array> logistic_rows(tessera::Client& client, std::int64_t rows,
+                                                        double weight, std::uint64_t seed) {
+  tessera::ArrayOptions normal;
+  normal.chunks = {500, 8};
+  normal.seed = seed;
+  normal.distribution = "normal";
+  const auto x = tessera::Array::random({rows, 8}, normal).persist(client);
+  tessera::ArrayOptions uniform;
+  uniform.chunks = {500};
+  uniform.seed = seed + 1;
+  const auto y =
+      (tessera::Array::random({rows}, uniform) < x.dot(tessera::Array::full({8}, weight)).sigmoid())
+          .persist(client);
+  return {x, y};
+}
+
 // A GLM fit whose partitions live in two worker processes: the solver on the scheduler's side talks to
 // them over ZeroMQ each round, and the coefficients equal an embedded fit's; bad data is reported with
 // its row from the worker that holds it.
 TEST_F(ClusterProcess, GlmFitsAcrossWorkerProcesses) {
   tessera::Client client(scheduler.endpoint());
-  tessera::ArrayOptions options;
-  options.chunks = {500, 8};
-  options.seed = 11;
-  options.distribution = "normal";
-  const auto x = tessera::Array::random({3000, 8}, options).persist(client);
-  tessera::ArrayOptions uniform;
-  uniform.chunks = {500};
-  uniform.seed = 12;
-  const auto y =
-      (tessera::Array::random({3000}, uniform) < (x.dot(tessera::Array::full({8}, 0.4)) + 0.2).sigmoid())
-          .persist(client);
+  const auto [x, y] = logistic_rows(client, 3000, 0.4, 11);
   for (const std::string solver : {"lbfgs", "admm"}) {
     tessera::glm::LogisticRegression remote(
         {.solver = solver, .regularizer = "l2", .lambda = 0.01, .tol = 1e-9});
@@ -165,8 +173,8 @@ TEST_F(ClusterProcess, GlmFitsAcrossWorkerProcesses) {
     tessera::Client local_client{local};
     tessera::glm::LogisticRegression embedded(
         {.solver = "newton", .regularizer = "l2", .lambda = 0.01, .tol = 1e-12});
-    embedded.fit(local_client, tessera::Array::from_eigen(x.compute(client), options),
-                 tessera::Array::from_eigen(y.compute_vector(client), uniform));
+    embedded.fit(local_client, tessera::Array::from_eigen(x.compute(client), {.chunks = {500}}),
+                 tessera::Array::from_eigen(y.compute_vector(client), {.chunks = {500}}));
     EXPECT_LE((remote.coef() - embedded.coef()).lpNorm<Eigen::Infinity>(), 1e-5) << solver;
     EXPECT_NEAR(remote.intercept(), embedded.intercept(), 1e-5) << solver;
     EXPECT_GT(remote.report().rounds, 0);
@@ -221,16 +229,7 @@ TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
 // the worker; fitting again works on what the cluster recomputed.
 TEST_F(ClusterProcess, AWorkerLostDuringAGlmFitFailsItAndARefitWorks) {
   tessera::Client client(scheduler.endpoint());
-  tessera::ArrayOptions options;
-  options.chunks = {500, 8};
-  options.seed = 5;
-  options.distribution = "normal";
-  const auto x = tessera::Array::random({4000, 8}, options).persist(client);
-  tessera::ArrayOptions uniform;
-  uniform.chunks = {500};
-  uniform.seed = 6;
-  const auto y = (tessera::Array::random({4000}, uniform) < x.dot(tessera::Array::full({8}, 0.5)).sigmoid())
-                     .persist(client);
+  const auto [x, y] = logistic_rows(client, 4000, 0.5, 5);
   (void)(x.sum() + y.sum()).compute_scalar(client);
   // The fit adds one task per partition (8); once they are done its solver is loading or running.
   const auto before = status_field(scheduler, "tasks_done");
