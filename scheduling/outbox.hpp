@@ -1,0 +1,52 @@
+// What one scheduler handler decided to say: messages for workers in the order they must be sent, the
+// deliveries for result tables, and the worker events that stream actors and GLM solvers follow. The
+// scheduler actor sends them; the state machine never touches an actor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "graph/watch.hpp"
+#include "scheduling/task_messages.hpp"
+
+namespace tessera::scheduling {
+
+// The messages a scheduler sends a worker.
+struct WelcomeWorker {
+  std::uint32_t id;
+};
+struct CancelSlots {
+  SlotBatch batch;
+};
+struct DropSlots {
+  SlotBatch batch;
+};
+struct ForgetOperation {
+  OpId op;
+};
+struct ShutdownWorker {};
+using WorkerMessage = std::variant<PeerNotice, WelcomeWorker, StealRequest, AssignBatch, SubscribeBatch,
+                                   CancelSlots, DropSlots, ForgetOperation, ShutdownWorker>;
+
+struct Outbox {
+  // (worker id, message); messages to one worker keep this order.
+  std::vector<std::pair<std::uint32_t, WorkerMessage>> to_workers;
+  // Finished slots, per result table, in the order of each table's first delivery (a cause is reported
+  // before the cancellations it causes).
+  std::vector<std::pair<std::shared_ptr<ResultSink>, std::vector<Delivery>>> deliveries;
+  std::vector<std::uint32_t> workers_joined;
+  std::vector<std::uint32_t> workers_lost;
+
+  template <class Message>
+  void send(std::uint32_t worker, Message message) {
+    to_workers.emplace_back(worker, WorkerMessage{std::move(message)});
+  }
+  bool empty() const {
+    return to_workers.empty() && deliveries.empty() && workers_joined.empty() && workers_lost.empty();
+  }
+};
+
+}  // namespace tessera::scheduling

@@ -1,0 +1,90 @@
+// SchedulerCore: the scheduler's state machine, free of actors and threads. It accepts submitted
+// operations, places their tasks on workers (data locality first, then load, in batches sized by how
+// long an operation's tasks take), tracks where every task is, delivers wanted results, cancels what
+// depends on a failure, frees results nobody needs, steals queued work for idle workers, recomputes
+// what a lost worker held from lineage, and moves results off retiring workers.
+//
+// Every handler returns the Outbox of what must be said because of it; the scheduler actor sends it.
+// Every change of a task's placement goes through one transition function checked against
+// kAllowedTransitions (scheduling/placement.hpp); an illegal edge throws IllegalTransition naming the
+// task. Not thread-safe: one owner (the scheduler actor, or a test) calls it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduling/outbox.hpp"
+#include "scheduling/placement.hpp"
+#include "scheduling/scheduler_options.hpp"
+#include "scheduling/status.hpp"
+#include "scheduling/task_messages.hpp"
+
+namespace tessera::scheduling {
+
+// A worker as it registers: how many tasks it runs at once and how its peers reach it.
+struct WorkerDescription {
+  std::uint32_t threads = 1;
+  std::string name{};
+  std::string address{};  // empty for a worker of the scheduler's own process
+  std::string public_key{};
+  std::uint64_t memory_limit = 0;
+};
+
+// Where a finished task's result is held.
+struct HeldResult {
+  std::uint32_t worker;
+  std::uint32_t slot;
+};
+
+class SchedulerCore {
+ public:
+  explicit SchedulerCore(SchedulerOptions options = {});
+  ~SchedulerCore();
+  SchedulerCore(const SchedulerCore&) = delete;
+  SchedulerCore& operator=(const SchedulerCore&) = delete;
+
+  // A client's operations and the tasks its result table watches.
+  Outbox submit(Submission submission);
+  // A worker reports finished (or failed) tasks.
+  Outbox done(const DoneBatch& batch);
+  // Slots of a result table whose last future is gone.
+  Outbox release(const ResultSink* sink, const std::vector<std::uint32_t>& slots);
+  // The client cancels tasks; what depends on them is cancelled with them as the cause.
+  Outbox cancel(const CancelRequest& request);
+  // A worker gave back queued tasks after a steal request.
+  Outbox stolen(const StolenBatch& batch);
+  struct Registered {
+    std::uint32_t id;
+    Outbox outbox;
+  };
+  Registered register_worker(const WorkerDescription& worker);
+  // A worker stopped answering: what it ran and held is computed again elsewhere.
+  Outbox worker_lost(std::uint32_t worker);
+  // A worker drains: no new tasks; once idle its held results move to others and it is shut down.
+  Outbox retire(std::uint32_t worker);
+  // Every worker is told to shut down.
+  Outbox shutdown();
+
+  SchedulerStatus status() const;
+  std::vector<WorkerInfo> workers() const;
+  // Workers that take new work (registered, neither retiring nor gone).
+  std::vector<std::uint32_t> usable_workers() const;
+  std::uint32_t threads(std::uint32_t worker) const;
+  // Where a finished task's result is held; throws std::invalid_argument, prefixed by `what`, when the
+  // scheduler holds no such finished result.
+  HeldResult locate(OpId op, std::int64_t task, const std::string& what) const;
+
+  // Inspection (tests, status displays). nullopt: the scheduler holds no record of the operation.
+  std::optional<Placement> placement(TaskRef task) const;
+  std::optional<std::uint32_t> worker_of(TaskRef task) const;
+  std::uint32_t holds(TaskRef task) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tessera::scheduling

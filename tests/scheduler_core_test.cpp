@@ -1,0 +1,364 @@
+// The scheduler's state machine driven directly, without actors or threads: each test feeds it what
+// clients and workers would say and reads the outbox it answers with. Linked without CAF.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "graph/registry.hpp"
+#include "scheduling/scheduler_core.hpp"
+
+namespace {
+
+using namespace tessera;
+using namespace tessera::scheduling;
+
+std::int64_t core_identity(std::int64_t x) {
+  return x;
+}
+TESSERA_TASK(core_identity);
+
+const TaskFunction& identity_function() {
+  return *Registry::global().find("core_identity");
+}
+
+// n independent tasks.
+OperationPtr independent(std::uint32_t n) {
+  std::vector<Value> values;
+  for (std::uint32_t i = 0; i < n; ++i) values.push_back(Value(static_cast<std::int64_t>(i)));
+  return std::make_shared<Operation>(identity_function(), n, std::vector<Column>{Column::per_task(values)});
+}
+
+// Task i reads task i of `producer`.
+OperationPtr consumer_of(const OperationPtr& producer) {
+  std::vector<Arg> args;
+  for (std::uint32_t i = 0; i < producer->size(); ++i) args.push_back(TaskRef{producer->id(), i});
+  return std::make_shared<Operation>(identity_function(), producer->size(),
+                                     std::vector<Column>{Column::per_task(std::move(args))});
+}
+
+// The core never looks inside a result table: a tag stands in for one, so its deliveries can be read.
+struct TableTag {
+  int unused = 0;
+};
+std::shared_ptr<ResultSink> table() {
+  auto tag = std::make_shared<TableTag>();
+  return std::shared_ptr<ResultSink>(tag, reinterpret_cast<ResultSink*>(tag.get()));
+}
+
+Submission watching(std::vector<OperationPtr> ops, const OperationPtr& watched,
+                    const std::shared_ptr<ResultSink>& sink) {
+  return Submission{std::move(ops), {Watch{watched->id(), 0, watched->size(), 0}}, sink};
+}
+
+template <class Message>
+std::vector<Message> messages_to(const Outbox& out, std::uint32_t worker) {
+  std::vector<Message> found;
+  for (const auto& [to, message] : out.to_workers)
+    if (to == worker)
+      if (const auto* m = std::get_if<Message>(&message)) found.push_back(*m);
+  return found;
+}
+
+// The tasks of `op` an outbox assigns to `worker` (not adoptions).
+std::vector<std::uint32_t> assigned(const Outbox& out, std::uint32_t worker, const OperationPtr& op) {
+  std::vector<std::uint32_t> tasks;
+  for (const auto& batch : messages_to<AssignBatch>(out, worker))
+    for (const auto& run : batch.runs)
+      if (run.op == op && !run.adopt)
+        for (std::uint32_t t = run.first_task; t < run.first_task + run.count; ++t) tasks.push_back(t);
+  return tasks;
+}
+
+std::vector<Delivery> deliveries(const Outbox& out, const std::shared_ptr<ResultSink>& sink) {
+  std::vector<Delivery> found;
+  for (const auto& [to, batch] : out.deliveries)
+    if (to == sink) found.insert(found.end(), batch.begin(), batch.end());
+  return found;
+}
+
+DoneBatch finished(std::uint32_t worker, const OperationPtr& op, std::vector<std::uint32_t> tasks) {
+  DoneBatch batch{worker, op->id(), tasks, {}, {}, 0.001, static_cast<std::uint32_t>(tasks.size())};
+  for (auto t : tasks) batch.results.push_back(Value(static_cast<std::int64_t>(t)));
+  return batch;
+}
+
+std::uint32_t add_worker(SchedulerCore& core, std::uint32_t threads, Outbox* out = nullptr) {
+  auto registered = core.register_worker(WorkerDescription{threads, "", "", "", 0});
+  if (out) *out = std::move(registered.outbox);
+  return registered.id;
+}
+
+TEST(SchedulerCore, PlacesTasksDeliversResultsAndForgetsReleasedOperations) {
+  SchedulerCore core;
+  Outbox joined;
+  const auto w = add_worker(core, 2, &joined);
+  EXPECT_EQ(messages_to<WelcomeWorker>(joined, w).size(), 1u);
+  EXPECT_EQ(joined.workers_joined, std::vector<std::uint32_t>{w});
+
+  auto op = independent(3);
+  auto sink = table();
+  auto out = core.submit(watching({op}, op, sink));
+  EXPECT_EQ(assigned(out, w, op), (std::vector<std::uint32_t>{0, 1, 2}));
+  for (std::uint32_t t = 0; t < 3; ++t) EXPECT_EQ(core.placement({op->id(), t}), Placement::placed);
+
+  out = core.done(finished(w, op, {0, 1, 2}));
+  const auto results = deliveries(out, sink);
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& d : results) {
+    EXPECT_EQ(d.state, TaskState::done);
+    EXPECT_EQ(d.value.as_int(), static_cast<std::int64_t>(d.slot));
+  }
+  EXPECT_EQ(core.placement({op->id(), 1}), Placement::finished);
+  EXPECT_EQ(core.status().tasks_done, 3u);
+  EXPECT_EQ(core.status().results_held, 3u);
+
+  out = core.release(sink.get(), {0, 1, 2});
+  ASSERT_EQ(messages_to<DropSlots>(out, w).size(), 1u);
+  EXPECT_EQ(messages_to<DropSlots>(out, w)[0].batch.slots.size(), 3u);
+  ASSERT_EQ(messages_to<ForgetOperation>(out, w).size(), 1u);
+  EXPECT_FALSE(core.placement({op->id(), 0}).has_value());
+  EXPECT_EQ(core.status().operations, 0u);
+  EXPECT_EQ(core.status().results_held, 0u);
+}
+
+TEST(SchedulerCore, PlacesAConsumerWithItsInputAndSubscribesIt) {
+  SchedulerCore core;
+  const auto w0 = add_worker(core, 1);
+  const auto w1 = add_worker(core, 1);
+  auto producer = independent(1);
+  auto consumer = consumer_of(producer);
+  auto out = core.submit(watching({producer, consumer}, consumer, table()));
+  const auto home = core.worker_of({producer->id(), 0});
+  ASSERT_TRUE(home.has_value());
+  EXPECT_EQ(core.worker_of({consumer->id(), 0}), home);
+  const auto subscriptions = messages_to<SubscribeBatch>(out, *home);
+  ASSERT_EQ(subscriptions.size(), 1u);
+  ASSERT_EQ(subscriptions[0].subscriptions.size(), 1u);
+  EXPECT_EQ(subscriptions[0].subscriptions[0].op, producer->id());
+  EXPECT_EQ(subscriptions[0].subscriptions[0].to.worker, *home);
+  EXPECT_EQ(subscriptions[0].subscriptions[0].to.op, consumer->id());
+  EXPECT_TRUE(assigned(out, *home == w0 ? w1 : w0, consumer).empty());
+}
+
+TEST(SchedulerCore, AnIdleWorkerStealsQueuedTasks) {
+  SchedulerCore core;
+  const auto busy = add_worker(core, 1);
+  auto op = independent(3);
+  auto out = core.submit(watching({op}, op, table()));
+  ASSERT_EQ(assigned(out, busy, op).size(), 3u);  // 1 thread x 2 + 1 while nothing is known
+
+  Outbox joined;
+  const auto idle = add_worker(core, 1, &joined);
+  const auto steals = messages_to<StealRequest>(joined, busy);
+  ASSERT_EQ(steals.size(), 1u);
+  EXPECT_EQ(steals[0].op, op->id());
+  EXPECT_EQ(steals[0].most, 2u);
+
+  out = core.stolen(StolenBatch{busy, op->id(), {1, 2}});
+  // The first goes to the idle worker; then both are equally loaded and the second goes back.
+  EXPECT_EQ(assigned(out, idle, op), std::vector<std::uint32_t>{1});
+  EXPECT_EQ(assigned(out, busy, op), std::vector<std::uint32_t>{2});
+  EXPECT_EQ(core.worker_of({op->id(), 1}), idle);
+  EXPECT_EQ(core.placement({op->id(), 2}), Placement::placed);
+  EXPECT_EQ(core.status().tasks_stolen, 2u);
+
+  // A late report from the victim for a task it gave away changes nothing.
+  out = core.done(finished(busy, op, {1}));
+  EXPECT_EQ(core.placement({op->id(), 1}), Placement::placed);
+  EXPECT_EQ(core.worker_of({op->id(), 1}), idle);
+  EXPECT_EQ(core.status().tasks_done, 0u);
+}
+
+TEST(SchedulerCore, ALostWorkersTasksAndHeldResultsAreComputedAgainElsewhere) {
+  SchedulerCore core;
+  const auto lost = add_worker(core, 1);
+  auto producer = independent(1);
+  auto consumer = consumer_of(producer);
+  auto sink = table();
+  core.submit(watching({producer, consumer}, consumer, sink));
+  ASSERT_EQ(core.worker_of({consumer->id(), 0}), lost);
+  core.done(finished(lost, producer, {0}));
+  ASSERT_EQ(core.placement({producer->id(), 0}), Placement::finished);
+
+  const auto survivor = add_worker(core, 1);
+  auto out = core.worker_lost(lost);
+  EXPECT_EQ(out.workers_lost, std::vector<std::uint32_t>{lost});
+  EXPECT_EQ(messages_to<ShutdownWorker>(out, lost).size(), 1u);
+  const auto notices = messages_to<PeerNotice>(out, survivor);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].id, lost);
+  EXPECT_TRUE(notices[0].address.empty());
+  EXPECT_EQ(assigned(out, survivor, producer), std::vector<std::uint32_t>{0});
+  EXPECT_EQ(assigned(out, survivor, consumer), std::vector<std::uint32_t>{0});
+  EXPECT_EQ(core.worker_of({producer->id(), 0}), survivor);
+  EXPECT_EQ(core.status().workers_lost, 1u);
+  EXPECT_EQ(core.status().tasks_recomputed, 1u);  // the producer's result; the consumer never finished
+  EXPECT_EQ(core.status().workers, 1u);
+
+  // Nothing more goes to the lost worker, and its late report is ignored.
+  out = core.done(finished(lost, consumer, {0}));
+  EXPECT_TRUE(out.to_workers.empty() || messages_to<AssignBatch>(out, lost).empty());
+  EXPECT_EQ(core.placement({consumer->id(), 0}), Placement::placed);
+}
+
+TEST(SchedulerCore, AForgottenProducerIsRevivedFromLineage) {
+  SchedulerCore core;
+  const auto lost = add_worker(core, 1);
+  auto producer = independent(1);
+  auto consumer = consumer_of(producer);
+  auto sink = table();
+  core.submit(watching({producer, consumer}, consumer, sink));
+  core.done(finished(lost, producer, {0}));
+  auto out = core.done(finished(lost, consumer, {0}));
+  // Nobody needs the producer's result any more: dropped, and its record forgotten.
+  EXPECT_EQ(messages_to<ForgetOperation>(out, lost).size(), 1u);
+  EXPECT_FALSE(core.placement({producer->id(), 0}).has_value());
+
+  const auto survivor = add_worker(core, 1);
+  out = core.worker_lost(lost);
+  // The consumer's held result was lost: it runs again, and so does its producer, from lineage.
+  EXPECT_EQ(core.placement({producer->id(), 0}), Placement::placed);
+  EXPECT_EQ(core.worker_of({producer->id(), 0}), survivor);
+  EXPECT_EQ(core.placement({consumer->id(), 0}), Placement::placed);
+  EXPECT_EQ(assigned(out, survivor, producer), std::vector<std::uint32_t>{0});
+  EXPECT_EQ(core.status().tasks_recomputed, 2u);
+  out = core.done(finished(survivor, producer, {0}));
+  out = core.done(finished(survivor, consumer, {0}));
+  ASSERT_EQ(deliveries(out, sink).size(), 1u);
+  EXPECT_EQ(deliveries(out, sink)[0].state, TaskState::done);
+}
+
+TEST(SchedulerCore, CancellingATaskCancelsWhatDependsOnIt) {
+  SchedulerCore core;
+  const auto w = add_worker(core, 1);
+  auto producer = independent(1);
+  auto consumer = consumer_of(producer);
+  auto sink = table();
+  core.submit(watching({producer, consumer}, consumer, sink));
+  auto out = core.cancel(CancelRequest{{TaskRef{producer->id(), 0}}});
+  // Both placed on w are withdrawn there (the forgotten producer with them).
+  std::size_t withdrawn = 0;
+  for (const auto& c : messages_to<CancelSlots>(out, w)) withdrawn += c.batch.slots.size();
+  EXPECT_EQ(withdrawn, 2u);
+  EXPECT_EQ(core.placement({consumer->id(), 0}), Placement::cancelled);
+  const auto told = deliveries(out, sink);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].state, TaskState::cancelled);
+  ASSERT_TRUE(told[0].error);
+  EXPECT_NE(told[0].error->message().find("cancelled by the client"), std::string::npos);
+  EXPECT_EQ(core.status().tasks_cancelled, 2u);
+}
+
+TEST(SchedulerCore, AFailureCancelsItsDependentsNamingTheCause) {
+  SchedulerCore core;
+  const auto w = add_worker(core, 1);
+  auto producer = independent(1);
+  auto consumer = consumer_of(producer);
+  auto sink = table();
+  core.submit(watching({producer, consumer}, consumer, sink));
+  DoneBatch failed{w, producer->id(), {}, {}, {}, 0.001, 1};
+  failed.failures.push_back(
+      TaskFailure{0, std::make_shared<const TaskFailed>("core_identity", producer->key(0), "boom", false)});
+  auto out = core.done(failed);
+  EXPECT_EQ(core.placement({consumer->id(), 0}), Placement::cancelled);
+  const auto told = deliveries(out, sink);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].state, TaskState::cancelled);
+  EXPECT_NE(told[0].error->message().find("its dependency " + producer->key(0) + " failed: boom"),
+            std::string::npos);
+  EXPECT_EQ(core.status().tasks_erred, 1u);
+}
+
+TEST(SchedulerCore, ReleasingAnUnfinishedTaskCancelsIt) {
+  SchedulerCore core;
+  const auto w = add_worker(core, 2);
+  auto op = independent(2);
+  auto sink = table();
+  core.submit(watching({op}, op, sink));
+  auto out = core.release(sink.get(), {0});
+  const auto withdrawn = messages_to<CancelSlots>(out, w);
+  ASSERT_EQ(withdrawn.size(), 1u);
+  EXPECT_EQ(withdrawn[0].batch.slots.size(), 1u);
+  EXPECT_EQ(core.placement({op->id(), 0}), Placement::cancelled);
+  EXPECT_EQ(core.placement({op->id(), 1}), Placement::placed);
+}
+
+TEST(SchedulerCore, ARetiringWorkerHandsItsResultsOverThenShutsDown) {
+  SchedulerCore core;
+  const auto leaving = add_worker(core, 1);
+  auto op = independent(1);
+  auto sink = table();
+  core.submit(watching({op}, op, sink));
+  ASSERT_EQ(core.worker_of({op->id(), 0}), leaving);
+  core.done(finished(leaving, op, {0}));
+  const auto staying = add_worker(core, 1);
+  auto out = core.retire(leaving);
+  const auto adopt = messages_to<AssignBatch>(out, staying);
+  ASSERT_EQ(adopt.size(), 1u);
+  ASSERT_EQ(adopt[0].runs.size(), 1u);
+  EXPECT_TRUE(adopt[0].runs[0].adopt);
+  const auto handover = messages_to<SubscribeBatch>(out, leaving);
+  ASSERT_EQ(handover.size(), 1u);
+  EXPECT_EQ(handover[0].subscriptions[0].to.worker, staying);
+  EXPECT_EQ(handover[0].subscriptions[0].to.column, kAdoptColumn);
+  EXPECT_EQ(messages_to<ShutdownWorker>(out, leaving).size(), 1u);
+  EXPECT_EQ(core.worker_of({op->id(), 0}), staying);
+  EXPECT_EQ(core.status().workers, 1u);
+  EXPECT_EQ(core.status().retiring_workers, 0u);
+  // A retired worker takes no new work.
+  auto more = independent(1);
+  out = core.submit(watching({more}, more, table()));
+  EXPECT_TRUE(assigned(out, leaving, more).empty());
+  EXPECT_EQ(assigned(out, staying, more), std::vector<std::uint32_t>{0});
+}
+
+TEST(SchedulerCore, AReferenceToAnUnknownTaskFailsAtSubmission) {
+  SchedulerCore core;
+  add_worker(core, 1);
+  auto ghost = independent(1);  // never submitted
+  auto consumer = consumer_of(ghost);
+  auto sink = table();
+  auto out = core.submit(watching({consumer}, consumer, sink));
+  EXPECT_EQ(core.placement({consumer->id(), 0}), Placement::failed);
+  const auto told = deliveries(out, sink);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].state, TaskState::erred);
+  EXPECT_NE(told[0].error->message().find("which the scheduler does not have"), std::string::npos);
+}
+
+TEST(SchedulerCore, HostileReportsAreIgnored) {
+  SchedulerCore core;
+  const auto w = add_worker(core, 1);
+  auto op = independent(1);
+  core.submit(watching({op}, op, table()));
+  EXPECT_TRUE(core.done(finished(w + 7, op, {0})).empty());
+  EXPECT_TRUE(core.done(finished(w, op, {99})).deliveries.empty());
+  EXPECT_TRUE(core.stolen(StolenBatch{w + 7, op->id(), {0}}).empty());
+  EXPECT_EQ(core.placement({op->id(), 0}), Placement::placed);
+  EXPECT_THROW(core.locate(op->id(), 0, "glm: partition 0"), std::invalid_argument);
+  core.done(finished(w, op, {0}));
+  const auto held = core.locate(op->id(), 0, "glm: partition 0");
+  EXPECT_EQ(held.worker, w);
+}
+
+TEST(SchedulerCore, TheTransitionTableHasExactlyTheDocumentedEdges) {
+  using P = Placement;
+  const std::vector<std::pair<P, P>> edges = {
+      {P::unplaced, P::placed},  {P::placed, P::unplaced},   {P::placed, P::finished},
+      {P::placed, P::failed},    {P::unplaced, P::failed},   {P::unplaced, P::cancelled},
+      {P::placed, P::cancelled}, {P::finished, P::unplaced}, {P::cancelled, P::unplaced},
+  };
+  std::size_t allowed = 0;
+  for (std::size_t from = 0; from < kPlacements; ++from)
+    for (std::size_t to = 0; to < kPlacements; ++to) {
+      const auto f = static_cast<P>(from), t = static_cast<P>(to);
+      const bool documented = std::find(edges.begin(), edges.end(), std::pair{f, t}) != edges.end();
+      EXPECT_EQ(transition_allowed(f, t), documented) << placement_name(f) << " -> " << placement_name(t);
+      allowed += transition_allowed(f, t);
+    }
+  EXPECT_EQ(allowed, edges.size());
+  const IllegalTransition error("core_identity-abc-3", P::failed, P::placed);
+  EXPECT_STREQ(error.what(), "internal error: task core_identity-abc-3 cannot go from failed to placed");
+}
+
+}  // namespace
