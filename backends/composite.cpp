@@ -3,6 +3,7 @@
 #include <array>
 #include <limits>
 
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends {
@@ -17,24 +18,25 @@ ChunkPtr rows_of(const ChunkPtr& c, std::int64_t offset, std::int64_t rows) {
   if (offset < 0 || rows < 0 || offset + rows > c->rows())
     throw KernelError("qr_descend: rows [" + std::to_string(offset) + ", " + std::to_string(offset + rows) +
                       ") of a " + c->describe() + " chunk");
-  return run1(ops::assemble, {c}, Params{{}, {rows, c->cols(), offset, 0, rows, c->cols(), 0, 0}, {}});
+  return run1(ops::assemble, {c},
+              AssembleParams{rows, c->cols(), {{offset, 0, rows, c->cols(), 0, 0}}}.to_params());
 }
 
-// Applies the levels below the root, from `first` on, to C.
-ChunkPtr descend(ChunkPtr c, std::span<const ChunkPtr> levels, const std::vector<std::int64_t>& ints) {
-  if (levels.size() % 2 != 0 || ints.size() != levels.size())
-    throw KernelError("qr_descend: " + std::to_string(levels.size()) + " factor chunks and " +
-                      std::to_string(ints.size()) + " offsets do not pair up");
-  for (std::size_t l = 0; l < levels.size(); l += 2) {
-    const ChunkPtr part = rows_of(c, ints[l], ints[l + 1]);
-    c = run1(ops::qr_apply, {levels[l], levels[l + 1], part});
+// Applies the levels below the root to C: each level's (packed, tau) chunks with its part of C.
+ChunkPtr descend(ChunkPtr c, std::span<const ChunkPtr> factors, const std::vector<DescentLevel>& levels) {
+  if (factors.size() != 2 * levels.size())
+    throw KernelError("qr_descend: " + std::to_string(factors.size()) + " factor chunks and " +
+                      std::to_string(2 * levels.size()) + " offsets do not pair up");
+  for (std::size_t l = 0; l < levels.size(); ++l) {
+    const ChunkPtr part = rows_of(c, levels[l].offset, levels[l].rows);
+    c = run1(ops::qr_apply, {factors[2 * l], factors[2 * l + 1], part});
   }
   return c;
 }
 
-Chunks qr_descend(std::span<const ChunkPtr> in, const Params& p) {
+Chunks qr_descend(std::span<const ChunkPtr> in, const Params& params) {
   if (in.empty()) throw KernelError("qr_descend needs C");
-  return {descend(in[0], in.subspan(1), p.ints)};
+  return {descend(in[0], in.subspan(1), QrDescendParams::from(params).levels)};
 }
 
 // The largest over the smallest singular value (infinity when the smallest is zero).
@@ -48,17 +50,18 @@ double condition_number(const ChunkPtr& s_chunk) {
   });
 }
 
-Chunks svd_left(std::span<const ChunkPtr> in, const Params& p) {
+Chunks svd_left(std::span<const ChunkPtr> in, const Params& params) {
   if (in.size() < 6) throw KernelError("svd_left needs X, S, Vt, U_R and the root's factor");
+  const auto p = SvdLeftParams::from(params);
   const ChunkPtr &x = in[0], &s = in[1], &vt = in[2], &u_r = in[3], &root_packed = in[4], &root_tau = in[5];
-  const double limit = p.reals.empty() ? 0.0 : p.reals[0];
-  if (condition_number(s) <= limit) {
+  if (condition_number(s) <= p.max_condition) {
     // V S^-1 first (n x k, small): U is then one product, with no pass over it afterwards.
-    const ChunkPtr v_scaled = run1(ops::scale_columns, {run1(ops::transpose, {vt}), s}, Params{{}, {1}, {}});
-    return {run1(ops::matmul, {x, v_scaled}, Params{{}, {0, 0}, {}})};
+    const ChunkPtr v_scaled =
+        run1(ops::scale_columns, {run1(ops::transpose, {vt}), s}, ScaleColumnsParams{true}.to_params());
+    return {run1(ops::matmul, {x, v_scaled}, MatmulParams{false, false}.to_params())};
   }
   const ChunkPtr c = run1(ops::qr_apply, {root_packed, root_tau, u_r});
-  return {descend(c, in.subspan(6), p.ints)};
+  return {descend(c, in.subspan(6), p.levels)};
 }
 
 }  // namespace

@@ -11,20 +11,6 @@
 
 namespace tessera::backends {
 
-std::int64_t Params::integer(std::size_t i) const {
-  if (i >= ints.size())
-    throw KernelError("kernel parameter: integer " + std::to_string(i) + " missing (" +
-                      std::to_string(ints.size()) + " given)");
-  return ints[i];
-}
-
-double Params::real(std::size_t i) const {
-  if (i >= reals.size())
-    throw KernelError("kernel parameter: real " + std::to_string(i) + " missing (" +
-                      std::to_string(reals.size()) + " given)");
-  return reals[i];
-}
-
 struct Dispatch::Impl {
   mutable std::shared_mutex mutex;
   std::map<std::pair<std::string, Backend>, Kernel, std::less<>> kernels;

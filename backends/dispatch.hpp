@@ -14,14 +14,13 @@
 
 namespace tessera::backends {
 
-// A kernel's parameters besides its chunks: numbers and a name, whose meaning each operation documents.
+// A kernel's parameters besides its chunks: numbers and a name, as they travel (in array tasks and on the
+// wire). Kernels and builders do not read them by position: each operation's struct in
+// backends/kernel_params.hpp names the fields and checks them.
 struct Params {
   std::string name;
   std::vector<std::int64_t> ints;
   std::vector<double> reals;
-
-  std::int64_t integer(std::size_t i) const;  // throws KernelError when missing
-  double real(std::size_t i) const;
 };
 
 using Chunks = std::vector<ChunkPtr>;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends::glm {
@@ -148,7 +149,7 @@ Partials sparse_partials(const XMatrix& x, const YMatrix& y, const Eigen::Vector
   return out;
 }
 
-void check_inputs(std::span<const ChunkPtr> inputs, const Params& params) {
+void check_inputs(std::span<const ChunkPtr> inputs) {
   if (inputs.size() != 3)
     throw KernelError("glm_partials: takes X, y and beta, got " + std::to_string(inputs.size()) + " inputs");
   const auto& x = *inputs[0];
@@ -159,8 +160,6 @@ void check_inputs(std::span<const ChunkPtr> inputs, const Params& params) {
   if (beta.rows() != x.cols() + 1 || beta.cols() != 1)
     throw KernelError("glm_partials: beta is " + beta.describe() + ", X has " + std::to_string(x.cols()) +
                       " columns (beta needs one more, the intercept)");
-  if (params.integer(0) < 0 || params.integer(0) > 2) throw KernelError("glm_partials: unknown family");
-  if (params.integer(1) < 0 || params.integer(1) > 2) throw KernelError("glm_partials: order is 0, 1 or 2");
 }
 
 Eigen::VectorXd beta_of(const Chunk& chunk) {
@@ -169,9 +168,8 @@ Eigen::VectorXd beta_of(const Chunk& chunk) {
 }
 
 Chunks cpu_partials(std::span<const ChunkPtr> inputs, const Params& params) {
-  check_inputs(inputs, params);
-  const auto family = static_cast<Family>(params.integer(0));
-  const int order = static_cast<int>(params.integer(1));
+  check_inputs(inputs);
+  const auto [family, order] = GlmPartialsParams::from(params);
   const Eigen::VectorXd beta = beta_of(*inputs[2]);
   return to_chunks(visit_dense(*inputs[0], [&](const auto& x) {
     return visit_dense(*inputs[1], [&](const auto& y) { return dense_partials(x, y, beta, family, order); });
@@ -179,9 +177,8 @@ Chunks cpu_partials(std::span<const ChunkPtr> inputs, const Params& params) {
 }
 
 Chunks sparse_partials_kernel(std::span<const ChunkPtr> inputs, const Params& params) {
-  check_inputs(inputs, params);
-  const auto family = static_cast<Family>(params.integer(0));
-  const int order = static_cast<int>(params.integer(1));
+  check_inputs(inputs);
+  const auto [family, order] = GlmPartialsParams::from(params);
   const Eigen::VectorXd beta = beta_of(*inputs[2]);
   const ChunkPtr& y_chunk = inputs[1];
   if (y_chunk->backend() != Backend::cpu)
@@ -219,8 +216,8 @@ Partials evaluate(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& b
   ChunkPtr y_input = y;
   if (y->backend() != Backend::cpu) y_input = Chunk::dense<double>(host_matrix(y));
   const ChunkPtr inputs[] = {x, y_input, Chunk::dense<double>(Eigen::MatrixXd(beta))};
-  return partials_from(dispatch.run(
-      ops::glm_partials, inputs, Params{{}, {static_cast<std::int64_t>(family), order}, {}}, x->backend()));
+  return partials_from(
+      dispatch.run(ops::glm_partials, inputs, GlmPartialsParams{family, order}.to_params(), x->backend()));
 }
 
 Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& beta, Family family,
@@ -233,26 +230,25 @@ Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::Ve
     ChunkPtr chunk = Chunk::dense<double>(std::move(values));
     if (x->dtype() == DType::float32)
       chunk = dispatch.run(backends::ops::astype, std::span(&chunk, 1),
-                           Params{{}, {static_cast<std::int64_t>(DType::float32)}, {}})[0];
+                           AstypeParams{DType::float32}.to_params())[0];
     if (backend == Backend::cuda) chunk = dispatch.run(backends::ops::to_cuda, std::span(&chunk, 1), {})[0];
     return chunk;
   };
-  auto run1 = [&](const char* op, std::vector<ChunkPtr> inputs, Params params) {
-    return dispatch.run(op, inputs, params, backend).at(0);
+  auto run1 = [&](const auto& params, std::vector<ChunkPtr> inputs) {
+    return dispatch.run(params.operation, inputs, params.to_params(), backend).at(0);
   };
-  auto unary = [&](const ChunkPtr& a, const char* name) {
-    return run1(backends::ops::unary, {a}, Params{name, {}, {}});
-  };
+  auto unary = [&](const ChunkPtr& a, const char* name) { return run1(UnaryParams{name}, {a}); };
   auto binary = [&](const ChunkPtr& a, const ChunkPtr& b, const char* name) {
-    return run1(backends::ops::binary, {a, b}, Params{name, {}, {}});
+    return run1(BinaryParams{name}, {a, b});
   };
   auto total = [&](const ChunkPtr& a, const char* name) {
-    return host_matrix(run1(backends::ops::reduce, {a}, Params{name, {-1}, {}}))(0, 0);
+    return host_matrix(run1(ReduceParams{name, -1}, {a}))(0, 0);
   };
+  const MatmulParams product{false, false}, transposed_product{true, false};
   const ChunkPtr y_here = y->backend() == backend ? y : place(host_matrix(y));
 
-  ChunkPtr eta = run1(backends::ops::matmul, {x, place(beta.tail(p))}, Params{{}, {0, 0}, {}});
-  eta = run1(backends::ops::scalar, {eta}, Params{"add", {0}, {beta[0]}});
+  ChunkPtr eta = run1(product, {x, place(beta.tail(p))});
+  eta = run1(ScalarParams{"add", beta[0], false}, {eta});
   ChunkPtr mu = eta;
   if (family == Family::logistic) mu = unary(eta, "sigmoid");
   if (family == Family::poisson) mu = unary(eta, "exp");
@@ -274,23 +270,19 @@ Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::Ve
   out.gradient = Eigen::VectorXd::Zero(p + 1);
   if (order >= 1) {
     out.gradient[0] = total(residual, "sum");
-    out.gradient.tail(p) =
-        host_matrix(run1(backends::ops::matmul, {x, residual}, Params{{}, {1, 0}, {}})).col(0);
+    out.gradient.tail(p) = host_matrix(run1(transposed_product, {x, residual})).col(0);
   }
   if (order == 2) {
     ChunkPtr weight = mu;
-    if (family == Family::logistic)
-      weight = binary(mu, run1(backends::ops::scalar, {mu}, Params{"sub", {1}, {1.0}}), "mul");
+    if (family == Family::logistic) weight = binary(mu, run1(ScalarParams{"sub", 1.0, true}, {mu}), "mul");
     if (family == Family::normal) weight = place(Eigen::MatrixXd::Ones(x->rows(), 1));
     const ChunkPtr weighted = binary(x, weight, "mul");
     out.hessian = Eigen::MatrixXd::Zero(p + 1, p + 1);
     out.hessian(0, 0) = total(weight, "sum");
-    const Eigen::VectorXd column_weights =
-        host_matrix(run1(backends::ops::matmul, {x, weight}, Params{{}, {1, 0}, {}})).col(0);
+    const Eigen::VectorXd column_weights = host_matrix(run1(transposed_product, {x, weight})).col(0);
     out.hessian.col(0).tail(p) = column_weights;
     out.hessian.row(0).tail(p) = column_weights.transpose();
-    out.hessian.bottomRightCorner(p, p) =
-        host_matrix(run1(backends::ops::matmul, {x, weighted}, Params{{}, {1, 0}, {}}));
+    out.hessian.bottomRightCorner(p, p) = host_matrix(run1(transposed_product, {x, weighted}));
   }
   return out;
 }

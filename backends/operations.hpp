@@ -1,5 +1,6 @@
 // The operations every backend may implement, with the parameters each takes. Inputs are chunks; `ints`,
-// `reals` and `name` are Params' fields. Masks are 0/1 chunks of the operands' element type.
+// `reals` and `name` are Params' fields, which each operation's struct in backends/kernel_params.hpp writes
+// and reads by name. Masks are 0/1 chunks of the operands' element type.
 #pragma once
 
 namespace tessera::backends::ops {

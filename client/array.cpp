@@ -52,8 +52,7 @@ Array filled(const std::vector<std::int64_t>& shape, double value, const ArrayOp
   const Meta meta = options_meta(options, where);
   require_kernel(backends::ops::full, meta.backend, where);
   return build(grid, meta, [&](std::int64_t, std::int64_t, std::int64_t rows, std::int64_t cols) {
-    return kernel(backends::ops::full, meta.backend,
-                  Params{{}, {rows, cols, static_cast<std::int64_t>(meta.dtype)}, {value}}, {});
+    return kernel(meta.backend, backends::FullParams{rows, cols, meta.dtype, value}, {});
   });
 }
 
@@ -103,19 +102,25 @@ Array Array::random(const std::vector<std::int64_t>& shape, const ArrayOptions& 
   const Grid grid = make_grid(shape, options, "Array::random");
   const Meta meta = options_meta(options, "Array::random");
   require_kernel(backends::ops::random, meta.backend, "Array::random");
-  std::int64_t normal = 0;
-  if (options.distribution == "normal")
-    normal = 1;
-  else if (options.distribution != "uniform")
+  const bool normal = options.distribution == "normal";
+  if (!normal && options.distribution != "uniform")
     throw SubmissionError("Array::random: unknown distribution '" + options.distribution +
                           "' (known: uniform, normal)");
   const std::int64_t total_cols = shape.size() == 2 ? shape[1] : 1;
   return build(grid, meta, [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
-    Params p{{},
-             {rows, cols, r0, c0, total_cols, static_cast<std::int64_t>(options.seed),
-              static_cast<std::int64_t>(meta.dtype), normal},
-             {options.low, options.high, options.density}};
-    return kernel(backends::ops::random, meta.backend, p, {});
+    return kernel(meta.backend,
+                  backends::RandomParams{.rows = rows,
+                                         .cols = cols,
+                                         .first_row = r0,
+                                         .first_col = c0,
+                                         .total_cols = total_cols,
+                                         .seed = options.seed,
+                                         .dtype = meta.dtype,
+                                         .normal = normal,
+                                         .low = options.low,
+                                         .high = options.high,
+                                         .density = options.density},
+                  {});
   });
 }
 
@@ -286,7 +291,7 @@ Array Array::persist(Client& client) const {
   auto futures = client.persist(roots_of({*this}));
   std::vector<DelayedArg> blocks;
   blocks.reserve(futures.size());
-  for (auto& f : futures) blocks.emplace_back(FutureArgument(f.sink(), f.slot()));
+  for (auto& f : futures) blocks.emplace_back(f.handle());
   auto data = std::make_shared<ArrayData>(*data_);
   data->blocks = std::move(blocks);
   data->transpose_of = nullptr;

@@ -92,6 +92,8 @@ Array elementwise(const std::string& op, const std::string& name, const std::vec
   const Backend dispatch_backend = backends_in.front();
   require_kernel(op, dispatch_backend, context);
   const Meta meta{backends::result_backend(op, name, backends_in), aligned.operands.front().meta().dtype};
+  // binary takes its function; where takes no parameters.
+  const Params params = op == backends::ops::binary ? backends::BinaryParams{name}.to_params() : Params{};
   std::vector<DelayedArg> blocks;
   for (std::size_t i = 0; i < aligned.row_chunks.size(); ++i)
     for (std::size_t j = 0; j < aligned.col_chunks.size(); ++j) {
@@ -100,7 +102,7 @@ Array elementwise(const std::string& op, const std::string& name, const std::vec
         const auto& d = *a.data();
         in.push_back(d.block(d.grid_rows() == 1 ? 0 : i, d.grid_cols() == 1 ? 0 : j));
       }
-      blocks.push_back(kernel(op, dispatch_backend, Params{name, {}, {}}, std::move(in)));
+      blocks.push_back(kernel(op, dispatch_backend, params, std::move(in)));
     }
   return make_array(aligned.ndim, aligned.row_chunks, aligned.col_chunks, meta, std::move(blocks));
 }
@@ -116,26 +118,32 @@ Array per_chunk(const Array& x, std::string_view op, const Params& params, Meta 
   return make_array(d.ndim, d.row_chunks, d.col_chunks, meta, std::move(blocks));
 }
 
+// The same for an operation with parameters, given as its struct (backends/kernel_params.hpp).
+template <class OperationParams>
+Array per_chunk(const Array& x, const OperationParams& params, Meta meta, std::string_view context) {
+  return per_chunk(x, OperationParams::operation, params.to_params(), meta, context);
+}
+
 Array binary(const Array& a, const Array& b, const std::string& name) {
   return elementwise(backends::ops::binary, name, {a, b});
 }
 
 // Extends (or starts) a fused chain of elementwise steps where the backend has a chain kernel; each chunk
 // then makes one pass however many steps follow each other.
-std::optional<Array> chained(const Array& a, ElementwiseChain::Step step, Meta meta) {
+std::optional<Array> chained(const Array& a, backends::ChainStep step, Meta meta) {
   const Backend backend = a.meta().backend;
   if (meta.backend != backend || !backends::Dispatch::global().has(backends::ops::chain, backend))
     return std::nullopt;
   // Validate the step's name now, as the unchained kernels would.
-  if (step.kind == 0)
-    backends::with_unary<double>(step.name, [](auto) { return 0; });
+  if (step.kind == backends::ChainStep::Kind::unary)
+    backends::with_unary<double>(step.function, [](auto) { return 0; });
   else
-    backends::with_binary<double>(step.name, [](auto) { return 0; });
+    backends::with_binary<double>(step.function, [](auto) { return 0; });
   auto chain = std::make_shared<ElementwiseChain>();
   chain->source = a.data()->chain ? a.data()->chain->source : a.data();
   if (a.data()->chain) chain->steps = a.data()->chain->steps;
   chain->steps.push_back(std::move(step));
-  const Params params = chain_params(*chain);
+  const Params params = backends::ChainParams{chain->steps}.to_params();
   const auto& source = *chain->source;
   std::vector<DelayedArg> blocks;
   blocks.reserve(source.blocks.size());
@@ -155,22 +163,23 @@ Array with_scalar(const Array& a, double s, const std::string& name, bool scalar
   const Meta meta{backends::result_backend(backends::ops::scalar, name, std::array{backend}, scalar_left),
                   a.meta().dtype};
   try {
-    if (auto fused = chained(a, {1, name, s, scalar_left}, meta)) return *fused;
+    if (auto fused = chained(a, {backends::ChainStep::Kind::scalar, name, s, scalar_left}, meta))
+      return *fused;
   } catch (const backends::KernelError& e) {
     throw SubmissionError(e.what());
   }
-  return per_chunk(a, backends::ops::scalar, Params{name, {scalar_left ? 1 : 0}, {s}}, meta, name);
+  return per_chunk(a, backends::ScalarParams{name, s, scalar_left}, meta, name);
 }
 
 Array unary(const Array& a, const std::string& name) {
   const Backend backend = a.meta().backend;
   const Meta meta{backends::result_backend(backends::ops::unary, name, std::array{backend}), a.meta().dtype};
   try {
-    if (auto fused = chained(a, {0, name, 0.0, false}, meta)) return *fused;
+    if (auto fused = chained(a, {backends::ChainStep::Kind::unary, name, 0.0, false}, meta)) return *fused;
   } catch (const backends::KernelError& e) {
     throw SubmissionError(e.what());
   }
-  return per_chunk(a, backends::ops::unary, Params{name, {}, {}}, meta, name);
+  return per_chunk(a, backends::UnaryParams{name}, meta, name);
 }
 
 // A 0-d array holding one value, for where() with a scalar branch.
@@ -299,8 +308,7 @@ Array where(const Array& mask, const Array& a, double b) {
 Array Array::astype(const std::string& dtype) const {
   const DType target = dtype_of(dtype, "astype");
   if (target == data_->meta.dtype) return *this;
-  return per_chunk(*this, backends::ops::astype, Params{{}, {static_cast<std::int64_t>(target)}, {}},
-                   Meta{data_->meta.backend, target}, "astype");
+  return per_chunk(*this, backends::AstypeParams{target}, Meta{data_->meta.backend, target}, "astype");
 }
 
 Array Array::to_backend(const std::string& backend) const {

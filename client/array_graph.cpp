@@ -15,19 +15,6 @@ std::int64_t ArrayData::cols() const {
   return std::accumulate(col_chunks.begin(), col_chunks.end(), std::int64_t{0});
 }
 
-Params chain_params(const ElementwiseChain& chain) {
-  Params params;
-  std::vector<std::int64_t> lefts;
-  for (const auto& s : chain.steps) {
-    params.name += (params.name.empty() ? "" : ",") + s.name;
-    params.ints.push_back(s.kind);
-    lefts.push_back(s.scalar_left ? 1 : 0);
-    params.reals.push_back(s.scalar);
-  }
-  params.ints.insert(params.ints.end(), lefts.begin(), lefts.end());
-  return params;
-}
-
 Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std::int64_t> col_chunks,
                  Meta meta, std::vector<DelayedArg> blocks) {
   auto data = std::make_shared<ArrayData>();
@@ -83,7 +70,7 @@ DelayedArg pick(const DelayedArg& multi, int index) {
 
 DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials,
                         Backend backend) {
-  Params params{name, {axis}, {}};
+  const backends::CombineParams params{name, axis};
   while (partials.size() > 1) {
     std::vector<DelayedArg> next;
     for (std::size_t i = 0; i < partials.size(); i += max_kernel_inputs) {
@@ -92,7 +79,7 @@ DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedAr
         next.push_back(partials[i]);
         continue;
       }
-      next.push_back(kernel(backends::ops::combine, backend, params,
+      next.push_back(kernel(backend, params,
                             std::vector<DelayedArg>(partials.begin() + static_cast<std::ptrdiff_t>(i),
                                                     partials.begin() + static_cast<std::ptrdiff_t>(end))));
     }
@@ -103,8 +90,7 @@ DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedAr
 
 DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row, std::int64_t col,
                      std::int64_t rows, std::int64_t cols) {
-  return kernel(backends::ops::assemble, backend, Params{{}, {rows, cols, row, col, rows, cols, 0, 0}, {}},
-                {chunk});
+  return kernel(backend, backends::AssembleParams{rows, cols, {{row, col, rows, cols, 0, 0}}}, {chunk});
 }
 
 Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
@@ -121,7 +107,7 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
       const std::int64_t r_begin = row0 + dst_rows[i], r_end = row0 + dst_rows[i + 1];
       const std::int64_t c_begin = col0 + dst_cols[j], c_end = col0 + dst_cols[j + 1];
       std::vector<DelayedArg> pieces;
-      std::vector<std::int64_t> ints{r_end - r_begin, c_end - c_begin};
+      backends::AssembleParams assemble{r_end - r_begin, c_end - c_begin, {}};
       bool whole_source_chunk = false;  // the last piece is a source chunk entire
       for (std::size_t si = 0; si < src.grid_rows(); ++si) {
         const auto lo_r = std::max(r_begin, src_rows[si]), hi_r = std::min(r_end, src_rows[si + 1]);
@@ -132,8 +118,9 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
           pieces.push_back(src.block(si, sj));
           whole_source_chunk = lo_r == src_rows[si] && hi_r == src_rows[si + 1] && lo_c == src_cols[sj] &&
                                hi_c == src_cols[sj + 1];
-          ints.insert(ints.end(), {lo_r - src_rows[si], lo_c - src_cols[sj], hi_r - lo_r, hi_c - lo_c,
-                                   lo_r - r_begin, lo_c - c_begin});
+          assemble.blocks.push_back(backends::AssembleBlock{lo_r - src_rows[si], lo_c - src_cols[sj],
+                                                            hi_r - lo_r, hi_c - lo_c, lo_r - r_begin,
+                                                            lo_c - c_begin});
         }
       }
       // One whole source chunk that is the whole output chunk: reuse it, no task.
@@ -142,10 +129,8 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
         continue;
       }
       if (pieces.empty()) {  // an empty block (zero rows or columns)
-        blocks.push_back(kernel(
-            backends::ops::full, backend,
-            Params{{}, {r_end - r_begin, c_end - c_begin, static_cast<std::int64_t>(src.meta.dtype)}, {0.0}},
-            {}));
+        blocks.push_back(
+            kernel(backend, backends::FullParams{r_end - r_begin, c_end - c_begin, src.meta.dtype, 0.0}, {}));
         continue;
       }
       if (pieces.size() > max_kernel_inputs)
@@ -153,8 +138,7 @@ Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
                               std::to_string(c_end - c_begin) + " gathers " + std::to_string(pieces.size()) +
                               " input chunks (at most " + std::to_string(max_kernel_inputs) +
                               "); rechunk in steps");
-      blocks.push_back(
-          kernel(backends::ops::assemble, backend, Params{{}, std::move(ints), {}}, std::move(pieces)));
+      blocks.push_back(kernel(backend, assemble, std::move(pieces)));
     }
   }
   return make_array(src.ndim, row_chunks, col_chunks, src.meta, std::move(blocks));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/dispatch.hpp"
+#include "backends/kernel_params.hpp"
 #include "tessera/array.hpp"
 #include "tessera/delayed.hpp"
 
@@ -17,18 +18,9 @@ using backends::Params;
 
 // A run of unary and scalar steps from a source array, computed as one fused kernel per chunk.
 struct ElementwiseChain {
-  struct Step {
-    int kind;  // 0 unary, 1 scalar
-    std::string name;
-    double scalar;
-    bool scalar_left;
-  };
   std::shared_ptr<const struct ArrayData> source;
-  std::vector<Step> steps;
+  std::vector<backends::ChainStep> steps;
 };
-
-// The chain's steps as a chain kernel's parameters (see backends/operations.hpp).
-Params chain_params(const ElementwiseChain& chain);
 
 struct ArrayData {
   int ndim = 2;                          // 0, 1 or 2; 1-D arrays are stored as n x 1 columns
@@ -63,6 +55,11 @@ void require_kernel(std::string_view operation, Backend backend, std::string_vie
 // A task running `operation` on `inputs` (at most max_kernel_inputs).
 DelayedArg kernel(std::string_view operation, Backend backend, const Params& params,
                   std::vector<DelayedArg> inputs);
+// The same for an operation with parameters, given as its struct (backends/kernel_params.hpp).
+template <class OperationParams>
+DelayedArg kernel(Backend backend, const OperationParams& params, std::vector<DelayedArg> inputs) {
+  return kernel(OperationParams::operation, backend, params.to_params(), std::move(inputs));
+}
 // Result `index` of a kernel with several results.
 DelayedArg pick(const DelayedArg& multi, int index);
 // Combines partial results (sum, sumsq, min, max, argmax, argmin) with a tree of fan-in max_kernel_inputs.

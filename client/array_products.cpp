@@ -61,7 +61,8 @@ Array product(const Array& a_in, bool ta, const Array& b_in, bool tb, int ndim) 
   require_kernel(backends::ops::matmul, backend, "matmul");
   std::vector<Backend> in_backends{backend, b.data->meta.backend};
   const Backend result_backend = backends::result_backend(backends::ops::matmul, "", in_backends);
-  const Params params{{}, {a.transposed ? 1 : 0, b.transposed ? 0 : 1}, {}};
+  // b holds op(B)^T: B is transposed in the product exactly when b is not.
+  const backends::MatmulParams params{a.transposed, !b.transposed};
   const std::size_t inner_chunks = a.inner().size();
   std::vector<DelayedArg> blocks;
   for (std::size_t i = 0; i < a.outer().size(); ++i)
@@ -72,7 +73,7 @@ Array product(const Array& a_in, bool ta, const Array& b_in, bool tb, int ndim) 
         std::vector<DelayedArg> inputs;
         for (std::size_t k = k0; k < k1; ++k) inputs.push_back(a.block(i, k));
         for (std::size_t k = k0; k < k1; ++k) inputs.push_back(b.block(j, k));
-        partials.push_back(kernel(backends::ops::matmul, backend, params, std::move(inputs)));
+        partials.push_back(kernel(backend, params, std::move(inputs)));
       }
       blocks.push_back(combine_tree("sum", -1, std::move(partials), result_backend));
     }

@@ -38,15 +38,14 @@ Array reduce_with(const Array& x, const std::string& name, int axis, const char*
   const bool fuse = !arg && chain && backends::Dispatch::global().has(backends::ops::chain_reduce, backend) &&
                     chain->source->meta.backend == backend;
   auto partial = [&](std::size_t i, std::size_t j) {
-    if (fuse) {
-      Params p = chain_params(*chain);
-      p.ints.push_back(axis);
-      p.name += "|" + name;
-      return kernel(backends::ops::chain_reduce, backend, p, {chain->source->block(i, j)});
-    }
-    std::vector<std::int64_t> ints{axis};
-    if (arg) ints.insert(ints.end(), {row_offsets[i], col_offsets[j], total_cols});
-    return kernel(op, backend, Params{name, std::move(ints), {}}, {d.block(i, j)});
+    if (fuse)
+      return kernel(backend, backends::ChainReduceParams{chain->steps, name, axis},
+                    {chain->source->block(i, j)});
+    if (arg)
+      return kernel(backend,
+                    backends::ArgreduceParams{name, axis, row_offsets[i], col_offsets[j], total_cols},
+                    {d.block(i, j)});
+    return kernel(backend, backends::ReduceParams{name, axis}, {d.block(i, j)});
   };
   // The value (or index) part of a combined partial, in the result's orientation.
   auto finish = [&](DelayedArg combined, std::int64_t length) -> DelayedArg {

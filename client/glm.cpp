@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "actors/glm/messages.hpp"
 #include "actors/glm/spec.hpp"
 #include "client/array_graph.hpp"
 #include "graph/array_tasks.hpp"
@@ -66,25 +67,22 @@ GeneralizedLinearModel& GeneralizedLinearModel::fit(Client& client, const Array&
         new DelayedNode{&array_pair_function(), {x_rows.data()->block(i, 0), y_rows.data()->block(i, 0)}}));
   const auto held = client.persist(partitions);
 
-  Value::List entries;
+  GlmFitRequest request{spec, {}};
   std::int64_t first_row = 0;
   for (std::size_t i = 0; i < held.size(); ++i) {
     held[i].wait();
     if (auto failure = held[i].exception())
       throw FitError(where + "partition " + std::to_string(i) + " could not be made: " + failure->what());
     const TaskRef task = held[i].task();
-    entries.push_back(Value(Value::List{Value(static_cast<std::int64_t>(task.op)),
-                                        Value(static_cast<std::int64_t>(task.index)), Value(first_row)}));
+    request.partitions.push_back(GlmPartitionTask{task.op, task.index, first_row});
     first_row += row_chunks[i];
   }
-  const Value answer = client.fit_glm(Value(Value::List{to_value(spec), Value(std::move(entries))}));
-  const auto& f = answer.as_list();
-  if (!f.at(0).as_string().empty()) throw FitError(where + f[0].as_string());
-  const Eigen::VectorXd beta = f.at(1).as_vector();
-  intercept_ = beta[0];
-  coef_ = beta.tail(beta.size() - 1);
-  report_ = FitReport{f.at(2).as_int(),    f.at(3).as_bool(), f.at(4).as_double(), f.at(5).as_int(),
-                      f.at(6).as_double(), f.at(7).as_int(),  f.at(8).as_double(), f.at(9).as_double()};
+  const GlmFitted answer = client.fit_glm(std::move(request));
+  if (!answer.error.empty()) throw FitError(where + answer.error);
+  intercept_ = answer.beta[0];
+  coef_ = answer.beta.tail(answer.beta.size() - 1);
+  report_ = FitReport{answer.iterations, answer.converged, answer.objective,     answer.evaluations,
+                      answer.seconds,    answer.rounds,    answer.round_seconds, answer.worker_seconds};
   fitted_ = true;
   return *this;
 }

@@ -81,13 +81,13 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
     const std::int64_t rows = offsets[last] - offsets[first];
     DelayedArg leaf = d.block(first, 0);
     if (last - first > 1) {
-      std::vector<std::int64_t> ints{rows, tree.n};
+      backends::AssembleParams assemble{rows, tree.n, {}};
       std::vector<DelayedArg> parts;
       for (std::size_t i = first; i < last; ++i) {
-        ints.insert(ints.end(), {0, 0, d.row_chunks[i], tree.n, offsets[i] - offsets[first], 0});
+        assemble.blocks.push_back({0, 0, d.row_chunks[i], tree.n, offsets[i] - offsets[first], 0});
         parts.push_back(d.block(i, 0));
       }
-      leaf = kernel(backends::ops::assemble, tree.backend, Params{{}, std::move(ints), {}}, std::move(parts));
+      leaf = kernel(tree.backend, assemble, std::move(parts));
     }
     const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {leaf});
     tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(rows, tree.n)});
@@ -105,19 +105,18 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
         continue;
       }
       std::int64_t stacked = 0;
-      std::vector<std::int64_t> ints{0, tree.n};
+      backends::AssembleParams assemble{0, tree.n, {}};
       std::vector<DelayedArg> rs;
       for (std::size_t k = g; k < end; ++k) {
         auto& child = tree.nodes[static_cast<std::size_t>(level[k])];
-        ints.insert(ints.end(), {0, 0, child.r_rows, tree.n, stacked, 0});
+        assemble.blocks.push_back({0, 0, child.r_rows, tree.n, stacked, 0});
         rs.push_back(packed_r(child, tree.backend));
         child.offset_in_parent = stacked;
         child.parent = static_cast<int>(tree.nodes.size());
         stacked += child.r_rows;
       }
-      ints[0] = stacked;
-      const DelayedArg stack =
-          kernel(backends::ops::assemble, tree.backend, Params{{}, std::move(ints), {}}, std::move(rs));
+      assemble.rows = stacked;
+      const DelayedArg stack = kernel(tree.backend, assemble, std::move(rs));
       const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {stack});
       tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(stacked, tree.n)});
       next.push_back(static_cast<int>(tree.nodes.size()) - 1);
@@ -131,7 +130,7 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
 
 // The (packed, tau) pairs and (offset, rows) below the root on the way to `leaf`.
 void path_below_root(const Tree& tree, int leaf, std::vector<DelayedArg>& factors,
-                     std::vector<std::int64_t>& ints) {
+                     std::vector<backends::DescentLevel>& levels) {
   std::vector<int> path;
   for (int node = leaf; node != tree.root(); node = tree.nodes[static_cast<std::size_t>(node)].parent)
     path.push_back(node);
@@ -139,8 +138,8 @@ void path_below_root(const Tree& tree, int leaf, std::vector<DelayedArg>& factor
     const auto& node = tree.nodes[static_cast<std::size_t>(*it)];
     factors.push_back(node.packed);
     factors.push_back(node.tau);
-    ints.push_back(node.offset_in_parent);
-    ints.push_back(tree.nodes[static_cast<std::size_t>(node.parent)].r_rows == 0 ? 0 : node.r_rows);
+    levels.push_back({node.offset_in_parent,
+                      tree.nodes[static_cast<std::size_t>(node.parent)].r_rows == 0 ? 0 : node.r_rows});
   }
 }
 
@@ -161,10 +160,9 @@ Array descend_all(const Tree& tree, const Array& like, const DelayedArg& root_c,
       tree, &like, cols,
       [&](std::size_t i) {
         std::vector<DelayedArg> inputs{root_c};
-        std::vector<std::int64_t> ints;
-        path_below_root(tree, tree.leaves[i], inputs, ints);
-        return kernel(backends::ops::qr_descend, tree.backend, Params{{}, std::move(ints), {}},
-                      std::move(inputs));
+        backends::QrDescendParams descend;
+        path_below_root(tree, tree.leaves[i], inputs, descend.levels);
+        return kernel(tree.backend, descend, std::move(inputs));
       },
       meta);
 }
@@ -235,10 +233,9 @@ SVD svd(const Array& a, const TsqrOptions& options) {
       tree, nullptr, k,
       [&](std::size_t i) {
         std::vector<DelayedArg> inputs{tree.leaf_chunks[i], s, vt, u_r, root.packed, root.tau};
-        std::vector<std::int64_t> ints;
-        path_below_root(tree, tree.leaves[i], inputs, ints);
-        return kernel(backends::ops::svd_left, tree.backend, Params{{}, std::move(ints), {limit}},
-                      std::move(inputs));
+        backends::SvdLeftParams left{{}, limit};
+        path_below_root(tree, tree.leaves[i], inputs, left.levels);
+        return kernel(tree.backend, left, std::move(inputs));
       },
       meta);
   return {std::move(u), single_chunk(s, k, 1, meta, 1), single_chunk(vt, k, a.cols(), meta)};

@@ -313,12 +313,134 @@ struct ResultsAnswer {
 # ---- GLM fits ----
 
 # Every hop of a GLM fit: client <-> scheduler (fit, fitted), solver <-> worker (load, loaded, evaluate,
-# partials, solve, solved, release). `kind` is actors/glm/messages.hpp's GlmKind; the payload's layout
-# depends on it.
+# partials, solve, solved, release); finished and lost pass only inside the scheduler's process. One struct
+# per kind, as actors/glm/messages.hpp's. Vectors and matrices are Values of kind vector or matrix, so that
+# large ones travel as frames beside the header; decoding refuses any other kind.
+
+# actors/glm/spec.hpp's GlmSpec. The scheduler validates the settings; decoding checks only the family.
+struct GlmSpec {
+  family @0 :UInt8;  # backends::glm::Family: 0 logistic, 1 normal, 2 poisson
+  solver @1 :Text;
+  regularizer @2 :Text;
+  lambda @3 :Float64;
+  l1Ratio @4 :Float64;
+  fitIntercept @5 :Bool;
+  maxIter @6 :Int64;
+  tol @7 :Float64;
+  lbfgsMemory @8 :Int64;
+  rho @9 :Float64;
+  adaptiveRho @10 :Bool;
+  overRelaxation @11 :Float64;
+  abstol @12 :Float64;
+  reltol @13 :Float64;
+  rows @14 :Int64;
+  cols @15 :Int64;
+}
+
+struct GlmPartitionTask {
+  op @0 :UInt64;
+  task @1 :UInt32;
+  firstRow @2 :Int64;
+}
+
+struct GlmFitRequest {
+  spec @0 :GlmSpec;
+  partitions @1 :List(GlmPartitionTask);
+}
+
+struct GlmFitted {
+  error @0 :Text;
+  beta @1 :Values.Value;  # a vector (empty with an error)
+  iterations @2 :Int64;
+  converged @3 :Bool;
+  objective @4 :Float64;
+  evaluations @5 :Int64;
+  seconds @6 :Float64;
+  rounds @7 :Int64;
+  roundSeconds @8 :Float64;
+  workerSeconds @9 :Float64;
+}
+
+struct GlmHeldPartition {
+  op @0 :UInt64;
+  slot @1 :UInt32;
+  index @2 :Int64;
+  firstRow @3 :Int64;
+}
+
+struct GlmLoad {
+  spec @0 :GlmSpec;
+  partitions @1 :List(GlmHeldPartition);
+}
+
+struct GlmLoaded {
+  worker @0 :UInt32;
+  error @1 :Text;
+}
+
+struct GlmEvaluate {
+  round @0 :Int64;
+  order @1 :UInt8;        # 0, 1 or 2
+  beta @2 :Values.Value;  # a vector
+}
+
+struct GlmPartials {
+  round @0 :Int64;
+  error @1 :Text;
+  loss @2 :Float64;
+  gradient @3 :Values.Value;  # a vector
+  hessian @4 :Values.Value;   # a matrix, or unset when not asked for
+  workerSeconds @5 :Float64;
+}
+
+struct GlmLocalTarget {
+  index @0 :Int64;
+  target @1 :Values.Value;  # a vector
+  start @2 :Values.Value;   # a vector
+}
+
+struct GlmSolve {
+  round @0 :Int64;
+  rho @1 :Float64;
+  scale @2 :Float64;
+  partitions @3 :List(GlmLocalTarget);
+}
+
+struct GlmLocalSolution {
+  index @0 :Int64;
+  solution @1 :Values.Value;  # a vector
+}
+
+struct GlmSolved {
+  round @0 :Int64;
+  error @1 :Text;
+  solutions @2 :List(GlmLocalSolution);
+  workerSeconds @3 :Float64;
+}
+
+struct GlmRelease {}
+
+struct GlmFinished {}
+
+struct GlmLost {
+  worker @0 :UInt32;
+}
+
 struct GlmMessage {
   session @0 :UInt64;
-  kind @1 :UInt32;
-  payload @2 :Values.Value;
+  union {
+    fit @1 :GlmFitRequest;
+    fitted @2 :GlmFitted;
+    load @3 :GlmLoad;
+    loaded @4 :GlmLoaded;
+    evaluate @5 :GlmEvaluate;
+    partials @6 :GlmPartials;
+    solve @7 :GlmSolve;
+    solved @8 :GlmSolved;
+    release @9 :GlmRelease;
+    finished @10 :GlmFinished;
+    lost @11 :GlmLost;
+  }
 }
 
 struct Envelope {

@@ -1,5 +1,7 @@
-// The codec for GLM fit messages on the wire (every hop uses the one GlmMessage struct). Decoding treats
-// input as hostile and throws WireError.
+// The codec for GLM fit messages on the wire: one Cap'n Proto struct per kind, inside GlmMessage's union
+// (messages/protocol.capnp). Vectors and matrices go through the Value codec, so large ones travel as
+// frames beside the header. Decoding treats input as hostile: an unknown kind, a missing or ill-typed
+// field is a WireError naming the field.
 #pragma once
 
 #include "actors/glm/messages.hpp"

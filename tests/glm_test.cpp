@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#include <capnp/message.h>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -22,7 +21,6 @@
 
 #include "actors/glm/spec.hpp"
 #include "backends/glm_partials.hpp"
-#include "nodes/glm_codec.hpp"
 
 namespace {
 
@@ -358,42 +356,6 @@ TEST_F(GlmReference, NoGraphIsBuiltPerIteration) {
   EXPECT_EQ(model.report().iterations, 300);
   EXPECT_GE(model.report().rounds, 300);
   EXPECT_EQ(cluster_->status().tasks_done - before, 4u) << "one task per partition, none per round";
-}
-
-TEST(GlmSpec, AMalformedSpecIsRefusedAndAGoodOneRoundTrips) {
-  using tessera::Value;
-  EXPECT_THROW(tessera::glm::spec_from_value(Value(std::int64_t{3})), std::invalid_argument);
-  EXPECT_THROW(tessera::glm::spec_from_value(Value(Value::List{Value(std::int64_t{99})})),
-               std::invalid_argument);
-  tessera::glm::GlmSpec spec;
-  spec.solver = "admm";
-  spec.regularizer = "elastic_net";
-  spec.lambda = 0.25;
-  spec.rows = 10;
-  spec.cols = 3;
-  auto fields = tessera::glm::to_value(spec).as_list();
-  const auto back = tessera::glm::spec_from_value(Value(fields));
-  EXPECT_EQ(back.solver, "admm");
-  EXPECT_EQ(back.regularizer, "elastic_net");
-  EXPECT_EQ(back.lambda, 0.25);
-  fields[2] = Value("sgd");  // an unknown solver from the wire
-  EXPECT_THROW(tessera::glm::spec_from_value(Value(fields)), std::invalid_argument);
-  fields[2] = Value(std::int64_t{7});  // a field of the wrong type
-  EXPECT_THROW(tessera::glm::spec_from_value(Value(fields)), std::invalid_argument);
-}
-
-TEST(GlmWire, AMessageOfUnknownKindIsAWireError) {
-  capnp::MallocMessageBuilder builder;
-  auto message = builder.initRoot<tessera::wire::GlmMessage>();
-  tessera::wire::Attachments attachments;
-  tessera::wire::encode(tessera::GlmMessage{7, tessera::GlmKind::fitted, tessera::Value(1.5)}, message,
-                        attachments);
-  const auto decoded = tessera::wire::decode(message.asReader(), {});
-  EXPECT_EQ(decoded.session, 7u);
-  EXPECT_EQ(decoded.kind, tessera::GlmKind::fitted);
-  EXPECT_EQ(decoded.payload.as_double(), 1.5);
-  message.setKind(42);
-  EXPECT_THROW(tessera::wire::decode(message.asReader(), {}), tessera::wire::WireError);
 }
 
 // The example runs and finds the seed's line, y = 0.5 x + 1.

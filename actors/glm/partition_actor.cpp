@@ -1,6 +1,8 @@
 #include "actors/glm/partition_actor.hpp"
 
 #include <chrono>
+#include <optional>
+#include <unordered_map>
 
 #include "actors/glm/messages.hpp"
 #include "actors/messages.hpp"
@@ -37,7 +39,7 @@ struct RoundState {
   std::size_t pending = 0;
   bool has_hessian = false;
   backends::glm::Partials sum;
-  Value::List solutions;
+  std::vector<GlmLocalSolution> solutions;
   std::string error;
   Clock::time_point started;
 };
@@ -54,9 +56,9 @@ std::string describe(const std::exception& e, const GlmPartition& part) {
          std::to_string(part.first_row) + ")";
 }
 
-void reply(PartitionActor* self, GlmKind kind, Value payload) {
+void reply(PartitionActor* self, GlmBody answer) {
   self->send(self->state.args.reply_to, glm_atom::value,
-             GlmMessage{self->state.args.session, kind, std::move(payload)});
+             GlmMessage{self->state.args.session, std::move(answer)});
 }
 
 // Starts a round: one job per partition on the worker's compute threads.
@@ -89,18 +91,17 @@ void finish_round(PartitionActor* self) {
   const double seconds = std::chrono::duration<double>(Clock::now() - r.started).count();
   switch (r.kind) {
     case GlmKind::load:
-      reply(self, GlmKind::loaded,
-            Value(Value::List{Value(static_cast<std::int64_t>(self->state.args.worker_id)), Value(r.error)}));
+      reply(self, GlmLoaded{self->state.args.worker_id, r.error});
       break;
-    case GlmKind::evaluate:
-      reply(
-          self, GlmKind::partials,
-          Value(Value::List{Value(r.seq), Value(r.error), Value(r.sum.loss), Value(std::move(r.sum.gradient)),
-                            r.has_hessian ? Value(std::move(r.sum.hessian)) : Value(), Value(seconds)}));
+    case GlmKind::evaluate: {
+      std::optional<Eigen::MatrixXd> hessian;
+      if (r.has_hessian) hessian = std::move(r.sum.hessian);
+      reply(self,
+            GlmPartials{r.seq, r.error, r.sum.loss, std::move(r.sum.gradient), std::move(hessian), seconds});
       break;
+    }
     default:
-      reply(self, GlmKind::solved,
-            Value(Value::List{Value(r.seq), Value(r.error), Value(std::move(r.solutions)), Value(seconds)}));
+      reply(self, GlmSolved{r.seq, r.error, std::move(r.solutions), seconds});
       break;
   }
 }
@@ -121,78 +122,52 @@ void accept(PartitionActor* self, PartOutcome& out) {
   }
   if (r.kind == GlmKind::solve && out.error.empty()) {
     const auto index = self->state.args.partitions[out.position].index;
-    r.solutions.push_back(Value(Value::List{Value(index), Value(std::move(out.solution))}));
+    r.solutions.push_back(GlmLocalSolution{index, std::move(out.solution)});
   }
   if (--r.pending == 0) finish_round(self);
+}
+
+// Checks the partitions (non-finite values, labels the family cannot take): the round that answers `loaded`.
+void start_load(PartitionActor* self) {
+  const auto family = self->state.args.spec.family;
+  start_round(self, GlmKind::load, 0, [family](const GlmPartition& part, PartOutcome& out) {
+    if (auto problem = backends::glm::check_partition(*part.x, *part.y, family, part.first_row))
+      out.error = *problem;
+  });
 }
 
 void handle(PartitionActor* self, GlmMessage& message) {
   auto& st = self->state;
   const auto family = st.args.spec.family;
-  try {
-    switch (message.kind) {
-      case GlmKind::load:
-        start_round(self, GlmKind::load, 0, [family](const GlmPartition& part, PartOutcome& out) {
-          if (auto problem = backends::glm::check_partition(*part.x, *part.y, family, part.first_row))
-            out.error = *problem;
-        });
-        return;
-      case GlmKind::evaluate: {
-        const auto& f = message.payload.as_list();
-        const std::int64_t seq = f.at(0).as_int();
-        const int order = static_cast<int>(f.at(1).as_int());
-        auto beta = std::make_shared<const Eigen::VectorXd>(f.at(2).as_vector());
-        start_round(self, GlmKind::evaluate, seq,
-                    [family, order, beta](const GlmPartition& part, PartOutcome& out) {
-                      out.partials = backends::glm::evaluate(part.x, part.y, *beta, family, order);
-                    });
-        return;
-      }
-      case GlmKind::solve: {
-        const auto& f = message.payload.as_list();
-        const std::int64_t seq = f.at(0).as_int();
-        const double rho = f.at(1).as_double();
-        const double scale = f.at(2).as_double();
-        // Targets and starts by partition index.
-        auto work =
-            std::make_shared<std::unordered_map<std::int64_t, std::pair<Eigen::VectorXd, Eigen::VectorXd>>>();
-        for (const auto& entry : f.at(3).as_list()) {
-          const auto& e = entry.as_list();
-          (*work)[e.at(0).as_int()] = {e.at(1).as_vector(), e.at(2).as_vector()};
-        }
-        const bool intercept = st.args.spec.fit_intercept;
-        start_round(self, GlmKind::solve, seq,
-                    [family, rho, scale, intercept, work](const GlmPartition& part, PartOutcome& out) {
-                      const auto it = work->find(part.index);
-                      if (it == work->end())
-                        throw std::invalid_argument("no target for partition " + std::to_string(part.index));
-                      out.solution = backends::glm::local_solve(
-                          part.x, part.y, family, scale, rho, it->second.first, it->second.second, intercept);
-                    });
-        return;
-      }
-      default:
-        return;
-    }
-  } catch (const std::exception& e) {
-    // A malformed request: answer it with the error so the solver does not wait.
-    const std::int64_t seq = message.payload.kind() == ValueKind::list &&
-                                     !message.payload.as_list().empty() &&
-                                     message.payload.as_list()[0].kind() == ValueKind::integer
-                                 ? message.payload.as_list()[0].as_int()
-                                 : -1;
-    const std::string error = std::string("glm: a malformed request: ") + e.what();
-    if (message.kind == GlmKind::evaluate)
-      reply(self, GlmKind::partials,
-            Value(Value::List{Value(seq), Value(error), Value(0.0), Value(), Value(), Value(0.0)}));
-    else if (message.kind == GlmKind::solve)
-      reply(self, GlmKind::solved,
-            Value(Value::List{Value(seq), Value(error), Value(Value::List{}), Value(0.0)}));
+  if (const auto* evaluate = std::get_if<GlmEvaluate>(&message.body)) {
+    const int order = evaluate->order;
+    auto beta = std::make_shared<const Eigen::VectorXd>(evaluate->beta);
+    start_round(self, GlmKind::evaluate, evaluate->round,
+                [family, order, beta](const GlmPartition& part, PartOutcome& out) {
+                  out.partials = backends::glm::evaluate(part.x, part.y, *beta, family, order);
+                });
+  } else if (auto* solve = std::get_if<GlmSolve>(&message.body)) {
+    // Targets and starts by partition index.
+    auto work =
+        std::make_shared<std::unordered_map<std::int64_t, std::pair<Eigen::VectorXd, Eigen::VectorXd>>>();
+    for (auto& local : solve->partitions)
+      (*work)[local.index] = {std::move(local.target), std::move(local.start)};
+    const double rho = solve->rho, scale = solve->scale;
+    const bool intercept = st.args.spec.fit_intercept;
+    start_round(self, GlmKind::solve, solve->round,
+                [family, rho, scale, intercept, work](const GlmPartition& part, PartOutcome& out) {
+                  const auto it = work->find(part.index);
+                  if (it == work->end())
+                    throw std::invalid_argument("no target for partition " + std::to_string(part.index));
+                  out.solution = backends::glm::local_solve(part.x, part.y, family, scale, rho,
+                                                            it->second.first, it->second.second, intercept);
+                });
   }
 }
 
 caf::behavior partition_actor(PartitionActor* self, GlmPartitionArgs args) {
   self->state.args = std::move(args);
+  start_load(self);
   return {
       [=](glm_atom, GlmMessage& message) { handle(self, message); },
       [=](part_atom, PartOutcome& out) { accept(self, out); },

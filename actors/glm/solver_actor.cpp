@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include "actors/glm/solvers.hpp"
 
@@ -32,24 +33,23 @@ class DistributedObjective final : public glm::GlmObjective {
         partitions_(partitions) {}
 
   backends::glm::Partials evaluate(const Eigen::VectorXd& beta, int order) override {
-    const std::int64_t seq = ++seq_;
-    const Value payload(Value::List{Value(seq), Value(static_cast<std::int64_t>(order)), Value(beta)});
+    const std::int64_t round = ++round_;
+    const GlmMessage request{session_, GlmEvaluate{round, order, beta}};
     const auto started = Clock::now();
-    for (auto& share : shares_)
-      self_->send(share.worker, glm_atom::value, GlmMessage{session_, GlmKind::evaluate, payload});
+    for (auto& share : shares_) self_->send(share.worker, glm_atom::value, request);
     backends::glm::Partials sum;
     double slowest = 0;
     for (std::size_t answered = 0; answered < shares_.size(); ++answered) {
-      const auto f = await(GlmKind::partials, seq);
-      slowest = std::max(slowest, f.at(5).as_double());
+      auto answer = await<GlmPartials>(round);
+      slowest = std::max(slowest, answer.worker_seconds);
       if (answered == 0) {
-        sum.loss = f.at(2).as_double();
-        sum.gradient = f.at(3).as_vector();
-        if (!f.at(4).is_none()) sum.hessian = f.at(4).as_matrix();
+        sum.loss = answer.loss;
+        sum.gradient = std::move(answer.gradient);
+        if (answer.hessian) sum.hessian = std::move(*answer.hessian);
       } else {
-        sum.loss += f.at(2).as_double();
-        sum.gradient += f.at(3).as_vector();
-        if (!f.at(4).is_none()) sum.hessian += f.at(4).as_matrix();
+        sum.loss += answer.loss;
+        sum.gradient += answer.gradient;
+        if (answer.hessian) sum.hessian += *answer.hessian;
       }
     }
     record(started, slowest);
@@ -59,31 +59,26 @@ class DistributedObjective final : public glm::GlmObjective {
   std::vector<Eigen::VectorXd> local_solve(const std::vector<Eigen::VectorXd>& targets,
                                            const std::vector<Eigen::VectorXd>& starts, double rho,
                                            double scale) override {
-    const std::int64_t seq = ++seq_;
+    const std::int64_t round = ++round_;
     const auto started = Clock::now();
     for (auto& share : shares_) {
-      Value::List work;
+      GlmSolve work{round, rho, scale, {}};
       for (const auto* part : share.partitions) {
         const auto i = static_cast<std::size_t>(part->index);
-        work.push_back(Value(Value::List{Value(part->index), Value(targets[i]), Value(starts[i])}));
+        work.partitions.push_back(GlmLocalTarget{part->index, targets[i], starts[i]});
       }
-      self_->send(
-          share.worker, glm_atom::value,
-          GlmMessage{session_, GlmKind::solve,
-                     Value(Value::List{Value(seq), Value(rho), Value(scale), Value(std::move(work))})});
+      self_->send(share.worker, glm_atom::value, GlmMessage{session_, std::move(work)});
     }
     std::vector<Eigen::VectorXd> out(partitions_);
     double slowest = 0;
     for (std::size_t answered = 0; answered < shares_.size(); ++answered) {
-      const auto f = await(GlmKind::solved, seq);
-      slowest = std::max(slowest, f.at(3).as_double());
-      for (const auto& entry : f.at(2).as_list()) {
-        const auto& e = entry.as_list();
-        const auto index = e.at(0).as_int();
-        if (index < 0 || static_cast<std::size_t>(index) >= partitions_)
-          throw std::runtime_error("glm: a worker answered for partition " + std::to_string(index) + " of " +
-                                   std::to_string(partitions_));
-        out[static_cast<std::size_t>(index)] = e.at(1).as_vector();
+      auto answer = await<GlmSolved>(round);
+      slowest = std::max(slowest, answer.worker_seconds);
+      for (auto& solved : answer.solutions) {
+        if (solved.index < 0 || static_cast<std::size_t>(solved.index) >= partitions_)
+          throw std::runtime_error("glm: a worker answered for partition " + std::to_string(solved.index) +
+                                   " of " + std::to_string(partitions_));
+        out[static_cast<std::size_t>(solved.index)] = std::move(solved.solution);
       }
     }
     for (std::size_t i = 0; i < partitions_; ++i)
@@ -95,8 +90,10 @@ class DistributedObjective final : public glm::GlmObjective {
 
   std::size_t partitions() const override { return partitions_; }
 
-  // Waits for the `kind` answer of round `seq` from one worker; an answer carrying an error ends the fit.
-  Value::List await(GlmKind kind, std::int64_t seq) {
+  // Waits for one worker's `Answer` to `round` (GlmLoaded: to the load); an answer carrying an error ends
+  // the fit.
+  template <class Answer>
+  Answer await(std::int64_t round) {
     for (;;) {
       bool timed_out = false;
       GlmMessage got;
@@ -105,20 +102,19 @@ class DistributedObjective final : public glm::GlmObjective {
       if (timed_out)
         throw std::runtime_error("glm: no answer from the workers within " +
                                  std::to_string(kRoundTimeout.count()) + " s (was a worker lost?)");
-      if (got.kind == GlmKind::lost && got.payload.kind() == ValueKind::list) {
-        const auto worker = got.payload.as_list().at(0).as_int();
-        if (workers_.count(static_cast<std::uint32_t>(worker)))
-          throw std::runtime_error("glm: worker " + std::to_string(worker) +
+      if (const auto* lost = std::get_if<GlmLost>(&got.body)) {
+        if (workers_.count(lost->worker))
+          throw std::runtime_error("glm: worker " + std::to_string(lost->worker) +
                                    " left the cluster during the fit, with partitions of the data; fit again "
                                    "(the cluster recomputes them)");
         continue;
       }
-      if (got.kind != kind || got.payload.kind() != ValueKind::list) continue;
-      auto f = got.payload.as_list();
-      if (kind != GlmKind::loaded && (f.empty() || f[0].as_int() != seq)) continue;  // a stale round
-      if (const auto& error = f.at(1); error.kind() == ValueKind::string && !error.as_string().empty())
-        throw std::runtime_error(error.as_string());
-      return f;
+      auto* answer = std::get_if<Answer>(&got.body);
+      if (!answer) continue;
+      if constexpr (!std::is_same_v<Answer, GlmLoaded>)
+        if (answer->round != round) continue;  // a stale round
+      if (!answer->error.empty()) throw std::runtime_error(answer->error);
+      return std::move(*answer);
     }
   }
 
@@ -138,7 +134,7 @@ class DistributedObjective final : public glm::GlmObjective {
   std::vector<WorkerShare> shares_;
   std::set<std::uint32_t> workers_;  // the ids of the shares' workers
   std::size_t partitions_;
-  std::int64_t seq_ = 0;
+  std::int64_t round_ = 0;
   std::int64_t rounds_ = 0;
   double round_seconds_ = 0, worker_seconds_ = 0;
 };
@@ -159,39 +155,40 @@ void solver_main(caf::blocking_actor* self, GlmSolverArgs args) {
   }
   DistributedObjective objective(self, args.session, shares, std::move(workers), args.partitions.size());
 
-  Value result;
+  GlmFitted result;
   try {
-    const Value spec = glm::to_value(args.spec);
     for (const auto& share : shares) {
-      Value::List entries;
+      GlmLoad load{args.spec, {}};
       for (const auto* part : share.partitions)
-        entries.push_back(Value(Value::List{Value(static_cast<std::int64_t>(part->op)),
-                                            Value(static_cast<std::int64_t>(part->slot)), Value(part->index),
-                                            Value(part->first_row)}));
-      self->send(
-          share.worker, glm_atom::value,
-          GlmMessage{args.session, GlmKind::load, Value(Value::List{spec, Value(std::move(entries))})});
+        load.partitions.push_back(GlmHeldPartition{part->op, part->slot, part->index, part->first_row});
+      self->send(share.worker, glm_atom::value, GlmMessage{args.session, std::move(load)});
     }
-    for (std::size_t i = 0; i < shares.size(); ++i) objective.await(GlmKind::loaded, 0);
+    for (std::size_t i = 0; i < shares.size(); ++i) objective.await<GlmLoaded>(0);
     const auto outcome = glm::solve(args.spec, objective);
-    result = Value(Value::List{Value(std::string()), Value(outcome.beta), Value(outcome.iterations),
-                               Value(outcome.converged), Value(outcome.objective), Value(outcome.evaluations),
-                               Value(std::chrono::duration<double>(Clock::now() - started).count()),
-                               Value(objective.rounds()), Value(objective.round_seconds()),
-                               Value(objective.worker_seconds())});
+    result.beta = outcome.beta;
+    result.iterations = outcome.iterations;
+    result.converged = outcome.converged;
+    result.objective = outcome.objective;
+    result.evaluations = outcome.evaluations;
+    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    result.rounds = objective.rounds();
+    result.round_seconds = objective.round_seconds();
+    result.worker_seconds = objective.worker_seconds();
   } catch (const std::exception& e) {
     result = glm_error_result(e.what());
   }
   for (const auto& share : shares)
-    self->send(share.worker, glm_atom::value, GlmMessage{args.session, GlmKind::release, Value()});
+    self->send(share.worker, glm_atom::value, GlmMessage{args.session, GlmRelease{}});
   if (args.reply && args.reply->deliver) args.reply->deliver(std::move(result));
-  self->send(args.scheduler, glm_atom::value, GlmMessage{args.session, GlmKind::finished, Value()});
+  self->send(args.scheduler, glm_atom::value, GlmMessage{args.session, GlmFinished{}});
 }
 
 }  // namespace
 
-Value glm_error_result(const std::string& error) {
-  return Value(Value::List{Value(error)});
+GlmFitted glm_error_result(const std::string& error) {
+  GlmFitted fitted;
+  fitted.error = error;
+  return fitted;
 }
 
 caf::actor spawn_glm_solver(caf::actor_system& system, GlmSolverArgs args) {

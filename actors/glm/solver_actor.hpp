@@ -34,7 +34,7 @@ struct GlmSolverArgs {
 
 caf::actor spawn_glm_solver(caf::actor_system& system, GlmSolverArgs args);
 
-// A `fitted` payload that only reports an error.
-Value glm_error_result(const std::string& error);
+// A `fitted` answer that only reports an error.
+GlmFitted glm_error_result(const std::string& error);
 
 }  // namespace tessera

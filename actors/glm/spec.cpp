@@ -6,8 +6,6 @@
 namespace tessera::glm {
 
 namespace {
-constexpr std::int64_t kSpecVersion = 1;
-
 bool known_solver(const std::string& s) {
   return s == "gradient_descent" || s == "newton" || s == "lbfgs" || s == "proximal_grad" || s == "admm";
 }
@@ -47,47 +45,6 @@ void validate(const GlmSpec& spec) {
   if (!(spec.over_relaxation >= 1 && spec.over_relaxation <= 1.8))
     fail("over_relaxation must lie in [1, 1.8], got " + std::to_string(spec.over_relaxation));
   if (!(spec.abstol >= 0) || !(spec.reltol >= 0)) fail("abstol and reltol must be >= 0");
-}
-
-Value to_value(const GlmSpec& s) {
-  return Value(Value::List{Value(kSpecVersion), Value(static_cast<std::int64_t>(s.family)), Value(s.solver),
-                           Value(s.regularizer), Value(s.lambda), Value(s.l1_ratio), Value(s.fit_intercept),
-                           Value(s.max_iter), Value(s.tol), Value(s.lbfgs_memory), Value(s.rho),
-                           Value(s.adaptive_rho), Value(s.over_relaxation), Value(s.abstol), Value(s.reltol),
-                           Value(s.rows), Value(s.cols)});
-}
-
-GlmSpec spec_from_value(const Value& value) {
-  try {
-    const auto& f = value.as_list();
-    if (f.size() != 17 || f[0].as_int() != kSpecVersion)
-      throw std::invalid_argument("not a GLM spec of version " + std::to_string(kSpecVersion));
-    GlmSpec s;
-    const auto family = f[1].as_int();
-    if (family < 0 || family > 2) throw std::invalid_argument("unknown family " + std::to_string(family));
-    s.family = static_cast<Family>(family);
-    s.solver = f[2].as_string();
-    s.regularizer = f[3].as_string();
-    s.lambda = f[4].as_double();
-    s.l1_ratio = f[5].as_double();
-    s.fit_intercept = f[6].as_bool();
-    s.max_iter = f[7].as_int();
-    s.tol = f[8].as_double();
-    s.lbfgs_memory = f[9].as_int();
-    s.rho = f[10].as_double();
-    s.adaptive_rho = f[11].as_bool();
-    s.over_relaxation = f[12].as_double();
-    s.abstol = f[13].as_double();
-    s.reltol = f[14].as_double();
-    s.rows = f[15].as_int();
-    s.cols = f[16].as_int();
-    validate(s);
-    return s;
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(std::string("glm: a malformed spec: ") + e.what());
-  }
 }
 
 }  // namespace tessera::glm

@@ -1,12 +1,12 @@
 // What a GLM fit asks for: family, regularizer, solver and their settings. The client builds it from an
-// estimator's Options, it travels to the scheduler as a Value, and the solver actor reads it there.
+// estimator's Options, it travels to the scheduler inside a GlmFitRequest (actors/glm/messages.hpp), and the
+// solver actor reads it there.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "backends/glm_partials.hpp"
-#include "graph/value.hpp"
 
 namespace tessera::glm {
 
@@ -54,9 +54,5 @@ struct GlmSpec : Options {
 // Throws std::invalid_argument naming the first bad setting (unknown solver or regularizer, a solver
 // that cannot take the regularizer, a negative lambda, ...).
 void validate(const GlmSpec& spec);
-
-Value to_value(const GlmSpec& spec);
-// Throws std::invalid_argument when the value is not a spec this version wrote.
-GlmSpec spec_from_value(const Value& value);
 
 }  // namespace tessera::glm

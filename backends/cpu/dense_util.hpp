@@ -7,6 +7,7 @@
 
 #include "backends/chunk.hpp"
 #include "backends/dispatch.hpp"
+#include "backends/kernel_params.hpp"
 
 namespace tessera::backends::cpu {
 
@@ -55,13 +56,8 @@ DenseMatrix<T> to_dense_copy(const Chunk& chunk) {
 
 // Shape checks every backend's kernels share (shape_checks.cpp).
 
-// One block copy of `assemble`: from (src_row, src_col) of an input to (dst_row, dst_col) of the result.
-struct AssembleBlock {
-  std::int64_t src_row, src_col, rows, cols, dst_row, dst_col;
-};
-// The blocks of an assemble call, each checked against its input and the result; sets the result's shape.
-std::vector<AssembleBlock> assemble_blocks(std::span<const ChunkPtr> in, const Params& p, std::int64_t& rows,
-                                           std::int64_t& cols);
+// An assemble call's shape and blocks, each checked against its input and the result.
+void check_assemble(std::span<const ChunkPtr> in, const AssembleParams& params);
 // The broadcast shape of where's mask, a and b, or a KernelError naming the three shapes.
 std::pair<std::int64_t, std::int64_t> where_shape(std::span<const ChunkPtr> in);
 // matmul's pairs (A_i, B_i): each contracts (under the transpose flags) and shares one element type.

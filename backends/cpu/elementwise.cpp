@@ -4,6 +4,7 @@
 
 #include "backends/cpu/dense_util.hpp"
 #include "backends/cpu/elementwise_ops.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends::cpu {
@@ -25,34 +26,37 @@ DenseMatrix<T> broadcast_binary(const std::string& op, const Chunk& x, const Chu
   return out;
 }
 
-Chunks unary(std::span<const ChunkPtr> in, const Params& p) {
+Chunks unary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("unary", in, 1);
+  const auto p = UnaryParams::from(params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return with_unary<T>(p.name, [&](auto f) { return Chunk::dense<T>(in[0]->dense<T>().unaryExpr(f)); });
+    return with_unary<T>(p.function, [&](auto f) { return Chunk::dense<T>(in[0]->dense<T>().unaryExpr(f)); });
   })};
 }
 
-Chunks scalar(std::span<const ChunkPtr> in, const Params& p) {
+Chunks scalar(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("scalar", in, 1);
-  const bool scalar_left = !p.ints.empty() && p.ints[0] != 0;
+  const auto p = ScalarParams::from(params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    const T s = static_cast<T>(p.real(0));
-    return with_binary<T>(p.name, [&](auto f) {
-      if (scalar_left) return Chunk::dense<T>(in[0]->dense<T>().unaryExpr([&](T x) { return f(s, x); }));
+    const T s = static_cast<T>(p.scalar);
+    return with_binary<T>(p.function, [&](auto f) {
+      if (p.scalar_left) return Chunk::dense<T>(in[0]->dense<T>().unaryExpr([&](T x) { return f(s, x); }));
       return Chunk::dense<T>(in[0]->dense<T>().unaryExpr([&](T x) { return f(x, s); }));
     });
   })};
 }
 
-Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
+Chunks binary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("binary", in, 2);
-  require_same_dtype(p.name, *in[0], *in[1]);
+  const auto p = BinaryParams::from(params);
+  require_same_dtype(p.function, *in[0], *in[1]);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return with_binary<T>(
-        p.name, [&](auto f) { return Chunk::dense<T>(broadcast_binary<T>(p.name, *in[0], *in[1], f)); });
+    return with_binary<T>(p.function, [&](auto f) {
+      return Chunk::dense<T>(broadcast_binary<T>(p.function, *in[0], *in[1], f));
+    });
   })};
 }
 
@@ -115,43 +119,17 @@ bool apply_vectorized(Part& part, const std::string& name, bool is_scalar, T s, 
   return true;
 }
 
-// A parsed chain: its steps' names, kinds, scalars and sides.
-struct ChainSteps {
-  std::vector<std::string> names;
-  std::vector<bool> scalar, left;
-  std::vector<double> values;
-};
-
-ChainSteps parse_chain(const std::string& names_text, std::span<const std::int64_t> ints,
-                       std::span<const double> reals) {
-  ChainSteps c;
-  for (std::size_t begin = 0; begin <= names_text.size();) {
-    const auto end = std::min(names_text.find(',', begin), names_text.size());
-    c.names.push_back(names_text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  const std::size_t steps = c.names.size();
-  if (ints.size() != 2 * steps || reals.size() != steps)
-    throw KernelError("chain of " + std::to_string(steps) + " steps needs " + std::to_string(2 * steps) +
-                      " integers and " + std::to_string(steps) + " reals");
-  for (std::size_t k = 0; k < steps; ++k) {
-    c.scalar.push_back(ints[k] != 0);
-    c.left.push_back(ints[steps + k] != 0);
-    c.values.push_back(reals[k]);
-  }
-  return c;
-}
-
 template <class T, class Part>
-void apply_steps(Part& part, const ChainSteps& c) {
-  for (std::size_t k = 0; k < c.names.size(); ++k) {
-    const T s = static_cast<T>(c.values[k]);
-    if (apply_vectorized<T>(part, c.names[k], c.scalar[k], s, c.left[k])) continue;
-    if (!c.scalar[k]) {
-      with_unary<T>(c.names[k], [&](auto f) { part = part.unaryExpr(f); });
+void apply_steps(Part& part, const std::vector<ChainStep>& steps) {
+  for (const auto& step : steps) {
+    const T s = static_cast<T>(step.scalar);
+    const bool is_scalar = step.kind == ChainStep::Kind::scalar;
+    if (apply_vectorized<T>(part, step.function, is_scalar, s, step.scalar_left)) continue;
+    if (!is_scalar) {
+      with_unary<T>(step.function, [&](auto f) { part = part.unaryExpr(f); });
     } else {
-      with_binary<T>(c.names[k], [&](auto f) {
-        if (c.left[k])
+      with_binary<T>(step.function, [&](auto f) {
+        if (step.scalar_left)
           part = part.unaryExpr([&](T x) { return f(s, x); });
         else
           part = part.unaryExpr([&](T x) { return f(x, s); });
@@ -164,34 +142,27 @@ constexpr Eigen::Index chain_block = 2048;  // elements per pass: stays in L1 ac
 
 // Applies every step to a cache-sized block before moving to the next, so the chunk is read and written
 // once however many steps there are.
-Chunks chain(std::span<const ChunkPtr> in, const Params& p) {
+Chunks chain(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("chain", in, 1);
-  const ChainSteps c = parse_chain(p.name, p.ints, p.reals);
+  const auto c = ChainParams::from(params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DenseMatrix<T> out = in[0]->dense<T>();
     auto flat = out.reshaped();
     for (Eigen::Index begin = 0; begin < flat.size(); begin += chain_block) {
       auto part = flat.segment(begin, std::min(chain_block, flat.size() - begin)).array();
-      apply_steps<T>(part, c);
+      apply_steps<T>(part, c.steps);
     }
     return Chunk::dense<T>(std::move(out));
   })};
 }
 
 // The chain's steps, then a reduction, block by block: the chain's result never exists as a chunk.
-Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& p) {
+Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("chain_reduce", in, 1);
-  const auto bar = p.name.rfind('|');
-  if (bar == std::string::npos || p.ints.empty()) throw KernelError("chain_reduce: no reduction given");
-  const std::string reduction = p.name.substr(bar + 1);
-  const std::int64_t axis = p.ints.back();
-  const ChainSteps c =
-      parse_chain(p.name.substr(0, bar), std::span(p.ints).first(p.ints.size() - 1), p.reals);
-  if (reduction != "sum" && reduction != "sumsq" && reduction != "min" && reduction != "max")
-    throw KernelError("unknown reduction '" + reduction + "' (known: sum, sumsq, min, max)");
-  if (axis < -1 || axis > 1)
-    throw KernelError("chain_reduce: axis must be 0, 1 or -1, got " + std::to_string(axis));
+  const auto c = ChainReduceParams::from(params);
+  const std::string& reduction = c.reduction;
+  const std::int64_t axis = c.axis;
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const auto& x = in[0]->dense<T>();
@@ -210,7 +181,7 @@ Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& p) {
         const Eigen::Index n = std::min(chain_block, x.rows() - begin);
         auto part = buffer.head(n);
         part = x.col(j).segment(begin, n).array();
-        apply_steps<T>(part, c);
+        apply_steps<T>(part, c.steps);
         if (axis == 1) {
           auto target = out.col(0).segment(begin, n).array();
           if (reduction == "sum")
@@ -237,9 +208,9 @@ Chunks chain_reduce(std::span<const ChunkPtr> in, const Params& p) {
   })};
 }
 
-Chunks astype(std::span<const ChunkPtr> in, const Params& p) {
+Chunks astype(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("astype", in, 1);
-  const auto target = static_cast<DType>(p.integer(0));
+  const auto target = AstypeParams::from(params).dtype;
   if (target == in[0]->dtype()) return {in[0]};
   if (target == DType::float32) return {Chunk::dense<float>(in[0]->dense<double>().cast<float>())};
   return {Chunk::dense<double>(in[0]->dense<float>().cast<double>())};

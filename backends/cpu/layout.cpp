@@ -1,5 +1,6 @@
 // Dense creation and layout kernels: random, full, transpose, assemble (slices, concatenation, rechunking).
 #include "backends/cpu/dense_util.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 #include "backends/random.hpp"
 
@@ -10,34 +11,31 @@ void require_shape(std::string_view op, std::int64_t rows, std::int64_t cols) {
   if (rows < 0 || cols < 0) throw KernelError(std::string(op) + ": negative shape " + shape_text(rows, cols));
 }
 
-Chunks random(std::span<const ChunkPtr>, const Params& p) {
-  const auto rows = p.integer(0), cols = p.integer(1), row0 = p.integer(2), col0 = p.integer(3);
-  const auto total_cols = static_cast<std::uint64_t>(p.integer(4));
-  const auto seed = static_cast<std::uint64_t>(p.integer(5));
-  const auto dtype = static_cast<DType>(p.integer(6));
-  const bool normal = p.integer(7) != 0;
-  const double a = p.real(0), b = p.real(1);
-  require_shape("random", rows, cols);
-  return {with_dtype(dtype, [&](auto t) {
+Chunks random(std::span<const ChunkPtr>, const Params& params) {
+  const auto p = RandomParams::from(params);
+  require_shape("random", p.rows, p.cols);
+  const auto total_cols = static_cast<std::uint64_t>(p.total_cols);
+  const double a = p.low, b = p.high;
+  return {with_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    DenseMatrix<T> out(rows, cols);
-    for (std::int64_t j = 0; j < cols; ++j)
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const std::uint64_t index =
-            static_cast<std::uint64_t>(row0 + i) * total_cols + static_cast<std::uint64_t>(col0 + j);
-        out(i, j) = static_cast<T>(normal ? a + b * standard_normal(seed, index)
-                                          : a + (b - a) * uniform01(seed, index));
+    DenseMatrix<T> out(p.rows, p.cols);
+    for (std::int64_t j = 0; j < p.cols; ++j)
+      for (std::int64_t i = 0; i < p.rows; ++i) {
+        const std::uint64_t index = static_cast<std::uint64_t>(p.first_row + i) * total_cols +
+                                    static_cast<std::uint64_t>(p.first_col + j);
+        out(i, j) = static_cast<T>(p.normal ? a + b * standard_normal(p.seed, index)
+                                            : a + (b - a) * uniform01(p.seed, index));
       }
     return Chunk::dense<T>(std::move(out));
   })};
 }
 
-Chunks full(std::span<const ChunkPtr>, const Params& p) {
-  const auto rows = p.integer(0), cols = p.integer(1);
-  require_shape("full", rows, cols);
-  return {with_dtype(static_cast<DType>(p.integer(2)), [&](auto t) {
+Chunks full(std::span<const ChunkPtr>, const Params& params) {
+  const auto p = FullParams::from(params);
+  require_shape("full", p.rows, p.cols);
+  return {with_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    return Chunk::dense<T>(DenseMatrix<T>::Constant(rows, cols, static_cast<T>(p.real(0))));
+    return Chunk::dense<T>(DenseMatrix<T>::Constant(p.rows, p.cols, static_cast<T>(p.value)));
   })};
 }
 
@@ -49,10 +47,12 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
+Chunks assemble(std::span<const ChunkPtr> in, const Params& params) {
   if (in.empty()) throw KernelError("assemble needs at least one chunk");
-  std::int64_t rows = 0, cols = 0;
-  const auto blocks = assemble_blocks(in, p, rows, cols);
+  const auto p = AssembleParams::from(params);
+  check_assemble(in, p);
+  const auto& blocks = p.blocks;
+  const auto rows = p.rows, cols = p.cols;
   // A block that is a whole chunk's whole extent is that chunk: no copy.
   if (in.size() == 1 && blocks[0].rows == in[0]->rows() && blocks[0].cols == in[0]->cols() &&
       rows == blocks[0].rows && cols == blocks[0].cols)

@@ -43,9 +43,9 @@ void accumulate_product(DenseMatrix<T>& out, bool first, const Chunk& a_chunk, c
     out.noalias() += a * b;
 }
 
-Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
-  const bool ta = !p.ints.empty() && p.ints[0] != 0;
-  const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+Chunks matmul(std::span<const ChunkPtr> in, const Params& params) {
+  const auto p = MatmulParams::from(params);
+  const bool ta = p.transpose_a, tb = p.transpose_b;
   check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
   return {with_dtype(in[0]->dtype(), [&](auto t) {
@@ -140,9 +140,9 @@ Chunks svd(std::span<const ChunkPtr> in, const Params&) {
   });
 }
 
-Chunks scale_columns(std::span<const ChunkPtr> in, const Params& p) {
+Chunks scale_columns(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("scale_columns", in, 2);
-  const bool divide = !p.ints.empty() && p.ints[0] != 0;
+  const bool divide = ScaleColumnsParams::from(params).divide;
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const auto& a = in[0]->dense<T>();

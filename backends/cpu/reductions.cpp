@@ -8,13 +8,6 @@
 namespace tessera::backends::cpu {
 namespace {
 
-std::int64_t axis_of(const Params& p, std::string_view op) {
-  const auto axis = p.integer(0);
-  if (axis < -1 || axis > 1)
-    throw KernelError(std::string(op) + ": axis must be 0, 1 or -1 (all), got " + std::to_string(axis));
-  return axis;
-}
-
 template <class T, class M>
 DenseMatrix<T> reduce_dense(const M& m, const std::string& name, std::int64_t axis) {
   auto empty_error = [&] {
@@ -43,12 +36,12 @@ DenseMatrix<T> reduce_dense(const M& m, const std::string& name, std::int64_t ax
   throw KernelError("unknown reduction '" + name + "' (known: sum, sumsq, min, max)");
 }
 
-Chunks reduce(std::span<const ChunkPtr> in, const Params& p) {
+Chunks reduce(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("reduce", in, 1);
-  const auto axis = axis_of(p, "reduce");
+  const auto p = ReduceParams::from(params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return Chunk::dense<T>(reduce_dense<T>(in[0]->dense<T>(), p.name, axis));
+    return Chunk::dense<T>(reduce_dense<T>(in[0]->dense<T>(), p.reduction, p.axis));
   })};
 }
 
@@ -60,18 +53,18 @@ bool better(T candidate, T best, bool is_max) {
   return is_max ? candidate > best : candidate < best;
 }
 
-Chunks argreduce(std::span<const ChunkPtr> in, const Params& p) {
+Chunks argreduce(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("argreduce", in, 1);
-  const auto axis = axis_of(p, "argreduce");
-  const auto row0 = p.integer(1), col0 = p.integer(2), total_cols = p.integer(3);
-  if (p.name != "argmax" && p.name != "argmin")
-    throw KernelError("unknown arg reduction '" + p.name + "' (known: argmax, argmin)");
-  const bool is_max = p.name == "argmax";
+  const auto p = ArgreduceParams::from(params);
+  const auto axis = p.axis, row0 = p.first_row, col0 = p.first_col, total_cols = p.total_cols;
+  if (p.reduction != "argmax" && p.reduction != "argmin")
+    throw KernelError("unknown arg reduction '" + p.reduction + "' (known: argmax, argmin)");
+  const bool is_max = p.reduction == "argmax";
   // Indices beyond 2^24 do not fit a float exactly, so arg partials are float64 whatever the input.
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const auto& m = in[0]->dense<T>();
-    if (m.size() == 0) throw KernelError(p.name + " of an empty chunk");
+    if (m.size() == 0) throw KernelError(p.reduction + " of an empty chunk");
     if (axis == 0) {
       DenseMatrix<double> out(2, m.cols());
       for (Eigen::Index j = 0; j < m.cols(); ++j) {
@@ -106,12 +99,14 @@ Chunks argreduce(std::span<const ChunkPtr> in, const Params& p) {
   })};
 }
 
-Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
+Chunks combine(std::span<const ChunkPtr> in, const Params& params) {
   if (in.empty()) throw KernelError("combine needs at least one partial result");
-  const auto axis = axis_of(p, "combine");
+  const auto p = CombineParams::from(params);
+  const auto axis = p.axis;
+  const std::string& name = p.reduction;
   for (const auto& c : in) {
     if (c->rows() != in[0]->rows() || c->cols() != in[0]->cols())
-      throw KernelError("combine " + p.name + ": partial " + c->describe() + " differs from " +
+      throw KernelError("combine " + name + ": partial " + c->describe() + " differs from " +
                         in[0]->describe());
     require_same_dtype("combine", *in[0], *c);
   }
@@ -119,14 +114,14 @@ Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DenseMatrix<T> out = in[0]->dense<T>();
-    if (p.name == "sum" || p.name == "sumsq") {
+    if (name == "sum" || name == "sumsq") {
       for (std::size_t k = 1; k < in.size(); ++k) out += in[k]->dense<T>();
-    } else if (p.name == "min") {
+    } else if (name == "min") {
       for (std::size_t k = 1; k < in.size(); ++k) out = out.cwiseMin(in[k]->dense<T>());
-    } else if (p.name == "max") {
+    } else if (name == "max") {
       for (std::size_t k = 1; k < in.size(); ++k) out = out.cwiseMax(in[k]->dense<T>());
-    } else if (p.name == "argmax" || p.name == "argmin") {
-      const bool is_max = p.name == "argmax";
+    } else if (name == "argmax" || name == "argmin") {
+      const bool is_max = name == "argmax";
       // Partials come in index order, so keeping the first of equals keeps the smallest index.
       for (std::size_t k = 1; k < in.size(); ++k) {
         const auto& m = in[k]->dense<T>();
@@ -140,7 +135,7 @@ Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
         }
       }
     } else {
-      throw KernelError("unknown combination '" + p.name + "' (known: sum, sumsq, min, max, argmax, argmin)");
+      throw KernelError("unknown combination '" + name + "' (known: sum, sumsq, min, max, argmax, argmin)");
     }
     return Chunk::dense<T>(std::move(out));
   })};

@@ -3,18 +3,15 @@
 
 namespace tessera::backends::cpu {
 
-std::vector<AssembleBlock> assemble_blocks(std::span<const ChunkPtr> in, const Params& p, std::int64_t& rows,
-                                           std::int64_t& cols) {
-  rows = p.integer(0);
-  cols = p.integer(1);
+void check_assemble(std::span<const ChunkPtr> in, const AssembleParams& p) {
+  const auto rows = p.rows, cols = p.cols;
   if (rows < 0 || cols < 0) throw KernelError("assemble: negative shape " + shape_text(rows, cols));
-  if (p.ints.size() != 2 + 6 * in.size())
+  if (p.blocks.size() != in.size())
     throw KernelError("assemble: " + std::to_string(in.size()) + " chunks need " +
-                      std::to_string(2 + 6 * in.size()) + " integers, got " + std::to_string(p.ints.size()));
-  std::vector<AssembleBlock> blocks;
+                      std::to_string(2 + 6 * in.size()) + " integers, got " +
+                      std::to_string(2 + 6 * p.blocks.size()));
   for (std::size_t k = 0; k < in.size(); ++k) {
-    const auto* v = &p.ints[2 + 6 * k];
-    AssembleBlock b{v[0], v[1], v[2], v[3], v[4], v[5]};
+    const AssembleBlock& b = p.blocks[k];
     if (b.src_row < 0 || b.src_col < 0 || b.rows < 0 || b.cols < 0 || b.src_row + b.rows > in[k]->rows() ||
         b.src_col + b.cols > in[k]->cols() || b.dst_row < 0 || b.dst_col < 0 || b.dst_row + b.rows > rows ||
         b.dst_col + b.cols > cols)
@@ -23,9 +20,7 @@ std::vector<AssembleBlock> assemble_blocks(std::span<const ChunkPtr> in, const P
                         " chunk to " + shape_text(b.dst_row, b.dst_col) + " does not fit a " +
                         shape_text(rows, cols) + " result");
     if (k > 0) require_same_dtype("assemble", *in[0], *in[k]);
-    blocks.push_back(b);
   }
-  return blocks;
 }
 
 std::pair<std::int64_t, std::int64_t> where_shape(std::span<const ChunkPtr> in) {

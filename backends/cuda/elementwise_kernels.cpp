@@ -2,6 +2,7 @@
 // and astype. The device code is in elementwise.cu; here are the checks, as in the cpu kernels.
 #include "backends/cuda/device_kernels.hpp"
 #include "backends/cuda/kernel_util.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends::cuda {
@@ -12,43 +13,45 @@ Operand<T> operand(const Chunk& chunk, std::string_view op) {
   return {device_data<T>(chunk, op), chunk.rows(), chunk.cols()};
 }
 
-Chunks unary(std::span<const ChunkPtr> in, const Params& p) {
+Chunks unary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("unary", in, 1);
+  const auto p = UnaryParams::from(params);
   KernelStream stream(input_device("unary", in));
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, in[0]->rows(), in[0]->cols());
-    launch_unary<T>(p.name, device_data<T>(*in[0], "unary"), out.data(), in[0]->size(), stream.stream());
+    launch_unary<T>(p.function, device_data<T>(*in[0], "unary"), out.data(), in[0]->size(), stream.stream());
     stream.finish();
     return out.chunk();
   })};
 }
 
-Chunks scalar(std::span<const ChunkPtr> in, const Params& p) {
+Chunks scalar(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("scalar", in, 1);
-  const bool scalar_left = !p.ints.empty() && p.ints[0] != 0;
+  const auto p = ScalarParams::from(params);
   KernelStream stream(input_device("scalar", in));
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, in[0]->rows(), in[0]->cols());
-    launch_scalar<T>(p.name, device_data<T>(*in[0], "scalar"), static_cast<T>(p.real(0)), scalar_left,
+    launch_scalar<T>(p.function, device_data<T>(*in[0], "scalar"), static_cast<T>(p.scalar), p.scalar_left,
                      out.data(), in[0]->size(), stream.stream());
     stream.finish();
     return out.chunk();
   })};
 }
 
-Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
+Chunks binary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("binary", in, 2);
+  const std::string& name = BinaryParams::from(params).function;
   KernelStream stream(input_device("binary", in));
-  require_same_dtype(p.name, *in[0], *in[1]);
-  const auto rows = broadcast_extent(p.name, in[0]->rows(), in[1]->rows(), *in[0], *in[1]);
-  const auto cols = broadcast_extent(p.name, in[0]->cols(), in[1]->cols(), *in[0], *in[1]);
+  require_same_dtype(name, *in[0], *in[1]);
+  const auto rows = broadcast_extent(name, in[0]->rows(), in[1]->rows(), *in[0], *in[1]);
+  const auto cols = broadcast_extent(name, in[0]->cols(), in[1]->cols(), *in[0], *in[1]);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, rows, cols);
-    launch_binary<T>(p.name, operand<T>(*in[0], "binary"), operand<T>(*in[1], "binary"), out.data(), rows,
-                     cols, stream.stream());
+    launch_binary<T>(name, operand<T>(*in[0], "binary"), operand<T>(*in[1], "binary"), out.data(), rows, cols,
+                     stream.stream());
     stream.finish();
     return out.chunk();
   })};
@@ -70,9 +73,9 @@ Chunks where(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-Chunks astype(std::span<const ChunkPtr> in, const Params& p) {
+Chunks astype(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("astype", in, 1);
-  const auto target = static_cast<DType>(p.integer(0));
+  const auto target = AstypeParams::from(params).dtype;
   if (target == in[0]->dtype()) return {in[0]};
   KernelStream stream(input_device("astype", in));
   const auto count = in[0]->size();

@@ -2,6 +2,7 @@
 #include "backends/cuda/blas.hpp"
 #include "backends/cuda/device_kernels.hpp"
 #include "backends/cuda/kernel_util.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends::cuda {
@@ -29,14 +30,15 @@ Chunks random(std::span<const ChunkPtr> in, const Params& p) {
   return {upload_to_current_device(*host.at(0))};
 }
 
-Chunks full(std::span<const ChunkPtr>, const Params& p) {
-  const auto rows = p.integer(0), cols = p.integer(1);
+Chunks full(std::span<const ChunkPtr>, const Params& params) {
+  const auto p = FullParams::from(params);
+  const auto rows = p.rows, cols = p.cols;
   require_shape("full", rows, cols);
   KernelStream stream(current_device());
-  return {with_dtype(static_cast<DType>(p.integer(2)), [&](auto t) {
+  return {with_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, rows, cols);
-    launch_fill<T>(out.data(), rows * cols, static_cast<T>(p.real(0)), stream.stream());
+    launch_fill<T>(out.data(), rows * cols, static_cast<T>(p.value), stream.stream());
     stream.finish();
     return out.chunk();
   })};
@@ -58,11 +60,13 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
+Chunks assemble(std::span<const ChunkPtr> in, const Params& params) {
   if (in.empty()) throw KernelError("assemble needs at least one chunk");
   KernelStream stream(input_device("assemble", in));
-  std::int64_t rows = 0, cols = 0;
-  const auto blocks = cpu::assemble_blocks(in, p, rows, cols);
+  const auto p = AssembleParams::from(params);
+  cpu::check_assemble(in, p);
+  const auto& blocks = p.blocks;
+  const auto rows = p.rows, cols = p.cols;
   // A block that is a whole chunk's whole extent is that chunk: no copy.
   if (in.size() == 1 && blocks[0].rows == in[0]->rows() && blocks[0].cols == in[0]->cols() &&
       rows == blocks[0].rows && cols == blocks[0].cols)
@@ -71,9 +75,9 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
     using T = decltype(t);
     DeviceOutput<T> out(stream, rows, cols);
     // Elements no block covers are zero, as on cpu; skip the fill when one block covers everything.
-    const bool one_block_covers_all =
-        std::any_of(blocks.begin(), blocks.end(),
-                    [&](const cpu::AssembleBlock& b) { return b.rows == rows && b.cols == cols; });
+    const bool one_block_covers_all = std::any_of(blocks.begin(), blocks.end(), [&](const AssembleBlock& b) {
+      return b.rows == rows && b.cols == cols;
+    });
     if (!one_block_covers_all && rows * cols > 0)
       check_cuda(
           cudaMemsetAsync(out.data(), 0, static_cast<std::size_t>(rows * cols) * sizeof(T), stream.stream()),

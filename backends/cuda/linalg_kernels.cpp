@@ -3,6 +3,7 @@
 #include "backends/cuda/blas.hpp"
 #include "backends/cuda/device_kernels.hpp"
 #include "backends/cuda/kernel_util.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends::cuda {
@@ -40,9 +41,9 @@ void copy_elements(const KernelStream& stream, T* destination, const T* source, 
                "cudaMemcpyAsync(device to device)");
 }
 
-Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
-  const bool ta = !p.ints.empty() && p.ints[0] != 0;
-  const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+Chunks matmul(std::span<const ChunkPtr> in, const Params& params) {
+  const auto p = MatmulParams::from(params);
+  const bool ta = p.transpose_a, tb = p.transpose_b;
   cpu::check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
   const auto rows = ta ? in[0]->cols() : in[0]->rows();
@@ -242,9 +243,9 @@ Chunks svd(std::span<const ChunkPtr> in, const Params&) {
   });
 }
 
-Chunks scale_columns(std::span<const ChunkPtr> in, const Params& p) {
+Chunks scale_columns(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("scale_columns", in, 2);
-  const bool divide = !p.ints.empty() && p.ints[0] != 0;
+  const bool divide = ScaleColumnsParams::from(params).divide;
   KernelStream stream(input_device("scale_columns", in));
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);

@@ -2,6 +2,7 @@
 // the others densify and run the cpu kernel, which result_backend() predicts.
 #include "backends/cpu/dense_util.hpp"
 #include "backends/cpu/elementwise_ops.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 #include "backends/random.hpp"
 #include "backends/result_meta.hpp"
@@ -35,12 +36,13 @@ SparseMatrix<T> as_sparse(const Chunk& chunk) {
   return chunk.dense<T>().sparseView();
 }
 
-Chunks unary(std::span<const ChunkPtr> in, const Params& p) {
+Chunks unary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("unary", in, 1);
-  if (!keeps_zero(p.name)) return on_dense(ops::unary, in, p);
+  const auto p = UnaryParams::from(params);
+  if (!keeps_zero(p.function)) return on_dense(ops::unary, in, params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return with_unary<T>(p.name, [&](auto f) {
+    return with_unary<T>(p.function, [&](auto f) {
       SparseMatrix<T> out = in[0]->sparse<T>();
       for (Eigen::Index k = 0; k < out.nonZeros(); ++k) out.valuePtr()[k] = f(out.valuePtr()[k]);
       return Chunk::sparse<T>(std::move(out));
@@ -48,40 +50,42 @@ Chunks unary(std::span<const ChunkPtr> in, const Params& p) {
   })};
 }
 
-Chunks scalar(std::span<const ChunkPtr> in, const Params& p) {
+Chunks scalar(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("scalar", in, 1);
-  const bool scalar_left = !p.ints.empty() && p.ints[0] != 0;
-  if (result_backend(ops::scalar, p.name, std::array{Backend::sparse}, scalar_left) != Backend::sparse)
-    return on_dense(ops::scalar, in, p);
+  const auto p = ScalarParams::from(params);
+  if (result_backend(ops::scalar, p.function, std::array{Backend::sparse}, p.scalar_left) != Backend::sparse)
+    return on_dense(ops::scalar, in, params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    const T s = static_cast<T>(p.real(0));
-    SparseMatrix<T> out =
-        p.name == "mul" ? SparseMatrix<T>(in[0]->sparse<T>() * s) : SparseMatrix<T>(in[0]->sparse<T>() / s);
+    const T s = static_cast<T>(p.scalar);
+    SparseMatrix<T> out = p.function == "mul" ? SparseMatrix<T>(in[0]->sparse<T>() * s)
+                                              : SparseMatrix<T>(in[0]->sparse<T>() / s);
     return Chunk::sparse<T>(std::move(out));
   })};
 }
 
-Chunks binary(std::span<const ChunkPtr> in, const Params& p) {
+Chunks binary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("binary", in, 2);
+  const std::string& name = BinaryParams::from(params).function;
   const std::array backends{in[0]->backend(), in[1]->backend()};
-  if (result_backend(ops::binary, p.name, backends) != Backend::sparse) return on_dense(ops::binary, in, p);
-  cpu::require_same_dtype(p.name, *in[0], *in[1]);
+  if (result_backend(ops::binary, name, backends) != Backend::sparse)
+    return on_dense(ops::binary, in, params);
+  cpu::require_same_dtype(name, *in[0], *in[1]);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const auto& a = in[0]->sparse<T>();
     const auto& other = *in[1];
-    const auto rows = cpu::broadcast_extent(p.name, a.rows(), other.rows(), *in[0], other);
-    const auto cols = cpu::broadcast_extent(p.name, a.cols(), other.cols(), *in[0], other);
+    const auto rows = cpu::broadcast_extent(name, a.rows(), other.rows(), *in[0], other);
+    const auto cols = cpu::broadcast_extent(name, a.cols(), other.cols(), *in[0], other);
     if (rows != a.rows() || cols != a.cols())
-      throw KernelError(p.name + ": a sparse " + shape_text(a.rows(), a.cols()) +
+      throw KernelError(name + ": a sparse " + shape_text(a.rows(), a.cols()) +
                         " chunk cannot broadcast to " + shape_text(rows, cols));
     SparseMatrix<T> out;
     if (other.rows() == a.rows() && other.cols() == a.cols()) {
       const SparseMatrix<T> b = as_sparse<T>(other);
-      if (p.name == "add")
+      if (name == "add")
         out = a + b;
-      else if (p.name == "sub")
+      else if (name == "sub")
         out = a - b;
       else
         out = a.cwiseProduct(b);
@@ -106,9 +110,9 @@ Chunks argreduce(std::span<const ChunkPtr> in, const Params& p) {
   return on_dense(ops::argreduce, in, p);
 }
 
-Chunks astype(std::span<const ChunkPtr> in, const Params& p) {
+Chunks astype(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("astype", in, 1);
-  const auto target = static_cast<DType>(p.integer(0));
+  const auto target = AstypeParams::from(params).dtype;
   if (target == in[0]->dtype()) return {in[0]};
   if (target == DType::float32) return {Chunk::sparse<float>(in[0]->sparse<double>().cast<float>())};
   return {Chunk::sparse<double>(in[0]->sparse<float>().cast<double>())};
@@ -122,10 +126,12 @@ Chunks transpose(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
+Chunks assemble(std::span<const ChunkPtr> in, const Params& params) {
   if (in.empty()) throw KernelError("assemble needs at least one chunk");
-  std::int64_t rows = 0, cols = 0;
-  const auto blocks = cpu::assemble_blocks(in, p, rows, cols);
+  const auto p = AssembleParams::from(params);
+  cpu::check_assemble(in, p);
+  const auto& blocks = p.blocks;
+  const auto rows = p.rows, cols = p.cols;
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     std::vector<Eigen::Triplet<T, std::int64_t>> triplets;
@@ -142,14 +148,14 @@ Chunks assemble(std::span<const ChunkPtr> in, const Params& p) {
   })};
 }
 
-Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
-  const bool ta = !p.ints.empty() && p.ints[0] != 0;
-  const bool tb = p.ints.size() > 1 && p.ints[1] != 0;
+Chunks matmul(std::span<const ChunkPtr> in, const Params& params) {
+  const auto p = MatmulParams::from(params);
+  const bool ta = p.transpose_a, tb = p.transpose_b;
   cpu::check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
   std::vector<Backend> backends;
   for (const auto& c : in) backends.push_back(c->backend());
-  const bool sparse_result = result_backend(ops::matmul, p.name, backends) == Backend::sparse;
+  const bool sparse_result = result_backend(ops::matmul, {}, backends) == Backend::sparse;
   return {with_dtype(in[0]->dtype(), [&](auto t) -> ChunkPtr {
     using T = decltype(t);
     SparseMatrix<T> sparse_out;
@@ -176,15 +182,16 @@ Chunks matmul(std::span<const ChunkPtr> in, const Params& p) {
   })};
 }
 
-Chunks reduce(std::span<const ChunkPtr> in, const Params& p) {
+Chunks reduce(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("reduce", in, 1);
-  if (p.name != "sum" && p.name != "sumsq")
-    return on_dense(ops::reduce, in, p);  // min/max see implicit zeros
-  const auto axis = p.integer(0);
+  const auto p = ReduceParams::from(params);
+  if (p.reduction != "sum" && p.reduction != "sumsq")
+    return on_dense(ops::reduce, in, params);  // min/max see implicit zeros
+  const auto axis = p.axis;
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     const SparseMatrix<T> m =
-        p.name == "sum" ? in[0]->sparse<T>() : SparseMatrix<T>(in[0]->sparse<T>().cwiseAbs2());
+        p.reduction == "sum" ? in[0]->sparse<T>() : SparseMatrix<T>(in[0]->sparse<T>().cwiseAbs2());
     const Eigen::Matrix<T, Eigen::Dynamic, 1> ones_cols = Eigen::Matrix<T, Eigen::Dynamic, 1>::Ones(m.cols());
     const Eigen::Matrix<T, Eigen::Dynamic, 1> ones_rows = Eigen::Matrix<T, Eigen::Dynamic, 1>::Ones(m.rows());
     if (axis == 0) return Chunk::dense<T>(DenseMatrix<T>((m.transpose() * ones_rows).transpose()));
@@ -194,8 +201,9 @@ Chunks reduce(std::span<const ChunkPtr> in, const Params& p) {
 }
 
 // Sums of sparse partial products stay sparse; other combinations see dense partials.
-Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
-  if (p.name != "sum" && p.name != "sumsq") return on_dense(ops::combine, in, p);
+Chunks combine(std::span<const ChunkPtr> in, const Params& params) {
+  const std::string& name = CombineParams::from(params).reduction;
+  if (name != "sum" && name != "sumsq") return on_dense(ops::combine, in, params);
   if (in.empty()) throw KernelError("combine needs at least one partial result");
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
@@ -203,7 +211,7 @@ Chunks combine(std::span<const ChunkPtr> in, const Params& p) {
     for (std::size_t k = 1; k < in.size(); ++k) {
       const SparseMatrix<T> next = as_sparse<T>(*in[k]);
       if (next.rows() != out.rows() || next.cols() != out.cols())
-        throw KernelError("combine " + p.name + ": partial " + in[k]->describe() + " differs from " +
+        throw KernelError("combine " + name + ": partial " + in[k]->describe() + " differs from " +
                           in[0]->describe());
       out = out + next;
     }
@@ -225,41 +233,40 @@ Chunks to_sparse(std::span<const ChunkPtr> in, const Params&) {
   })};
 }
 
-// random on sparse: as the dense one, plus reals[2] the density; entry (i, j) is present when an
-// independent counter says so, so the pattern too is the same whatever the chunking.
-Chunks random(std::span<const ChunkPtr>, const Params& p) {
-  const auto rows = p.integer(0), cols = p.integer(1), row0 = p.integer(2), col0 = p.integer(3);
-  const auto total_cols = static_cast<std::uint64_t>(p.integer(4));
-  const auto seed = static_cast<std::uint64_t>(p.integer(5));
-  const bool normal = p.integer(7) != 0;
-  const double a = p.real(0), b = p.real(1);
-  const double density = p.reals.size() > 2 ? p.reals[2] : 0.01;
-  if (!(density >= 0.0 && density <= 1.0)) throw KernelError("random: density must lie in [0, 1]");
-  const std::uint64_t pattern_seed = splitmix64(seed ^ 0x5bd1e995ULL);
-  return {with_dtype(static_cast<DType>(p.integer(6)), [&](auto t) {
+// random on sparse: as the dense one, plus the density; entry (i, j) is present when an independent counter
+// says so, so the pattern too is the same whatever the chunking.
+Chunks random(std::span<const ChunkPtr>, const Params& params) {
+  const auto p = RandomParams::from(params);
+  const auto total_cols = static_cast<std::uint64_t>(p.total_cols);
+  const double a = p.low, b = p.high;
+  if (!(p.density >= 0.0 && p.density <= 1.0)) throw KernelError("random: density must lie in [0, 1]");
+  const std::uint64_t pattern_seed = splitmix64(p.seed ^ 0x5bd1e995ULL);
+  return {with_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
     std::vector<Eigen::Triplet<T, std::int64_t>> triplets;
-    for (std::int64_t j = 0; j < cols; ++j)
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const std::uint64_t index =
-            static_cast<std::uint64_t>(row0 + i) * total_cols + static_cast<std::uint64_t>(col0 + j);
-        if (uniform01(pattern_seed, index) >= density) continue;
-        const double v = normal ? a + b * standard_normal(seed, index) : a + (b - a) * uniform01(seed, index);
+    for (std::int64_t j = 0; j < p.cols; ++j)
+      for (std::int64_t i = 0; i < p.rows; ++i) {
+        const std::uint64_t index = static_cast<std::uint64_t>(p.first_row + i) * total_cols +
+                                    static_cast<std::uint64_t>(p.first_col + j);
+        if (uniform01(pattern_seed, index) >= p.density) continue;
+        const double v =
+            p.normal ? a + b * standard_normal(p.seed, index) : a + (b - a) * uniform01(p.seed, index);
         triplets.emplace_back(i, j, static_cast<T>(v));
       }
-    SparseMatrix<T> out(rows, cols);
+    SparseMatrix<T> out(p.rows, p.cols);
     out.setFromTriplets(triplets.begin(), triplets.end());
     return Chunk::sparse<T>(std::move(out));
   })};
 }
 
-Chunks full(std::span<const ChunkPtr>, const Params& p) {
-  if (p.real(0) != 0.0)
-    throw KernelError("full: a sparse chunk filled with " + std::to_string(p.real(0)) +
+Chunks full(std::span<const ChunkPtr>, const Params& params) {
+  const auto p = FullParams::from(params);
+  if (p.value != 0.0)
+    throw KernelError("full: a sparse chunk filled with " + std::to_string(p.value) +
                       " would be dense; create it on the cpu backend");
-  return {with_dtype(static_cast<DType>(p.integer(2)), [&](auto t) {
+  return {with_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    return Chunk::sparse<T>(SparseMatrix<T>(p.integer(0), p.integer(1)));
+    return Chunk::sparse<T>(SparseMatrix<T>(p.rows, p.cols));
   })};
 }
 
