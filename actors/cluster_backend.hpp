@@ -40,8 +40,8 @@ class ClusterBackend {
   virtual void close(std::uint64_t stream) = 0;
   // Where queries over stream results are answered.
   virtual std::shared_ptr<ResultSource> results() = 0;
-  // Runs a GLM fit (a GlmKind::fit payload) and waits for its `fitted` payload.
-  virtual Value fit_glm(Value request) = 0;
+  // Runs a GLM fit and waits for its answer (an error in it when the fit failed).
+  virtual GlmFitted fit_glm(GlmFitRequest request) = 0;
 };
 
 // The scheduler actor of this process.
@@ -82,12 +82,12 @@ class LocalBackend final : public ClusterBackend {
     std::lock_guard lock(streams_mutex_);
     streams_.erase(stream);
   }
-  Value fit_glm(Value request) override {
-    auto promise = std::make_shared<std::promise<Value>>();
+  GlmFitted fit_glm(GlmFitRequest request) override {
+    auto promise = std::make_shared<std::promise<GlmFitted>>();
     auto answer = promise->get_future();
     auto reply = std::make_shared<GlmReply>(
-        GlmReply{[promise](Value result) { promise->set_value(std::move(result)); }});
-    caf::anon_send(scheduler_, glm_fit_atom::value, GlmMessage{0, GlmKind::fit, std::move(request)}, reply);
+        GlmReply{[promise](GlmFitted result) { promise->set_value(std::move(result)); }});
+    caf::anon_send(scheduler_, glm_fit_atom::value, std::move(request), reply);
     return answer.get();
   }
   std::shared_ptr<ResultSource> results() override {

@@ -23,8 +23,7 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   config_ = std::make_unique<caf::actor_system_config>();
   config_->set("scheduler.max-threads", static_cast<size_t>(options_.actor_threads));
   system_ = std::make_unique<caf::actor_system>(*config_);
-  if (!options_.scheduler.directory) options_.scheduler.directory = std::make_shared<WorkerDirectory>();
-  scheduler_ = spawn_scheduler(*system_, options_.scheduler);
+  scheduler_ = spawn_scheduler(*system_, options_.scheduler, directory_);
   link_ = std::make_shared<SchedulerLink>(SchedulerLink{scheduler_});
   if (options_.workers > 0) scale(options_.workers);  // none: a scheduler for worker processes
 }
@@ -71,7 +70,7 @@ void EmbeddedCluster::scale(std::uint32_t workers) {
   std::lock_guard lock(mutex_);
   caf::scoped_actor self{*system_};
   while (active_.size() < workers) {
-    WorkerOptions worker_options{options_.threads_per_worker, options_.scheduler.directory};
+    WorkerOptions worker_options{options_.threads_per_worker, directory_};
     worker_options.gpu_index = static_cast<std::uint32_t>(active_.size());
     auto worker = spawn_worker(*system_, scheduler_, std::move(worker_options));
     std::uint32_t id = 0;

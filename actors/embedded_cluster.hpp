@@ -1,6 +1,7 @@
-// EmbeddedCluster: a scheduler and `workers` workers of `threads_per_worker` compute threads each, all in
-// this process (the embedded default; users know it as tessera::LocalCluster, and tessera-node runs one).
-// Workers can be added or retired while work runs.
+// EmbeddedCluster: the engine of a cluster in this process: a CAF actor system with the scheduler actor
+// and `workers` worker actors of `threads_per_worker` compute threads each. Users reach it through
+// tessera::LocalCluster (client/tessera/local_cluster.hpp), which keeps CAF out of the public headers;
+// tessera-node runs one directly. Workers can be added or retired while work runs.
 #pragma once
 
 #include <caf/all.hpp>
@@ -16,20 +17,10 @@
 #include "actors/result_sink.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/stream_actor.hpp"
+#include "client/tessera/cluster_options.hpp"
+#include "scheduling/status.hpp"
 
 namespace tessera {
-
-struct ClusterOptions {
-  // Worker count; each worker owns its own compute threads and operation actors. Default 1.
-  std::uint32_t workers = 1;
-  // Compute threads per worker: how many task functions one worker runs at once. Default: the cores.
-  std::uint32_t threads_per_worker = 0;
-  // CAF scheduler threads for message handling. Default: the cores (at least 2).
-  std::uint32_t actor_threads = 0;
-  SchedulerOptions scheduler{};
-  // Where stream results are stored (RocksDB). Empty: a temporary directory, removed with the cluster.
-  std::string data_dir{};
-};
 
 class EmbeddedCluster {
  public:
@@ -64,6 +55,8 @@ class EmbeddedCluster {
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   caf::actor scheduler_;
+  // Where the workers of this process find each other.
+  std::shared_ptr<WorkerDirectory> directory_ = std::make_shared<WorkerDirectory>();
   std::shared_ptr<SchedulerLink> link_;
   mutable std::mutex mutex_;
   std::vector<std::uint32_t> active_;  // worker ids in the order they joined

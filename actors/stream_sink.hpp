@@ -16,18 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "graph/stream_record.hpp"
 #include "graph/value.hpp"
 
 namespace tessera {
-
-// One parameter set's outcome, as a client sees it.
-struct StreamRecord {
-  std::uint64_t id = 0;
-  Value value{};
-  bool failed = false;
-  std::string error{};  // with failed: what the simulation raised
-  std::string node{};   // with failed: where it ran
-};
 
 class StreamSink {
  public:

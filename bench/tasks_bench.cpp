@@ -5,7 +5,9 @@
 //   --mode chain    a chain of N delayed calls, each depending on the previous one
 //   --mode tree     N leaves reduced pairwise (about 2N tasks)
 #include <iostream>
+#include <numeric>
 #include <tessera/tessera.hpp>
+#include <thread>
 
 #include "bench_tasks.hpp"
 #include "bench_util.hpp"

@@ -1,5 +1,9 @@
 #include "tessera/client.hpp"
 
+#include "actors/cluster_backend.hpp"
+#include "actors/result_sink.hpp"
+#include "client/local_cluster_access.hpp"
+#include "client/lower_delayed.hpp"
 #include "nodes/remote_backend.hpp"
 
 namespace tessera {
@@ -27,12 +31,12 @@ std::vector<Watch> coalesce(const std::vector<TaskRef>& tasks) {
 std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots) {
   for (std::size_t i = 0; i < roots.size(); ++i)
     if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
-  LoweredDelayed lowered = lower_delayed(roots);
+  detail::LoweredDelayed lowered = detail::lower_delayed(roots);
   return send(std::move(lowered.operations), coalesce(lowered.roots),
               static_cast<std::uint32_t>(roots.size()));
 }
 
-Value Client::fit_glm(Value request) {
+GlmFitted Client::fit_glm(GlmFitRequest request) {
   return backend_->fit_glm(std::move(request));
 }
 
@@ -51,8 +55,40 @@ Client::Client(const std::string& scheduler_address, const ConnectOptions& optio
                                                                   options.public_key, options.secret_key}),
                         .server_public_key = options.scheduler_public_key})) {}
 
-void Client::release_all(ResultSink& sink) {
-  for (std::uint32_t i = 0; i < sink.size(); ++i) sink.release(i);
+Client::Client(LocalCluster& cluster) : backend_(detail::LocalClusterAccess::engine(cluster).backend()) {}
+
+Stream Client::stream(std::string_view simulation, StreamOptions options) {
+  return Stream(backend_, std::string(simulation), std::move(options));
+}
+
+ResultQuery Client::results(std::uint64_t stream) {
+  return ResultQuery(backend_->results(), stream);
+}
+
+std::shared_ptr<ResultSink> Client::send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
+                                         std::uint32_t slots) {
+  return backend_->submit(std::move(operations), std::move(watches), slots);
+}
+
+namespace {
+// Takes over the creator's reference on every slot of a table, so each is released however we leave.
+std::vector<detail::ResultHandle> adopt_all(const std::shared_ptr<ResultSink>& table) {
+  std::vector<detail::ResultHandle> handles;
+  handles.reserve(table->size());
+  for (std::uint32_t i = 0; i < table->size(); ++i) handles.emplace_back(table, i);
+  return handles;
+}
+
+std::vector<Value> values_of(const std::vector<detail::ResultHandle>& handles) {
+  std::vector<Value> out;
+  out.reserve(handles.size());
+  for (const auto& handle : handles) out.push_back(handle.result());
+  return out;
+}
+}  // namespace
+
+std::vector<Value> Client::compute_values(const std::vector<const DelayedNode*>& roots) {
+  return values_of(adopt_all(submit_delayed(roots)));
 }
 
 Future<Value> Client::submit_by_name(std::string_view name, std::vector<Value> args) {
@@ -61,7 +97,7 @@ Future<Value> Client::submit_by_name(std::string_view name, std::vector<Value> a
   columns.reserve(args.size());
   for (auto& arg : args) columns.push_back(Column::broadcast(Arg(std::move(arg))));
   auto op = std::make_shared<Operation>(function, 1, std::move(columns));
-  return Future<Value>(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0);
+  return Future<Value>(detail::ResultHandle(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0));
 }
 
 std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::string>& keys) {
@@ -73,17 +109,8 @@ std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::st
     if (it == lowered.refs.end()) throw SubmissionError("get: key '" + key + "' is not in the graph");
     wanted.push_back(it->second);
   }
-  auto sink = send(std::move(lowered.operations), coalesce(wanted), static_cast<std::uint32_t>(keys.size()));
-  std::vector<Value> out;
-  out.reserve(keys.size());
-  try {
-    for (std::uint32_t i = 0; i < keys.size(); ++i) out.push_back(sink->result(i));
-  } catch (...) {
-    release_all(*sink);
-    throw;
-  }
-  release_all(*sink);
-  return out;
+  return values_of(adopt_all(
+      send(std::move(lowered.operations), coalesce(wanted), static_cast<std::uint32_t>(keys.size()))));
 }
 
 }  // namespace tessera

@@ -2,27 +2,9 @@
 
 #include <unordered_map>
 
+#include "client/lower_delayed.hpp"
+
 namespace tessera {
-
-FutureArgument::FutureArgument(std::shared_ptr<ResultSink> sink, std::uint32_t slot)
-    : sink_(std::move(sink)), slot_(slot) {
-  sink_->hold(slot_);
-}
-
-FutureArgument::FutureArgument(const FutureArgument& other) : FutureArgument(other.sink_, other.slot_) {}
-
-FutureArgument& FutureArgument::operator=(const FutureArgument& other) {
-  if (this == &other) return *this;
-  other.sink_->hold(other.slot_);  // before the release: other may refer to the same slot
-  sink_->release(slot_);
-  sink_ = other.sink_;
-  slot_ = other.slot_;
-  return *this;
-}
-
-FutureArgument::~FutureArgument() {
-  sink_->release(slot_);
-}
 
 DelayedNode::~DelayedNode() {
   // Take over children that only this node keeps alive, so each is destroyed here, not recursively.
@@ -39,6 +21,8 @@ DelayedNode::~DelayedNode() {
     adopt(const_cast<DelayedNode&>(*node).args);
   }
 }
+
+namespace detail {
 
 LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots) {
   struct Group {
@@ -88,7 +72,7 @@ LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots) {
         } else if (const auto* child = std::get_if<DelayedNodePtr>(&arg)) {
           columns[j].emplace_back(placed.at(child->get()));
         } else {
-          columns[j].emplace_back(std::get<FutureArgument>(arg).task());
+          columns[j].emplace_back(std::get<ResultHandle>(arg).task());
         }
       }
     }
@@ -102,5 +86,7 @@ LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots) {
   for (const DelayedNode* root : roots) out.roots.push_back(placed.at(root));
   return out;
 }
+
+}  // namespace detail
 
 }  // namespace tessera

@@ -1,6 +1,35 @@
 #include "tessera/stream.hpp"
 
+#include <mutex>
+
+#include "actors/cluster_backend.hpp"
+#include "actors/stream_sink.hpp"
+
 namespace tessera {
+
+struct Stream::State {
+  std::shared_ptr<ClusterBackend> backend;
+  std::string simulation;
+  SimulationType shape;  // name and arity (when the simulation says), for the check at push
+  std::shared_ptr<StreamSink> sink;
+  std::size_t max_in_flight = 0;
+  std::uint64_t id = 0;
+  std::mutex mutex;
+  std::uint64_t next_id = 0;  // the id the next push gets
+  std::uint64_t sent = 0;     // ids below this have been sent
+  std::vector<Value> buffer;  // pushed, not yet sent
+  bool closed = false;
+
+  // Sends what is buffered; the caller holds the mutex.
+  void flush_locked() {
+    if (buffer.empty()) return;
+    StreamBatch batch{sent, std::move(buffer)};
+    sent += batch.parameters.size();
+    buffer.clear();
+    backend->push(id, std::move(batch));
+  }
+};
+
 namespace {
 // A batch goes out at this size even while the pipeline is busy.
 constexpr std::size_t kMaxBatch = 1024;
@@ -36,9 +65,23 @@ Stream::~Stream() {
   if (state_) close();
 }
 
-std::uint64_t Stream::next_id() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->next_id;
+Stream::Stream(Stream&&) noexcept = default;
+Stream& Stream::operator=(Stream&&) noexcept = default;
+
+std::uint64_t Stream::id() const {
+  return state_->id;
+}
+
+void Stream::on_result(std::function<void(const StreamRecord&)> callback) {
+  state_->sink->on_result(std::move(callback));
+}
+
+std::uint64_t Stream::completed() const {
+  return state_->sink->delivered();
+}
+
+const std::string& Stream::error() const {
+  return state_->sink->stream_error();
 }
 
 std::uint64_t Stream::pushed() const {
@@ -54,33 +97,25 @@ std::uint64_t Stream::push_value(Value parameters) {
     throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
                           std::to_string(st.id) + ": " + why);
   // Before waiting for credit, send what is buffered: its answers are the credit.
-  if (st.sink->in_flight() + 1 > st.max_in_flight) flush_locked(st);
+  if (st.sink->in_flight() + 1 > st.max_in_flight) st.flush_locked();
   st.sink->acquire(1);
   const std::uint64_t id = st.next_id++;
   st.buffer.push_back(std::move(parameters));
   // Send now when nothing sent is outstanding (latency), else batch until the batch is full.
-  if (st.buffer.size() >= kMaxBatch || st.sink->in_flight() <= st.buffer.size()) flush_locked(st);
+  if (st.buffer.size() >= kMaxBatch || st.sink->in_flight() <= st.buffer.size()) st.flush_locked();
   return id;
-}
-
-void Stream::flush_locked(State& st) {
-  if (st.buffer.empty()) return;
-  StreamBatch batch{st.sent, std::move(st.buffer)};
-  st.sent += batch.parameters.size();
-  st.buffer.clear();
-  st.backend->push(st.id, std::move(batch));
 }
 
 void Stream::flush() {
   std::lock_guard lock(state_->mutex);
-  flush_locked(*state_);
+  state_->flush_locked();
 }
 
 void Stream::close() {
   auto& st = *state_;
   std::lock_guard lock(st.mutex);
   if (st.closed) return;
-  flush_locked(st);
+  st.flush_locked();
   st.closed = true;
   st.backend->close(st.id);
 }

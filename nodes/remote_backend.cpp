@@ -84,16 +84,15 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     streams_[opened.id] = std::move(sink);
     return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt};
   }
-  Value fit_glm(Value request) override {
+  GlmFitted fit_glm(GlmFitRequest request) override {
     const std::uint64_t id = next_request_++;
-    std::future<Value> answer;
+    std::future<GlmFitted> answer;
     {
       std::lock_guard lock(streams_mutex_);
       answer = fitting_[id].get_future();
     }
     transport::Outgoing message;
-    wire::encode(GlmMessage{id, GlmKind::fit, std::move(request)}, message.envelope().initGlm(),
-                 message.attachments());
+    wire::encode(GlmMessage{id, std::move(request)}, message.envelope().initGlm(), message.attachments());
     send(message);
     return answer.get();  // the scheduler always answers, with an error if the fit failed
   }
@@ -244,8 +243,9 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
       auto answer = wire::decode(envelope.getGlm(), message.frames());
       std::lock_guard lock(streams_mutex_);
       auto it = fitting_.find(answer.session);
-      if (it == fitting_.end() || answer.kind != GlmKind::fitted) return;
-      it->second.set_value(std::move(answer.payload));
+      auto* fitted = std::get_if<GlmFitted>(&answer.body);
+      if (it == fitting_.end() || !fitted) return;
+      it->second.set_value(std::move(*fitted));
       fitting_.erase(it);
     } else if (envelope.isError()) {
       std::cerr << "[tessera client] the scheduler reports: " << std::string(envelope.getError().getReason())
@@ -269,7 +269,7 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
   std::unordered_map<std::uint64_t, std::promise<OpenAnswer>> opening_;
   std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
   std::unordered_map<std::uint64_t, std::shared_ptr<StreamSink>> streams_;
-  std::unordered_map<std::uint64_t, std::promise<Value>> fitting_;  // GLM fits waiting, by request id
+  std::unordered_map<std::uint64_t, std::promise<GlmFitted>> fitting_;  // GLM fits waiting, by request id
   std::atomic<std::uint64_t> next_request_{1};
   std::shared_ptr<SchedulerLink> link_;
   std::mutex sinks_mutex_;
@@ -309,8 +309,13 @@ class RemoteResultSource final : public ResultSource {
     }
     return out;
   }
-  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format) override {
-    return backend()->ask(stream, filter, format, "", 0, 0, 0).envelope().getResultsAnswer().getText();
+  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
+                   const std::string& field, std::size_t bins) override {
+    return backend()
+        ->ask(stream, filter, format, field, static_cast<std::uint32_t>(bins), 0, 0)
+        .envelope()
+        .getResultsAnswer()
+        .getText();
   }
 
  private:

@@ -354,6 +354,17 @@ void export_json(const ResultStore& store, std::uint64_t stream, const ResultFil
   });
 }
 
+void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
+                         const ResultSummary& s, std::ostream& out) {
+  const auto info = store.stream(stream).value_or(StreamInfo{stream, "?"});
+  out << "{\"stream\":" << stream << ",\"simulation\":\"" << info.simulation
+      << "\",\"closed\":" << (info.closed ? "true" : "false") << ",\"count\":" << s.count
+      << ",\"failed\":" << s.failed << ",\"field\":\"" << field << "\",\"numeric\":" << s.numeric
+      << ",\"mean\":" << s.mean << ",\"min\":" << s.min << ",\"max\":" << s.max << ",\"histogram\":[";
+  for (std::size_t i = 0; i < s.histogram.size(); ++i) out << (i ? "," : "") << s.histogram[i];
+  out << "]}\n";
+}
+
 }  // namespace tessera
 
 #include "storage/result_source.hpp"
@@ -361,15 +372,20 @@ void export_json(const ResultStore& store, std::uint64_t stream, const ResultFil
 namespace tessera {
 
 std::string LocalResultSource::text(std::uint64_t stream, const std::string& filter,
-                                    const std::string& format) {
+                                    const std::string& format, const std::string& field, std::size_t bins) {
   std::ostringstream out;
   const auto parsed = ResultFilter::parse(filter);
   if (format == "csv") {
     export_csv(*store_, stream, parsed, out);
   } else if (format == "json") {
     export_json(*store_, stream, parsed, out);
+  } else if (format == "count") {
+    out << summarize(*store_, stream, parsed, {}, 0).count << "\n";
+  } else if (format == "summary") {
+    export_summary_json(*store_, stream, field,
+                        summarize(*store_, stream, parsed, ResultField::parse(field), bins), out);
   } else {
-    throw QueryError("unknown export format '" + format + "' (csv or json)");
+    throw QueryError("unknown format '" + format + "' (summary, count, csv or json)");
   }
   return out.str();
 }

@@ -63,5 +63,9 @@ void export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilt
                 std::ostream& out);
 void export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                  std::ostream& out);
+// A summary of `field` as one JSON line that also names the stream's simulation and says whether it has
+// closed ("?" and false for a stream the store does not know).
+void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
+                         const ResultSummary& summary, std::ostream& out);
 
 }  // namespace tessera

@@ -20,8 +20,10 @@ class ResultSource {
   // Matching results with first <= id < last, in id order.
   virtual std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter,
                                             std::uint64_t first, std::uint64_t last) = 0;
-  // "csv" or "json" export.
-  virtual std::string text(std::uint64_t stream, const std::string& filter, const std::string& format) = 0;
+  // The answer as text, in one of `tessera results`' formats: "csv" or "json" export, "count" (the count
+  // and a newline) or "summary" (one JSON line, see export_summary_json, of `field` in `bins` bins).
+  virtual std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
+                           const std::string& field, std::size_t bins) = 0;
 };
 
 // This process's store.
@@ -42,7 +44,8 @@ class LocalResultSource final : public ResultSource {
     });
     return out;
   }
-  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format) override;
+  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
+                   const std::string& field, std::size_t bins) override;
 
  private:
   std::shared_ptr<const ResultStore> store_;

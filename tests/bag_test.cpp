@@ -2,6 +2,8 @@
 // partitions than items), checked against plain loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
 #include <tessera/tessera.hpp>
 
 namespace {

@@ -504,4 +504,57 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
   std::filesystem::remove_all(dir);
 }
 
+// `stream push --output` writes what `results --format csv` prints: both are the client library's query.
+TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
+  NodeProcess node(
+      "[node]\nname = \"streams\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
+      "workers = 1\nthreads_per_worker = 2\n" +
+      plugins());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera-cli-output-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto input = (dir / "params.csv").string(), output = (dir / "results.csv").string();
+  {
+    std::ofstream params(input);
+    params << "x\n";
+    for (int i = 0; i < 16; ++i) params << i << "\n";
+  }
+  int code = 0;
+  const std::string cli_base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  auto out = run_command(
+      cli_base + " stream push --simulation pause_square --quiet --input " + input + " --output " + output,
+      code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out,
+            "stream 1: 16 parameter sets, 16 results stored (1 failed)\nresults written to " + output + "\n");
+  std::ifstream written_file(output);
+  const std::string written((std::istreambuf_iterator<char>(written_file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(written.rfind("id,parameters...,result...|error\n0,0,0\n1,1,1\n2,2,4\n", 0), 0u) << written;
+  EXPECT_NE(written.find("\n13,13,error: 13 is refused (on "), std::string::npos) << written;
+  EXPECT_EQ(written, cli(node, "results --stream 1 --format csv"));
+
+  // The summary goes to a file as well; an unknown stream and an unwritable file are named.
+  out = run_command(cli_base + " results --stream 1 --output " + (dir / "summary.json").string(), code);
+  EXPECT_EQ(code, 0) << out;
+  std::ifstream summary_file(dir / "summary.json");
+  std::string summary;
+  std::getline(summary_file, summary);
+  EXPECT_EQ(summary.rfind("{\"stream\":1,\"simulation\":\"pause_square\",\"closed\":true,\"count\":16,", 0),
+            0u)
+      << summary;
+  out = run_command(cli_base + " results --stream 7 --format csv", code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_EQ(out, "tessera: no stream 7 in this node's store\n");
+  const auto unwritable = (dir / "no-such-dir" / "results.csv").string();
+  out = run_command(cli_base + " stream push --simulation pause_square --quiet --input " + input +
+                        " --output " + unwritable,
+                    code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(
+      out.find("the results of stream 2 were not written to " + unwritable + ": cannot write " + unwritable),
+      std::string::npos)
+      << out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

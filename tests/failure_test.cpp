@@ -2,7 +2,10 @@
 // depends on it is cancelled with that cause; everything else finishes and the cluster keeps working.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <numeric>
 #include <tessera/tessera.hpp>
+#include <thread>
 
 #include "test_util.hpp"
 

@@ -1,8 +1,11 @@
 // Futures: submit, map, gather, as_completed, futures as arguments of later submits.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <numeric>
 #include <set>
 #include <tessera/tessera.hpp>
+#include <thread>
 
 namespace {
 

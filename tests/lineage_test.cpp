@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/messages.hpp"
+#include "client/local_cluster_access.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -24,7 +25,8 @@ std::int64_t lineage_add(std::int64_t a, std::int64_t b) {
 TESSERA_TASK(lineage_add);
 
 void declare_lost(tessera::LocalCluster& cluster, std::uint32_t worker) {
-  caf::anon_send(cluster.scheduler(), tessera::lost_atom::value, worker);
+  caf::anon_send(tessera::detail::LocalClusterAccess::engine(cluster).scheduler(), tessera::lost_atom::value,
+                 worker);
 }
 
 TEST(Lineage, RunningAndHeldTasksOfALostWorkerAreRecomputed) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <tessera/tessera.hpp>
 
 #include "node_process.hpp"

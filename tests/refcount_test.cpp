@@ -2,6 +2,7 @@
 // memory returns when none does; intermediate results of a graph are freed as the graph runs.
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <tessera/tessera.hpp>
 
 #include "actors/held_results.hpp"

@@ -2,7 +2,10 @@
 // others, and every result stays correct.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <numeric>
 #include <tessera/tessera.hpp>
+#include <thread>
 
 #include "actors/held_results.hpp"
 #include "test_util.hpp"

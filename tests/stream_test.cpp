@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "actors/messages.hpp"
+#include "client/local_cluster_access.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -235,7 +236,8 @@ TEST(Stream, ALostWorkersParameterSetsRunAgainExactlyOnce) {
   auto stream = client.stream("slow", {.max_in_flight = 1024});
   std::thread saboteur([&] {
     tessera::testing::eventually([&] { return stream.completed() >= 1000; });
-    caf::anon_send(cluster.scheduler(), tessera::lost_atom::value, std::uint32_t{1});
+    caf::anon_send(tessera::detail::LocalClusterAccess::engine(cluster).scheduler(),
+                   tessera::lost_atom::value, std::uint32_t{1});
   });
   const int n = 6000;
   for (int i = 0; i < n; ++i) stream.push(double(i));

@@ -1,51 +1,49 @@
 // as_completed(futures): yields the futures in the order their tasks finish.
 #pragma once
 
-#include <map>
+#include <cstddef>
+#include <iterator>
 #include <memory>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "tessera/future.hpp"
 
 namespace tessera {
 
+namespace detail {
+
+// The order in which result handles finish: next() waits for the next one and gives its index. Several
+// handles on one slot are each given once.
+class CompletionOrder {
+ public:
+  // The handles must stay alive while the order is read.
+  explicit CompletionOrder(const std::vector<const ResultHandle*>& handles);
+  ~CompletionOrder();
+  CompletionOrder(CompletionOrder&&) noexcept;
+  CompletionOrder& operator=(CompletionOrder&&) noexcept;
+
+  // Nullopt once every handle has been given.
+  std::optional<std::size_t> next();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace detail
+
 template <class T>
 class AsCompleted {
  public:
   explicit AsCompleted(std::vector<Future<T>> futures)
-      : futures_(std::move(futures)),
-        queue_(std::make_shared<CompletionQueue>()),
-        remaining_(futures_.size()) {
-    std::set<ResultSink*> sinks;
-    for (std::size_t i = 0; i < futures_.size(); ++i) {
-      pending_[{futures_[i].sink().get(), futures_[i].slot()}].push_back(i);
-      sinks.insert(futures_[i].sink().get());
-    }
-    for (ResultSink* sink : sinks) sink->listen(queue_);
-  }
+      : futures_(std::move(futures)), order_(handles_of(futures_)) {}
 
   // The next finished future (successful or not); nullopt when every one has been yielded.
   std::optional<Future<T>> next() {
-    if (remaining_ == 0) return std::nullopt;
-    std::unique_lock lock(queue_->mutex);
-    for (;;) {
-      while (!queue_->finished.empty()) {
-        auto [sink, slot] = queue_->finished.front();
-        queue_->finished.pop_front();
-        auto it = pending_.find({sink, slot});
-        if (it == pending_.end()) continue;
-        const std::size_t index = it->second.back();
-        it->second.pop_back();
-        if (it->second.empty()) pending_.erase(it);
-        // Several futures on one slot: each is yielded once.
-        if (pending_.count({sink, slot})) queue_->finished.emplace_front(sink, slot);
-        --remaining_;
-        return futures_[index];
-      }
-      queue_->changed.wait(lock);
-    }
+    auto index = order_.next();
+    if (!index) return std::nullopt;
+    return futures_[*index];
   }
 
   class iterator {
@@ -71,10 +69,15 @@ class AsCompleted {
   std::default_sentinel_t end() { return {}; }
 
  private:
+  static std::vector<const detail::ResultHandle*> handles_of(const std::vector<Future<T>>& futures) {
+    std::vector<const detail::ResultHandle*> handles;
+    handles.reserve(futures.size());
+    for (const auto& f : futures) handles.push_back(&f.handle());
+    return handles;
+  }
+
   std::vector<Future<T>> futures_;
-  std::shared_ptr<CompletionQueue> queue_;
-  std::map<std::pair<const void*, std::uint32_t>, std::vector<std::size_t>> pending_;
-  std::size_t remaining_;
+  detail::CompletionOrder order_;
 };
 
 template <class T>

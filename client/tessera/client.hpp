@@ -4,12 +4,15 @@
 
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <ranges>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "graph/graph_spec.hpp"
+#include "graph/operation.hpp"
+#include "graph/watch.hpp"
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
@@ -18,6 +21,15 @@
 #include "tessera/task_function.hpp"
 
 namespace tessera {
+
+class ClusterBackend;  // where a client's work goes: this process's cluster or a scheduler node
+namespace glm {
+class GeneralizedLinearModel;
+}
+
+// A GLM fit's request and answer (actors/glm/messages.hpp): only tessera::glm's estimators use them.
+struct GlmFitRequest;
+struct GlmFitted;
 
 // How a client reaches a scheduler node. With CURVE on at the scheduler, this client's key pair (Z85) and
 // the scheduler's public key; the scheduler refuses (and logs) a key it was not given.
@@ -31,18 +43,16 @@ struct ConnectOptions {
 class Client {
  public:
   // A client of a cluster in this process.
-  explicit Client(LocalCluster& cluster) : backend_(cluster.backend()) {}
+  explicit Client(LocalCluster& cluster);
   // A client of a scheduler node, e.g. "tcp://127.0.0.1:7070" (see tessera-node); the same API.
   explicit Client(const std::string& scheduler_address);
   Client(const std::string& scheduler_address, const ConnectOptions& options);
 
   // Opens a stream of parameter sets on the simulation registered under `simulation` (see stream.hpp);
   // an unknown name is a SubmissionError listing the known ones.
-  Stream stream(std::string_view simulation, StreamOptions options = {}) {
-    return Stream(backend_, std::string(simulation), std::move(options));
-  }
+  Stream stream(std::string_view simulation, StreamOptions options = {});
   // Queries over a stream's stored results (see results.hpp).
-  ResultQuery results(std::uint64_t stream) { return ResultQuery(backend_->results(), stream); }
+  ResultQuery results(std::uint64_t stream);
 
   // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
   template <class F, class... X>
@@ -60,7 +70,8 @@ class Client {
     }
     (std::index_sequence_for<X...>{});
     auto op = std::make_shared<Operation>(function, 1, std::move(columns));
-    return Future<detail::task_result_t<F>>(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0);
+    return Future<detail::task_result_t<F>>(
+        detail::ResultHandle(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0));
   }
 
   // Runs the function registered under `name` with dynamically typed arguments (as a command line or
@@ -93,7 +104,7 @@ class Client {
         send({op}, {Watch{op->id(), 0, static_cast<std::uint32_t>(n), 0}}, static_cast<std::uint32_t>(n));
     std::vector<Future<detail::task_result_t<F>>> futures;
     futures.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) futures.emplace_back(sink, i);
+    for (std::uint32_t i = 0; i < n; ++i) futures.emplace_back(detail::ResultHandle(sink, i));
     return futures;
   }
 
@@ -131,36 +142,28 @@ class Client {
   }
   template <class... T>
   requires(sizeof...(T) > 1) std::tuple<T...> compute(const Delayed<T>&... values) {
-    auto sink = submit_delayed({values.node().get()...});
-    auto out = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::tuple<T...>(from_value<T>(sink->result(I))...);
+    auto results = compute_values({values.node().get()...});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<T...>(from_value<T>(std::move(results[I]))...);
     }
     (std::index_sequence_for<T...>{});
-    release_all(*sink);
-    return out;
   }
   template <class T>
   std::vector<T> compute(const std::vector<Delayed<T>>& values) {
     std::vector<const DelayedNode*> roots;
     roots.reserve(values.size());
     for (const auto& v : values) roots.push_back(v.node().get());
-    auto sink = submit_delayed(roots);
+    auto results = compute_values(roots);
     std::vector<T> out;
-    out.reserve(values.size());
-    try {
-      for (std::uint32_t i = 0; i < values.size(); ++i) out.push_back(from_value<T>(sink->result(i)));
-    } catch (...) {
-      release_all(*sink);
-      throw;
-    }
-    release_all(*sink);
+    out.reserve(results.size());
+    for (auto& r : results) out.push_back(from_value<T>(std::move(r)));
     return out;
   }
 
   // Starts computing delayed values and returns futures on their results (kept on the workers).
   template <class T>
   Future<T> persist(const Delayed<T>& value) {
-    return Future<T>(submit_delayed({value.node().get()}), 0);
+    return Future<T>(detail::ResultHandle(submit_delayed({value.node().get()}), 0));
   }
   template <class T>
   std::vector<Future<T>> persist(const std::vector<Delayed<T>>& values) {
@@ -169,17 +172,19 @@ class Client {
     auto sink = submit_delayed(roots);
     std::vector<Future<T>> out;
     out.reserve(values.size());
-    for (std::uint32_t i = 0; i < values.size(); ++i) out.emplace_back(sink, i);
+    for (std::uint32_t i = 0; i < values.size(); ++i) out.emplace_back(detail::ResultHandle(sink, i));
     return out;
   }
 
   // Runs a dictionary graph (key -> function and arguments) and returns the values of `keys`.
   std::vector<Value> get(const GraphSpec& graph, const std::vector<std::string>& keys);
 
-  // Runs a GLM fit request and waits for its answer (what tessera::glm's estimators call; see glm.hpp).
-  Value fit_glm(Value request);
-
  private:
+  // tessera::glm's estimators run their fits through the client's cluster.
+  friend class glm::GeneralizedLinearModel;
+  // Runs a GLM fit and waits for its answer (see glm.hpp).
+  GlmFitted fit_glm(GlmFitRequest request);
+
   template <class R0, class... R>
   static std::size_t first_size(const R0& r0, const R&...) {
     return static_cast<std::size_t>(std::ranges::size(r0));
@@ -202,12 +207,12 @@ class Client {
     }
   }
 
+  // Sends operations; the returned table holds one reference per slot, for the caller to adopt.
   std::shared_ptr<ResultSink> send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
-                                   std::uint32_t slots) {
-    return backend_->submit(std::move(operations), std::move(watches), slots);
-  }
+                                   std::uint32_t slots);
   std::shared_ptr<ResultSink> submit_delayed(const std::vector<const DelayedNode*>& roots);
-  static void release_all(ResultSink& sink);
+  // Computes the roots and returns their values in order (the first failure, in that order, is thrown).
+  std::vector<Value> compute_values(const std::vector<const DelayedNode*>& roots);
   void send_cancel(std::vector<TaskRef> tasks);
 
   std::shared_ptr<ClusterBackend> backend_;

@@ -4,11 +4,12 @@
 #pragma once
 
 #include <memory>
-#include <unordered_map>
+#include <string>
 #include <variant>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "graph/value.hpp"
+#include "tessera/future.hpp"
 #include "tessera/task_function.hpp"
 
 namespace tessera {
@@ -16,21 +17,9 @@ namespace tessera {
 struct DelayedNode;
 using DelayedNodePtr = std::shared_ptr<const DelayedNode>;
 
-// A future used inside a delayed graph: holds a reference on its result while the graph exists.
-class FutureArgument {
- public:
-  FutureArgument(std::shared_ptr<ResultSink> sink, std::uint32_t slot);
-  FutureArgument(const FutureArgument& other);
-  FutureArgument& operator=(const FutureArgument& other);
-  ~FutureArgument();
-  TaskRef task() const { return sink_->task(slot_); }
-
- private:
-  std::shared_ptr<ResultSink> sink_;
-  std::uint32_t slot_;
-};
-
-using DelayedArg = std::variant<Value, DelayedNodePtr, FutureArgument>;
+// An argument of a delayed call: a literal, another delayed call, or a future's result (whose reference
+// the graph holds while it exists).
+using DelayedArg = std::variant<Value, DelayedNodePtr, detail::ResultHandle>;
 
 struct DelayedNode {
   const TaskFunction* function;
@@ -71,7 +60,7 @@ DelayedArg make_delayed_arg(X&& x, std::size_t position) {
     return DelayedArg(x.node());
   } else if constexpr (is_future<D>::value) {
     (void)make_arg<P>(x, position);  // type checks
-    return DelayedArg(FutureArgument(x.sink(), x.slot()));
+    return DelayedArg(x.handle());
   } else {
     return DelayedArg(std::get<Value>(make_arg<P>(std::forward<X>(x), position)));
   }
@@ -111,12 +100,5 @@ template <class F>
 DelayedFunction<std::decay_t<F>> delayed(F&& fn) {
   return DelayedFunction<std::decay_t<F>>(detail::resolve(fn));
 }
-
-// Turns delayed graphs into operations (one per function) and says which task each root became.
-struct LoweredDelayed {
-  std::vector<OperationPtr> operations;
-  std::vector<TaskRef> roots;
-};
-LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots);
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 //   auto hits = client.results(stream.id()).where("result > 2").count();
 //   auto s = client.results(stream.id()).summary();          // count, mean, min, max, histogram
 //   client.results(id).where("failed").to_json(std::cout);
+//   client.results(id).to_text(std::cout, "summary", "result[0]", 20);  // what `tessera results` prints
 #pragma once
 
 #include <cstdint>
@@ -14,39 +15,34 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/result_source.hpp"
+#include "storage/result_query.hpp"
 
 namespace tessera {
 
+class ResultSource;  // where the query is answered: this process's store or a scheduler node's
+
 class ResultQuery {
  public:
-  ResultQuery(std::shared_ptr<ResultSource> source, std::uint64_t stream, std::string filter = {})
-      : source_(std::move(source)), stream_(stream), filter_(std::move(filter)) {}
-
   // The same query with a filter (see ResultFilter); a bad filter is a QueryError naming the position.
-  ResultQuery where(std::string_view filter) const {
-    (void)ResultFilter::parse(filter);  // refused here, before it travels
-    return ResultQuery(source_, stream_, std::string(filter));
-  }
-  std::uint64_t count() const { return source_->summary(stream_, filter_, "result", 0).count; }
-  ResultSummary summary(std::string_view field = "result", std::size_t bins = 10) const {
-    (void)ResultField::parse(field);
-    return source_->summary(stream_, filter_, std::string(field), bins);
-  }
+  ResultQuery where(std::string_view filter) const;
+  std::uint64_t count() const;
+  ResultSummary summary(std::string_view field = "result", std::size_t bins = 10) const;
   // The result of one parameter set, whatever the filter.
-  std::optional<StreamResult> get(std::uint64_t id) const {
-    auto found = source_->records(stream_, "", id, id + 1);
-    if (found.empty()) return std::nullopt;
-    return std::move(found.front());
-  }
+  std::optional<StreamResult> get(std::uint64_t id) const;
   // Matching results with first <= id < last, in id order.
-  std::vector<StreamResult> range(std::uint64_t first, std::uint64_t last) const {
-    return source_->records(stream_, filter_, first, last);
-  }
-  void to_csv(std::ostream& out) const { out << source_->text(stream_, filter_, "csv"); }
-  void to_json(std::ostream& out) const { out << source_->text(stream_, filter_, "json"); }
+  std::vector<StreamResult> range(std::uint64_t first, std::uint64_t last) const;
+  void to_csv(std::ostream& out) const;
+  void to_json(std::ostream& out) const;
+  // The answer in a format `tessera results --format` names: "summary" (one JSON line with the stream, its
+  // simulation, whether it has closed, and summary(field, bins)), "count" (the count and a newline), "csv"
+  // or "json" (as to_csv and to_json); another format is a QueryError. On a scheduler node, the node's text.
+  void to_text(std::ostream& out, std::string_view format, std::string_view field = "result",
+               std::size_t bins = 10) const;
 
  private:
+  friend class Client;  // Client::results makes queries
+  ResultQuery(std::shared_ptr<ResultSource> source, std::uint64_t stream, std::string filter = {});
+
   std::shared_ptr<ResultSource> source_;
   std::uint64_t stream_;
   std::string filter_;

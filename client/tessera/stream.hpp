@@ -14,19 +14,20 @@
 #include <functional>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <ranges>
 #include <string>
 #include <vector>
 
-#include "actors/cluster_backend.hpp"
-#include "actors/stream_sink.hpp"
 #include "graph/codec.hpp"
 #include "graph/errors.hpp"
 #include "graph/simulation.hpp"
+#include "graph/stream_record.hpp"
+#include "graph/value.hpp"
 
 namespace tessera {
+
+class ClusterBackend;  // where the stream runs: this process's cluster or a scheduler node
 
 struct StreamOptions {
   // Parameter sets pushed but not yet answered; a push waits beyond this. Default 4096.
@@ -39,13 +40,11 @@ struct StreamOptions {
 
 class Stream {
  public:
-  // Opens the stream; `simulation` is checked where the stream runs (a SubmissionError if unknown).
-  Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options);
-  ~Stream();
-  Stream(Stream&&) = default;
-  Stream& operator=(Stream&&) = default;
+  ~Stream();  // closes the stream if it is open
+  Stream(Stream&&) noexcept;
+  Stream& operator=(Stream&&) noexcept;
 
-  std::uint64_t id() const { return state_->id; }
+  std::uint64_t id() const;
 
   // Sends one parameter set and returns its id. A set the simulation cannot take (wrong arity) is a
   // SubmissionError naming the simulation, and uses no id.
@@ -55,7 +54,7 @@ class Stream {
   }
   template <std::ranges::input_range R>
   std::uint64_t push_batch(const R& parameters) {
-    std::uint64_t first = next_id();
+    std::uint64_t first = pushed();
     for (const auto& p : parameters) push(p);
     return first;
   }
@@ -66,19 +65,18 @@ class Stream {
   void close();
 
   // From now on each result goes to `callback` (on a Tessera thread) instead of the iterator.
-  void on_result(std::function<void(const StreamRecord&)> callback) {
-    state_->sink->on_result(std::move(callback));
-  }
+  void on_result(std::function<void(const StreamRecord&)> callback);
   // The next result in completion order; nullopt once the stream is closed and every result was taken
   // (or the deadline passed).
   std::optional<StreamRecord> next(
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   // Waits until the stream is closed and every parameter set answered; false when the deadline passed.
   bool wait(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  // Parameter sets pushed so far: the id the next push gets.
   std::uint64_t pushed() const;
-  std::uint64_t completed() const { return state_->sink->delivered(); }
+  std::uint64_t completed() const;
   // Set when the stream failed as a whole (its store could not be written).
-  const std::string& error() const { return state_->sink->stream_error(); }
+  const std::string& error() const;
 
   class Results {
    public:
@@ -114,21 +112,10 @@ class Stream {
   Results results() { return Results(this); }
 
  private:
-  std::uint64_t next_id() const;
-  struct State {
-    std::shared_ptr<ClusterBackend> backend;
-    std::string simulation;
-    SimulationType shape;  // name and arity (when the simulation says), for the check at push
-    std::shared_ptr<StreamSink> sink;
-    std::size_t max_in_flight = 0;
-    std::uint64_t id = 0;
-    std::mutex mutex;
-    std::uint64_t next_id = 0;  // the id the next push gets
-    std::uint64_t sent = 0;     // ids below this have been sent
-    std::vector<Value> buffer;  // pushed, not yet sent
-    bool closed = false;
-  };
-  void flush_locked(State& st);
+  friend class Client;  // Client::stream opens streams
+  // Opens the stream; `simulation` is checked where the stream runs (a SubmissionError if unknown).
+  Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options);
+  struct State;
   std::unique_ptr<State> state_;
 };
 
