@@ -14,107 +14,10 @@
 #include "graph/simulation.hpp"
 #include "graph/task_state.hpp"
 #include "graph/watch.hpp"
+#include "scheduling/status.hpp"
+#include "scheduling/task_messages.hpp"
 
 namespace tessera {
-
-class ResultSink;
-
-// Client -> scheduler: operations to run and which of their tasks the sink wants.
-struct Submission {
-  std::vector<OperationPtr> operations;
-  std::vector<Watch> watches;
-  std::shared_ptr<ResultSink> sink;
-};
-
-// Client -> scheduler: cancel these tasks (and, with them as the cause, what depends on them).
-struct CancelRequest {
-  std::vector<TaskRef> tasks;
-};
-
-// Scheduler -> worker: run tasks [first_task, first_task + count) of `op` in local slots from first_slot.
-// An `adopt` run does not compute: its slots receive a finished result moved from a retiring worker.
-// `report`: the finished results go back to the scheduler (someone watches them); otherwise only the
-// fact that they finished does, so an intermediate chunk never travels to the scheduler.
-struct AssignRun {
-  OperationPtr op;
-  std::uint32_t first_task = 0;
-  std::uint32_t count = 0;
-  std::uint32_t first_slot = 0;
-  bool adopt = false;
-  bool report = true;
-};
-struct AssignBatch {
-  std::vector<AssignRun> runs;
-};
-
-// Where one task result must go: column `column` of slot `slot` of operation `op` on `worker`.
-inline constexpr std::uint16_t kAdoptColumn = 0xffff;  // the whole result, for an adopt slot
-struct Destination {
-  std::uint32_t worker;  // looked up in the WorkerDirectory of the sending process
-  OpId op;
-  std::uint32_t slot;
-  std::uint16_t column;
-};
-// Scheduler -> worker: when slot `slot` of `op` is done (or now, if it is), send its result to `to`.
-struct Subscription {
-  OpId op;
-  std::uint32_t slot;
-  Destination to;
-};
-struct SubscribeBatch {
-  std::vector<Subscription> subscriptions;
-};
-
-// Operation actor -> worker (-> operation actor): task inputs, sent directly between workers.
-struct InputDelivery {
-  OpId op;
-  std::uint32_t slot;
-  std::uint16_t column;
-  Value value;
-};
-struct InputBatch {
-  std::vector<InputDelivery> inputs;
-};
-
-// Scheduler -> worker: slots whose results nobody needs any more, or tasks that must not run.
-struct SlotBatch {
-  OpId op;
-  std::vector<std::uint32_t> slots;
-};
-
-// Operation actor -> scheduler: finished tasks of one operation.
-struct TaskFailure {
-  std::uint32_t task;
-  std::shared_ptr<const TaskFailed> error;
-};
-struct DoneBatch {
-  std::uint32_t worker;
-  OpId op;
-  std::vector<std::uint32_t> tasks;
-  std::vector<Value> results;  // aligned with tasks
-  std::vector<TaskFailure> failures;
-  double busy_seconds = 0;  // compute time the batch took, for the duration estimate
-  std::uint32_t ran = 0;    // tasks that actually ran (tasks + failures)
-};
-
-// Operation actor -> scheduler: tasks taken back from a worker's queue before they started, to run on an
-// idle worker instead (work stealing).
-struct StolenBatch {
-  std::uint32_t worker;
-  OpId op;
-  std::vector<std::uint32_t> tasks;
-};
-
-// Scheduler -> cluster: one worker, for `tessera workers`.
-struct WorkerInfo {
-  std::uint32_t id = 0;
-  std::string name;
-  std::string address;  // where its peers send it inputs; empty for a worker of the scheduler's process
-  std::uint32_t threads = 0;
-  std::uint64_t memory_limit = 0;
-  std::uint64_t tasks_assigned = 0;  // placed on it, not finished
-  bool retiring = false;
-};
 
 // Worker -> scheduler: who a worker is; `address` and `public_key` are how its peers reach it.
 struct WorkerRegistration {
@@ -124,28 +27,6 @@ struct WorkerRegistration {
   std::string address{};
   std::string public_key{};
   std::uint64_t memory_limit = 0;
-};
-
-// Scheduler -> worker: how to reach another worker (an empty address: it left).
-struct PeerNotice {
-  std::uint32_t id = 0;
-  std::string address;
-  std::string public_key;
-};
-
-// Scheduler -> cluster: a snapshot for status displays and tests.
-struct SchedulerStatus {
-  std::uint32_t workers = 0;           // live, not retiring
-  std::uint32_t retiring_workers = 0;  // draining before they leave
-  std::uint64_t operations = 0;        // live operation records
-  std::uint64_t tasks_pending = 0;     // submitted, not yet final
-  std::uint64_t results_held = 0;      // finished results still held on workers
-  std::uint64_t tasks_done = 0;        // since start
-  std::uint64_t tasks_erred = 0;
-  std::uint64_t tasks_cancelled = 0;
-  std::uint64_t tasks_stolen = 0;      // moved to an idle worker before they started
-  std::uint64_t workers_lost = 0;      // declared dead (no heartbeat)
-  std::uint64_t tasks_recomputed = 0;  // lost with a worker and run again from lineage
 };
 
 // ---- Streams of parameter sets ----
@@ -189,7 +70,8 @@ using assign_atom = caf::atom_constant<caf::atom("assign")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using input_atom = caf::atom_constant<caf::atom("input")>;
 using drop_atom = caf::atom_constant<caf::atom("drop")>;
-using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;        // client -> scheduler: CancelRequest
+using cancel_slots_atom = caf::atom_constant<caf::atom("cslots")>;  // scheduler -> worker: SlotBatch
 using forget_atom = caf::atom_constant<caf::atom("forget")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using ran_atom = caf::atom_constant<caf::atom("ran")>;
@@ -200,14 +82,16 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using steal_atom = caf::atom_constant<caf::atom("steal")>;
 using stolen_atom = caf::atom_constant<caf::atom("stolen")>;
-using lost_atom = caf::atom_constant<caf::atom("lost")>;
+using lost_atom = caf::atom_constant<caf::atom("lost")>;  // -> scheduler: declare a worker lost
 using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using workers_atom = caf::atom_constant<caf::atom("workers")>;
 using stream_push_atom = caf::atom_constant<caf::atom("spush")>;
 using stream_close_atom = caf::atom_constant<caf::atom("sclose")>;
 using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
 using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
-using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;
+using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;  // stream -> scheduler: who takes jobs
+using worker_joined_atom = caf::atom_constant<caf::atom("wjoined")>;    // scheduler -> stream: StreamWorker
+using worker_left_atom = caf::atom_constant<caf::atom("wleft")>;        // scheduler -> stream: worker id
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
 
 }  // namespace tessera
@@ -221,6 +105,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SlotBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StolenBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StealRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::CancelRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerRegistration)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PeerNotice)

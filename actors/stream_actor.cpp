@@ -151,13 +151,13 @@ caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
         dispatch(self);
       },
       [=](simulated_atom, SimulationOutcome& outcome) { on_outcome(self, outcome); },
-      [=](stream_workers_atom, const StreamWorker& joined) {
+      [=](worker_joined_atom, const StreamWorker& joined) {
         auto& st = self->state;
         st.workers.push_back(joined);
         st.jobs_out.push_back(0);
         dispatch(self);
       },
-      [=](lost_atom, std::uint32_t worker) {
+      [=](worker_left_atom, std::uint32_t worker) {
         // Its unanswered parameter sets run again elsewhere, first; a late answer from it still counts
         // if it comes first, and the store keeps one result per id either way.
         auto& st = self->state;

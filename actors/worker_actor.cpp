@@ -20,7 +20,7 @@ struct WorkerState {
   std::shared_ptr<ComputePool> pool;
   caf::actor gpu;  // the GPU device actor, when this process has a GPU
   std::shared_ptr<const WorkerDirectory> directory;
-  std::unordered_map<OpId, caf::actor> operations;
+  std::unordered_map<OpId, protocols::operation_actor_type> operations;
   // Inputs that arrived before this worker heard of their operation (they travel worker to worker,
   // the assignment travels from the scheduler: either may come first).
   std::unordered_map<OpId, std::vector<InputDelivery>> early_inputs;
@@ -43,22 +43,19 @@ std::string pool_key(const SimulationJob& job) {
 
 using WorkerActor = caf::stateful_actor<WorkerState>;
 
-caf::actor* find_operation(WorkerActor* self, OpId op) {
+protocols::operation_actor_type* find_operation(WorkerActor* self, OpId op) {
   auto it = self->state.operations.find(op);
   return it == self->state.operations.end() ? nullptr : &it->second;
 }
 
 void glm_load_failed(WorkerActor* self, const caf::actor& reply_to, std::uint64_t session,
                      const std::string& error) {
-  self->send(reply_to, glm_atom::value,
-             GlmMessage{session, GlmKind::loaded,
-                        Value(Value::List{Value(static_cast<std::int64_t>(self->state.id)), Value(error)})});
+  self->send(reply_to, glm_atom::value, GlmMessage{session, GlmLoaded{self->state.id, error}});
 }
 
 // Collects the held results a GLM fit names (a request per operation) and spawns the fit's partition
 // actor over them; it checks the data and answers `loaded`.
-void glm_load(WorkerActor* self, GlmMessage message) {
-  const std::uint64_t session = message.session;
+void glm_load(WorkerActor* self, std::uint64_t session, GlmLoad load) {
   GlmPartitionArgs args;
   // Answers go straight to the solver when it is an actor of this process (it sent the load); from a
   // worker process, through the scheduler's connection, which forwards them to it.
@@ -68,19 +65,11 @@ void glm_load(WorkerActor* self, GlmMessage message) {
     args.reply_to = self->state.scheduler;
   std::unordered_map<OpId, std::vector<std::size_t>> by_op;  // positions in args.partitions
   std::unordered_map<OpId, std::vector<std::uint32_t>> slots;
-  try {
-    const auto& f = message.payload.as_list();
-    args.spec = glm::spec_from_value(f.at(0));
-    for (const auto& entry : f.at(1).as_list()) {
-      const auto& e = entry.as_list();
-      const auto op = static_cast<OpId>(e.at(0).as_int());
-      by_op[op].push_back(args.partitions.size());
-      slots[op].push_back(static_cast<std::uint32_t>(e.at(1).as_int()));
-      args.partitions.push_back(GlmPartition{e.at(2).as_int(), e.at(3).as_int(), nullptr, nullptr});
-    }
-  } catch (const std::exception& e) {
-    glm_load_failed(self, args.reply_to, session, std::string("glm: a malformed load request: ") + e.what());
-    return;
+  args.spec = std::move(load.spec);
+  for (const auto& held : load.partitions) {
+    by_op[held.op].push_back(args.partitions.size());
+    slots[held.op].push_back(held.slot);
+    args.partitions.push_back(GlmPartition{held.index, held.first_row, nullptr, nullptr});
   }
   args.session = session;
   args.worker_id = self->state.id;
@@ -98,12 +87,10 @@ void glm_load(WorkerActor* self, GlmMessage message) {
     if (!gathering->error.empty())
       return glm_load_failed(self, gathering->args.reply_to, session, gathering->error);
     if (released) return;
-    auto actor = spawn_glm_partitions(self->home_system(), std::move(gathering->args));
-    st.glm_sessions[session] = actor;
-    self->send(actor, glm_atom::value, GlmMessage{session, GlmKind::load, Value()});
+    st.glm_sessions[session] = spawn_glm_partitions(self->home_system(), std::move(gathering->args));
   };
   for (auto& [op, positions] : by_op) {
-    caf::actor* target = find_operation(self, op);
+    auto* target = find_operation(self, op);
     if (!target) {
       gathering->error = "glm: worker " + std::to_string(self->state.id) + " holds no result of operation " +
                          std::to_string(op) + " (was the data released?)";
@@ -180,11 +167,12 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         auto& st = self->state;
         for (auto& run : batch.runs) {
           const OpId op = run.op->id();
-          caf::actor* target = find_operation(self, op);
+          auto* target = find_operation(self, op);
           if (!target) {
             auto actor = spawn_operation_actor(
-                self->home_system(), OperationActorArgs{run.op, st.id, caf::actor_cast<caf::actor>(self),
-                                                        st.scheduler, st.pool, st.directory, st.gpu});
+                self->home_system(), OperationActorArgs{run.op, st.id, caf::actor_cast<protocols::input_target_type>(self),
+                                   caf::actor_cast<protocols::scheduler_actor_type>(st.scheduler), st.pool,
+                                   st.directory, caf::actor_cast<protocols::gpu_device_type>(st.gpu)});
             target = &st.operations.emplace(op, std::move(actor)).first->second;
             if (auto early = st.early_inputs.find(op); early != st.early_inputs.end()) {
               self->send(*target, input_atom::value, InputBatch{std::move(early->second)});
@@ -198,7 +186,7 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         std::unordered_map<OpId, SubscribeBatch> by_op;
         for (auto& sub : batch.subscriptions) by_op[sub.op].subscriptions.push_back(std::move(sub));
         for (auto& [op, part] : by_op)
-          if (caf::actor* target = find_operation(self, op))
+          if (auto* target = find_operation(self, op))
             self->send(*target, subscribe_atom::value, std::move(part));
       },
       [=](input_atom, InputBatch& batch) {
@@ -206,7 +194,7 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         std::unordered_map<OpId, InputBatch> by_op;
         for (auto& input : batch.inputs) by_op[input.op].inputs.push_back(std::move(input));
         for (auto& [op, part] : by_op) {
-          if (caf::actor* target = find_operation(self, op)) {
+          if (auto* target = find_operation(self, op)) {
             self->send(*target, input_atom::value, std::move(part));
           } else if (!st.forgotten.count(op)) {
             auto& early = st.early_inputs[op];
@@ -215,23 +203,23 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
         }
       },
       [=](drop_atom, SlotBatch& batch) {
-        if (caf::actor* target = find_operation(self, batch.op))
+        if (auto* target = find_operation(self, batch.op))
           self->send(*target, drop_atom::value, std::move(batch));
       },
-      [=](cancel_atom, SlotBatch& batch) {
-        if (caf::actor* target = find_operation(self, batch.op))
-          self->send(*target, cancel_atom::value, std::move(batch));
+      [=](cancel_slots_atom, SlotBatch& batch) {
+        if (auto* target = find_operation(self, batch.op))
+          self->send(*target, cancel_slots_atom::value, std::move(batch));
       },
-      [=](steal_atom, OpId op, std::uint32_t most) {
-        if (caf::actor* target = find_operation(self, op)) {
-          self->send(*target, steal_atom::value, op, most);
+      [=](steal_atom, const StealRequest& request) {
+        if (auto* target = find_operation(self, request.op)) {
+          self->send(*target, steal_atom::value, request);
         } else {
-          self->send(self->state.scheduler, stolen_atom::value, StolenBatch{self->state.id, op, {}});
+          self->send(self->state.scheduler, stolen_atom::value, StolenBatch{self->state.id, request.op, {}});
         }
       },
       [=](forget_atom, OpId op) {
         auto& st = self->state;
-        if (caf::actor* target = find_operation(self, op)) {
+        if (auto* target = find_operation(self, op)) {
           self->send(*target, shutdown_atom::value);
           st.operations.erase(op);
         }
@@ -241,9 +229,9 @@ caf::behavior worker_actor(WorkerActor* self, caf::actor scheduler, WorkerOption
       [=](glm_atom, GlmMessage& message) {
         auto& st = self->state;
         const auto it = st.glm_sessions.find(message.session);
-        switch (message.kind) {
+        switch (message.kind()) {
           case GlmKind::load:
-            glm_load(self, std::move(message));
+            glm_load(self, message.session, std::get<GlmLoad>(std::move(message.body)));
             break;
           case GlmKind::evaluate:
           case GlmKind::solve:

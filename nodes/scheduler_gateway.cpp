@@ -10,6 +10,7 @@
 #include "nodes/glm_codec.hpp"
 #include "nodes/remote_worker_proxy.hpp"
 #include "nodes/stream_codec.hpp"
+#include "nodes/wire_routes.hpp"
 #include "nodes/worker_codec.hpp"
 #include "storage/result_query.hpp"
 
@@ -179,10 +180,8 @@ struct SchedulerGateway::State {
     if (format == "summary") {
       auto store = options.store ? options.store() : nullptr;
       if (!store) throw std::runtime_error("this node stores no results");
-      const std::string field = query.getField().size() ? std::string(query.getField()) : "result";
-      const auto s =
-          summarize(*store, query.getStreamId(), ResultFilter::parse(std::string(query.getFilter())),
-                    ResultField::parse(field), query.getBins());
+      const std::string field = summary_field(query);
+      const auto s = summary_of(*store, query, ResultFilter::parse(std::string(query.getFilter())));
       auto b = out.initSummary();
       b.setCount(s.count);
       b.setFailed(s.failed);
@@ -196,6 +195,17 @@ struct SchedulerGateway::State {
       return;
     }
     out.setText(query_text(query));
+  }
+
+  static std::string summary_field(wire::ResultsQuery::Reader query) {
+    return query.getField().size() ? std::string(query.getField()) : "result";
+  }
+
+  // The one summary of a query's field, for the typed answer and the text one alike.
+  static ResultSummary summary_of(const ResultStore& store, wire::ResultsQuery::Reader query,
+                                  const ResultFilter& filter) {
+    return summarize(store, query.getStreamId(), filter, ResultField::parse(summary_field(query)),
+                     query.getBins());
   }
 
   static std::string summary_json(const ResultStore& store, std::uint64_t stream, const std::string& field,
@@ -226,10 +236,8 @@ struct SchedulerGateway::State {
     } else if (format == "count") {
       out << summarize(*store, query.getStreamId(), filter, {}, 0).count << "\n";
     } else if (format == "summary") {
-      const std::string field = query.getField().size() ? std::string(query.getField()) : "result";
-      const auto s =
-          summarize(*store, query.getStreamId(), filter, ResultField::parse(field), query.getBins());
-      out << summary_json(*store, query.getStreamId(), field, s);
+      out << summary_json(*store, query.getStreamId(), summary_field(query),
+                          summary_of(*store, query, filter));
     } else {
       throw std::runtime_error("unknown format '" + format + "' (summary, count, csv or json)");
     }
@@ -302,28 +310,25 @@ struct SchedulerGateway::State {
   // The answer goes back on the connection with the client's request id.
   void fit_glm(Client& client, const transport::PeerInfo& peer, transport::Received& message) {
     auto request = wire::decode(message.envelope().getGlm(), message.frames());
-    if (request.kind != GlmKind::fit) throw wire::WireError("a client may only send GLM fit requests");
+    auto* fit = std::get_if<GlmFitRequest>(&request.body);
+    if (!fit)
+      throw wire::WireError("a client may only send GLM fit requests, not " +
+                            std::string(glm_kind_name(request.kind())));
     auto reply = std::make_shared<GlmReply>(
-        GlmReply{[server = server, peer_id = peer.id, request_id = request.session](Value result) {
+        GlmReply{[server = server, peer_id = peer.id, request_id = request.session](GlmFitted result) {
           transport::Outgoing answer;
-          wire::encode(GlmMessage{request_id, GlmKind::fitted, std::move(result)},
-                       answer.envelope().initGlm(), answer.attachments());
+          wire::encode(GlmMessage{request_id, std::move(result)}, answer.envelope().initGlm(),
+                       answer.attachments());
           if (auto target = server.lock()) target->send(peer_id, answer);
         }});
     try {
-      Value::List fields = request.payload.as_list();
-      Value::List partitions;
-      for (const auto& entry : fields.at(1).as_list()) {
-        Value::List e = entry.as_list();
-        const auto it = client.ids.find(static_cast<OpId>(e.at(0).as_int()));
+      for (auto& partition : fit->partitions) {
+        const auto it = client.ids.find(partition.op);
         if (it == client.ids.end())
           throw std::invalid_argument("glm: a partition names an operation this client never submitted");
-        e[0] = Value(static_cast<std::int64_t>(it->second));
-        partitions.push_back(Value(std::move(e)));
+        partition.op = it->second;
       }
-      fields.at(1) = Value(std::move(partitions));
-      caf::anon_send(scheduler, glm_fit_atom::value, GlmMessage{0, GlmKind::fit, Value(std::move(fields))},
-                     reply);
+      caf::anon_send(scheduler, glm_fit_atom::value, std::move(*fit), reply);
     } catch (const std::exception& e) {
       reply->deliver(glm_error_result(e.what()));
     }
@@ -332,60 +337,95 @@ struct SchedulerGateway::State {
   void handle_worker(WorkerPeer& worker, transport::Received& message) {
     auto envelope = message.envelope();
     worker.last_seen = Clock::now();
+    // The transport already refused what a worker may not send to the scheduler (the wire table).
+    const wire::DecodeContext context{message.frames(), worker.id};
     switch (envelope.which()) {
-      case wire::Envelope::DONE:
-        caf::anon_send(scheduler, done_atom::value,
-                       wire::decode(envelope.getDone(), message.frames(), worker.id));
-        return;
-      case wire::Envelope::STOLEN:
-        caf::anon_send(scheduler, stolen_atom::value, wire::decode(envelope.getStolen(), worker.id));
-        return;
       case wire::Envelope::SIMULATED: {
-        auto in = envelope.getSimulated();
-        auto it = streams.find(in.getStreamId());
+        // For the stream's actor, not the scheduler.
+        auto it = streams.find(envelope.getSimulated().getStreamId());
         if (it == streams.end()) return;  // the stream ended meanwhile
-        SimulationOutcome outcome{worker.id, in.getStreamId(),
-                                  wire::decode(in.getRecords(), message.frames()), in.getBusySeconds()};
-        caf::anon_send(it->second, simulated_atom::value, std::move(outcome));
+        wire::deliver_to_actor<wire::kWorkerToScheduler>(envelope, context, it->second);
         return;
       }
       case wire::Envelope::GLM: {
         auto answer = wire::decode(envelope.getGlm(), message.frames());
-        if (answer.kind != GlmKind::loaded && answer.kind != GlmKind::partials &&
-            answer.kind != GlmKind::solved)
-          throw wire::WireError("a worker may not send a GLM message of kind " +
-                                std::to_string(static_cast<std::uint32_t>(answer.kind)));
+        if (answer.kind() != GlmKind::loaded && answer.kind() != GlmKind::partials &&
+            answer.kind() != GlmKind::solved)
+          throw wire::WireError("a worker may not send a GLM " + std::string(glm_kind_name(answer.kind())) +
+                                " message");
         caf::anon_send(scheduler, glm_atom::value, std::move(answer));
         return;
       }
       case wire::Envelope::HEARTBEAT:
         return;
       default:
-        throw wire::WireError("a worker may not send this kind of message");
+        if (!wire::deliver_to_actor<wire::kWorkerToScheduler>(envelope, context, scheduler))
+          throw wire::WireError("no handler here for '" + wire::kind_name(envelope.which()) + "'");
     }
   }
 
+  // Asks the scheduler without holding up the I/O thread: a short-lived actor waits for the answer and
+  // sends what `answer` makes of it to the peer (or an error naming the request, after 10 s).
+  template <class Answer, class Request>
+  void ask_scheduler(const std::string& peer_id, Request request, const std::string& what,
+                     std::function<void(const Answer&, transport::Outgoing&)> answer) {
+    auto target = server;
+    auto to = scheduler;
+    scheduler->home_system().spawn([=](caf::event_based_actor* self) {
+      self->request(to, std::chrono::seconds(10), request)
+          .then(
+              [=](const Answer& reply) {
+                transport::Outgoing message;
+                answer(reply, message);
+                if (auto s = target.lock()) s->send(peer_id, message);
+              },
+              [=](const caf::error& error) {
+                transport::Outgoing message;
+                message.envelope().initError().setReason("the scheduler did not answer a " + what +
+                                                         " request: " + to_string(error));
+                if (auto s = target.lock()) s->send(peer_id, message);
+              });
+    });
+  }
+
   void answer_workers(const transport::PeerInfo& peer) {
-    std::vector<WorkerInfo> list;
-    caf::scoped_actor self{scheduler->home_system()};
-    self->request(scheduler, std::chrono::seconds(10), workers_atom::value)
-        .receive([&](const std::vector<WorkerInfo>& answer) { list = answer; },
-                 [&](const caf::error&) {
-                   throw wire::WireError("the scheduler did not answer a workers request");
-                 });
-    transport::Outgoing answer;
-    auto out = answer.envelope().initWorkers(static_cast<unsigned>(list.size()));
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      auto entry = out[static_cast<unsigned>(i)];
-      entry.setWorkerId(list[i].id);
-      entry.setName(list[i].name);
-      entry.setAddress(list[i].address.empty() ? "(in the scheduler's process)" : list[i].address);
-      entry.setThreads(list[i].threads);
-      entry.setMemoryLimit(list[i].memory_limit);
-      entry.setTasksAssigned(list[i].tasks_assigned);
-      entry.setRetiring(list[i].retiring);
-    }
-    if (auto target = server.lock()) target->send(peer.id, answer);
+    ask_scheduler<std::vector<WorkerInfo>>(
+        peer.id, workers_atom::value, "workers",
+        [](const std::vector<WorkerInfo>& list, transport::Outgoing& answer) {
+          auto out = answer.envelope().initWorkers(static_cast<unsigned>(list.size()));
+          for (std::size_t i = 0; i < list.size(); ++i) {
+            auto entry = out[static_cast<unsigned>(i)];
+            entry.setWorkerId(list[i].id);
+            entry.setName(list[i].name);
+            entry.setAddress(list[i].address.empty() ? "(in the scheduler's process)" : list[i].address);
+            entry.setThreads(list[i].threads);
+            entry.setMemoryLimit(list[i].memory_limit);
+            entry.setTasksAssigned(list[i].tasks_assigned);
+            entry.setRetiring(list[i].retiring);
+          }
+        });
+  }
+
+  void answer_status(const transport::PeerInfo& peer) {
+    const auto client_count = static_cast<std::uint32_t>(clients.size());
+    ask_scheduler<SchedulerStatus>(
+        peer.id, status_atom::value, "status",
+        [node = name, client_count](const SchedulerStatus& status, transport::Outgoing& answer) {
+          auto out = answer.envelope().initStatus();
+          out.setName(node);
+          out.setWorkers(status.workers);
+          out.setRetiringWorkers(status.retiring_workers);
+          out.setOperations(status.operations);
+          out.setTasksPending(status.tasks_pending);
+          out.setResultsHeld(status.results_held);
+          out.setTasksDone(status.tasks_done);
+          out.setTasksErred(status.tasks_erred);
+          out.setTasksCancelled(status.tasks_cancelled);
+          out.setTasksStolen(status.tasks_stolen);
+          out.setClients(client_count);
+          out.setWorkersLost(status.workers_lost);
+          out.setTasksRecomputed(status.tasks_recomputed);
+        });
   }
 
   void refuse_submission(const transport::PeerInfo& peer, wire::Submit::Reader submit,
@@ -462,32 +502,9 @@ struct SchedulerGateway::State {
         caf::anon_send(scheduler, cancel_atom::value, std::move(request));
         return;
       }
-      case wire::Envelope::STATUS_REQUEST: {
-        SchedulerStatus status;
-        caf::scoped_actor self{scheduler->home_system()};
-        self->request(scheduler, std::chrono::seconds(10), status_atom::value)
-            .receive([&](const SchedulerStatus& s) { status = s; },
-                     [&](const caf::error&) {
-                       throw wire::WireError("the scheduler did not answer a status request");
-                     });
-        transport::Outgoing answer;
-        auto out = answer.envelope().initStatus();
-        out.setName(name);
-        out.setWorkers(status.workers);
-        out.setRetiringWorkers(status.retiring_workers);
-        out.setOperations(status.operations);
-        out.setTasksPending(status.tasks_pending);
-        out.setResultsHeld(status.results_held);
-        out.setTasksDone(status.tasks_done);
-        out.setTasksErred(status.tasks_erred);
-        out.setTasksCancelled(status.tasks_cancelled);
-        out.setTasksStolen(status.tasks_stolen);
-        out.setClients(static_cast<std::uint32_t>(clients.size()));
-        out.setWorkersLost(status.workers_lost);
-        out.setTasksRecomputed(status.tasks_recomputed);
-        if (auto target = server.lock()) target->send(peer.id, answer);
+      case wire::Envelope::STATUS_REQUEST:
+        answer_status(peer);
         return;
-      }
       case wire::Envelope::WORKERS_REQUEST:
         answer_workers(peer);
         return;
@@ -539,8 +556,8 @@ struct SchedulerGateway::State {
       }
       case wire::Envelope::HEARTBEAT:
         return;
-      default:
-        throw wire::WireError("a client may not send this kind of message");
+      default:  // the transport refused what a client may not send; the rest is handled above
+        throw wire::WireError("no handler here for '" + wire::kind_name(envelope.which()) + "'");
     }
   }
 };

@@ -1,5 +1,7 @@
 #include "nodes/transport.hpp"
 
+#include "nodes/wire_table.hpp"
+
 #include <capnp/serialize.h>
 #include <zmq_addon.hpp>
 
@@ -25,86 +27,6 @@ std::string role_name(wire::Role role) {
       return "scheduler";
   }
   return "unknown role";
-}
-
-std::string kind_name(wire::Envelope::Which which) {
-  switch (which) {
-    case wire::Envelope::HELLO:
-      return "hello";
-    case wire::Envelope::WELCOME:
-      return "welcome";
-    case wire::Envelope::REFUSE:
-      return "refuse";
-    case wire::Envelope::HEARTBEAT:
-      return "heartbeat";
-    case wire::Envelope::ERROR:
-      return "error";
-    case wire::Envelope::VALUE:
-      return "value";
-    case wire::Envelope::SUBMIT:
-      return "submit";
-    case wire::Envelope::RESULTS:
-      return "results";
-    case wire::Envelope::RELEASE:
-      return "release";
-    case wire::Envelope::CANCEL:
-      return "cancel";
-    case wire::Envelope::STATUS_REQUEST:
-      return "status request";
-    case wire::Envelope::STATUS:
-      return "status";
-    case wire::Envelope::WORKER_WELCOME:
-      return "worker welcome";
-    case wire::Envelope::PEER:
-      return "peer";
-    case wire::Envelope::ASSIGN:
-      return "assign";
-    case wire::Envelope::SUBSCRIBE:
-      return "subscribe";
-    case wire::Envelope::DROP:
-      return "drop";
-    case wire::Envelope::CANCEL_SLOTS:
-      return "cancel slots";
-    case wire::Envelope::STEAL:
-      return "steal";
-    case wire::Envelope::FORGET:
-      return "forget";
-    case wire::Envelope::SHUTDOWN:
-      return "shutdown";
-    case wire::Envelope::DONE:
-      return "done";
-    case wire::Envelope::STOLEN:
-      return "stolen";
-    case wire::Envelope::INPUTS:
-      return "inputs";
-    case wire::Envelope::WORKERS_REQUEST:
-      return "workers request";
-    case wire::Envelope::WORKERS:
-      return "workers";
-    case wire::Envelope::STREAM_OPEN:
-      return "stream open";
-    case wire::Envelope::STREAM_OPENED:
-      return "stream opened";
-    case wire::Envelope::STREAM_PUSH:
-      return "stream push";
-    case wire::Envelope::STREAM_CLOSE:
-      return "stream close";
-    case wire::Envelope::STREAM_RESULTS:
-      return "stream results";
-    case wire::Envelope::STREAM_FINISHED:
-      return "stream finished";
-    case wire::Envelope::SIMULATE:
-      return "simulate";
-    case wire::Envelope::SIMULATED:
-      return "simulated";
-    case wire::Envelope::RESULTS_QUERY:
-      return "results query";
-    case wire::Envelope::RESULTS_ANSWER:
-      return "results answer";
-    case wire::Envelope::GLM:
-      return "glm";
-  }
-  return "message kind " + std::to_string(static_cast<int>(which));
 }
 
 // No high-water marks: ZeroMQ would otherwise drop (ROUTER) or block on (DEALER) the messages past 1000
@@ -303,7 +225,8 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
     }
     if (it == peers_.end()) {
       if (!envelope.isHello()) {
-        const std::string reason = "the first message must be hello, got " + kind_name(envelope.which());
+        const std::string reason =
+            "the first message must be hello, got " + wire::kind_name(envelope.which());
         log("refused " + who + ": " + reason);
         refuse(peer_id, reason);
         dropped_ += 1;
@@ -327,6 +250,8 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       return;
     }
     if (envelope.isHello()) return;  // a repeated hello changes nothing
+    // Who may send what to whom is the wire table's, for every server alike.
+    wire::check_direction(envelope.which(), wire::direction_between(it->role, options_.role));
     handler_(*this, *it, message);
   } catch (const kj::Exception& e) {
     log("dropped a malformed message from " + who + ": " + e.getDescription().cStr());
@@ -379,6 +304,9 @@ Connection::Connection(ConnectionOptions options)
   outbox_pull_.bind("inproc://tessera-connection-outbox");
   outbox_push_.set(zmq::sockopt::linger, 0);
   outbox_push_.connect("inproc://tessera-connection-outbox");
+  from_server_ = options.server_role == wire::Role::WORKER ? wire::kWorkerToWorker
+                 : options.role == wire::Role::WORKER      ? wire::kSchedulerToWorker
+                                                           : wire::kSchedulerToClient;
   if (options.curve) set_curve_client(dealer_, *options.curve, options.server_public_key);
   if (options.send_timeout.count() >= 0)
     dealer_.set(zmq::sockopt::sndtimeo, static_cast<int>(options.send_timeout.count()));
@@ -403,7 +331,7 @@ Connection::Connection(ConnectionOptions options)
     throw ConnectionRefused(options.address +
                             " refused the connection: " + std::string(envelope.getRefuse().getReason()));
   if (!envelope.isWelcome())
-    throw ConnectionRefused(options.address + " answered hello with " + kind_name(envelope.which()));
+    throw ConnectionRefused(options.address + " answered hello with " + wire::kind_name(envelope.which()));
   peer_number_ = envelope.getWelcome().getPeerId();
 }
 
@@ -430,7 +358,15 @@ std::optional<Received> Connection::pump(std::chrono::milliseconds timeout) {
   std::vector<zmq::message_t> parts;
   if (!zmq::recv_multipart(dealer_, std::back_inserter(parts), zmq::recv_flags::dontwait))
     return std::nullopt;
-  return Received(std::move(parts), 0);
+  return checked(Received(std::move(parts), 0));
+}
+
+Received Connection::checked(Received message) const {
+  const auto which = message.envelope().which();
+  // The handshake's answers come before the peer's role matters.
+  if (which != wire::Envelope::WELCOME && which != wire::Envelope::REFUSE)
+    wire::check_direction(which, from_server_);
+  return message;
 }
 
 std::optional<Received> Connection::receive(std::chrono::milliseconds timeout) {
@@ -438,7 +374,7 @@ std::optional<Received> Connection::receive(std::chrono::milliseconds timeout) {
   if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
   std::vector<zmq::message_t> parts;
   if (!zmq::recv_multipart(dealer_, std::back_inserter(parts))) return std::nullopt;
-  return Received(std::move(parts), 0);
+  return checked(Received(std::move(parts), 0));
 }
 
 }  // namespace tessera::transport

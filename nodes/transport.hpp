@@ -24,6 +24,7 @@
 #include "graph/errors.hpp"
 #include "messages/protocol.capnp.h"
 #include "messages/wire_codec.hpp"
+#include "nodes/wire_table.hpp"
 
 namespace tessera::transport {
 
@@ -76,6 +77,8 @@ struct PeerInfo;
 struct ServerOptions {
   std::string listen = "tcp://127.0.0.1:0";  // 127.0.0.1 unless told otherwise; port 0 takes a free one
   std::string name = "scheduler";
+  // What this server is: a scheduler, or a worker serving its peers (what may be sent to it follows).
+  wire::Role role = wire::Role::SCHEDULER;
   std::optional<CurveKeys> curve;                        // set: CURVE server
   std::vector<std::string> authorized_keys;              // with curve: the client public keys accepted
   std::size_t max_message_bytes = std::size_t{1} << 30;  // larger messages are dropped by ZeroMQ
@@ -157,6 +160,8 @@ struct ConnectionOptions {
   // How long send() may wait for room (a peer that is gone); negative: for ever.
   std::chrono::milliseconds send_timeout{-1};
   std::uint32_t protocol_version = kProtocolVersion;  // tests set another to see the refusal
+  // What the server is: a scheduler, or another worker (a worker's inputs go straight to it).
+  wire::Role server_role = wire::Role::SCHEDULER;
 };
 
 // A DEALER connection. send/receive are for one thread at a time; for a connection shared by many
@@ -181,7 +186,11 @@ class Connection {
   }
 
  private:
+  // Refuses what the server may not send to this end (by the wire table).
+  Received checked(Received message) const;
+
   zmq::context_t context_;
+  wire::Direction from_server_ = wire::kSchedulerToClient;  // the direction of what it receives
   zmq::socket_t dealer_, outbox_pull_, outbox_push_;
   std::mutex outbox_mutex_;
   std::uint32_t peer_number_ = 0;

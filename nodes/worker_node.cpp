@@ -10,43 +10,21 @@
 #include "actors/messages.hpp"
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
-#include "nodes/glm_codec.hpp"
-#include "nodes/stream_codec.hpp"
-#include "nodes/worker_codec.hpp"
+#include "nodes/wire_routes.hpp"
 
 namespace tessera {
 namespace {
 
-// In the worker process, the scheduler's stand-in: what the worker's operation actors report goes over
-// the connection.
+// In the worker process, the scheduler's stand-in: what the worker's actors tell the scheduler goes
+// over the connection (the wire table's routes from workers to the scheduler).
 caf::behavior scheduler_proxy(caf::event_based_actor*, std::shared_ptr<transport::Connection> connection) {
-  return {
-      [=](done_atom, const DoneBatch& batch) {
+  return wire::forwarding_behavior<wire::kWorkerToScheduler>(
+      [connection](wire::Envelope::Which, auto&& fill) {
         transport::Outgoing message;
-        wire::encode(batch, message.envelope().initDone(), message.attachments());
+        wire::EncodeContext context{message.attachments()};
+        fill(message.envelope(), context);
         connection->post(message);
-      },
-      [=](glm_atom, const GlmMessage& glm) {
-        transport::Outgoing message;
-        wire::encode(glm, message.envelope().initGlm(), message.attachments());
-        connection->post(message);
-      },
-      [=](stolen_atom, const StolenBatch& batch) {
-        transport::Outgoing message;
-        wire::encode(batch, message.envelope().initStolen());
-        connection->post(message);
-      },
-      [=](simulated_atom, const SimulationOutcome& outcome) {
-        transport::Outgoing message;
-        auto out = message.envelope().initSimulated();
-        out.setStreamId(outcome.stream_id);
-        out.setBusySeconds(outcome.busy_seconds);
-        auto records = wire::init_records(out, outcome.records.size());
-        for (std::size_t i = 0; i < outcome.records.size(); ++i)
-          wire::encode(outcome.records[i], records[static_cast<unsigned>(i)], message.attachments());
-        connection->post(message);
-      },
-  };
+      });
 }
 
 struct PeerTarget {
@@ -61,10 +39,11 @@ struct PeerProxyState {
   std::unique_ptr<transport::Connection> connection;
 };
 
-// Another worker's stand-in: inputs for its tasks go straight to its process.
+// Another worker's stand-in: inputs for its tasks go straight to its process (the wire table's route
+// between workers), over a connection made on first use.
 caf::behavior peer_proxy(caf::stateful_actor<PeerProxyState>* self, PeerTarget target) {
-  return {
-      [=](input_atom, const InputBatch& batch) {
+  return wire::forwarding_behavior<wire::kWorkerToWorker>(
+      [=](wire::Envelope::Which, auto&& fill) {
         auto& connection = self->state.connection;
         if (!connection) {
           try {
@@ -74,7 +53,8 @@ caf::behavior peer_proxy(caf::stateful_actor<PeerProxyState>* self, PeerTarget t
                                              .name = target.name,
                                              .curve = target.curve,
                                              .server_public_key = target.public_key,
-                                             .send_timeout = std::chrono::milliseconds(5000)});
+                                             .send_timeout = std::chrono::milliseconds(5000),
+                                             .server_role = wire::Role::WORKER});
           } catch (const std::exception& e) {
             target.log("cannot reach worker " + std::to_string(target.id) + " at " + target.address + ": " +
                        e.what() + "; the scheduler recomputes what it needed if it is gone");
@@ -82,13 +62,13 @@ caf::behavior peer_proxy(caf::stateful_actor<PeerProxyState>* self, PeerTarget t
           }
         }
         transport::Outgoing message;
-        wire::encode(target.id, batch, message.envelope().initInputs(), message.attachments());
+        wire::EncodeContext context{message.attachments(), nullptr, target.id};
+        fill(message.envelope(), context);
         if (!connection->send(message))
           target.log("worker " + std::to_string(target.id) + " at " + target.address +
-                     " takes no inputs (gone?); " + std::to_string(batch.inputs.size()) + " dropped");
+                     " takes no inputs (gone?); they are dropped and recomputed if needed");
       },
-      [=](shutdown_atom) { self->quit(); },
-  };
+      [=](shutdown_atom) { self->quit(); });
 }
 
 }  // namespace
@@ -126,8 +106,7 @@ struct WorkerNode::State {
   // Inputs from a peer, on the peer server's I/O thread.
   void on_peer_message(transport::Received& message) {
     auto envelope = message.envelope();
-    if (envelope.isHeartbeat()) return;
-    if (!envelope.isInputs()) throw wire::WireError("a peer may only send inputs here");
+    if (envelope.isHeartbeat()) return;  // the transport refused any other kind a peer may not send
     auto inputs = envelope.getInputs();
     caf::actor target;
     {
@@ -137,7 +116,7 @@ struct WorkerNode::State {
                               (id ? "worker " + std::to_string(*id) : "a worker not yet registered"));
       target = worker;
     }
-    caf::anon_send(target, input_atom::value, wire::decode(inputs, message.frames()));
+    wire::deliver_to_actor<wire::kWorkerToWorker>(envelope, wire::DecodeContext{message.frames()}, target);
   }
 
   void run() {
@@ -219,7 +198,7 @@ struct WorkerNode::State {
     switch (envelope.which()) {
       case wire::Envelope::WORKER_WELCOME: {
         const std::uint32_t assigned = envelope.getWorkerWelcome().getWorkerId();
-        directory->set(assigned, local);
+        directory->set(assigned, caf::actor_cast<protocols::input_target_type>(local));
         known_ids.push_back(assigned);
         caf::anon_send(local, welcome_atom::value, assigned);
         {
@@ -244,38 +223,10 @@ struct WorkerNode::State {
                           options.name, options.curve,     options.log};
         auto actor = system->spawn(peer_proxy, std::move(target));
         peers[other] = actor;
-        directory->set(other, actor);
+        directory->set(other, caf::actor_cast<protocols::input_target_type>(actor));
         known_ids.push_back(other);
         return false;
       }
-      case wire::Envelope::ASSIGN:
-        caf::anon_send(local, assign_atom::value,
-                       wire::decode(envelope.getAssign(), message.frames(), operations));
-        return false;
-      case wire::Envelope::SIMULATE:
-        caf::anon_send(local, simulate_atom::value,
-                       wire::decode(envelope.getSimulate(), message.frames(), proxy_));
-        return false;
-      case wire::Envelope::SUBSCRIBE:
-        caf::anon_send(local, subscribe_atom::value, wire::decode(envelope.getSubscribe()));
-        return false;
-      case wire::Envelope::DROP:
-        caf::anon_send(local, drop_atom::value, wire::decode(envelope.getDrop()));
-        return false;
-      case wire::Envelope::CANCEL_SLOTS:
-        caf::anon_send(local, cancel_atom::value, wire::decode(envelope.getCancelSlots()));
-        return false;
-      case wire::Envelope::STEAL:
-        caf::anon_send(local, steal_atom::value, OpId{envelope.getSteal().getOp()},
-                       envelope.getSteal().getMost());
-        return false;
-      case wire::Envelope::FORGET:
-        operations.erase(envelope.getForget());
-        caf::anon_send(local, forget_atom::value, OpId{envelope.getForget()});
-        return false;
-      case wire::Envelope::GLM:
-        caf::anon_send(local, glm_atom::value, wire::decode(envelope.getGlm(), message.frames()));
-        return false;
       case wire::Envelope::SHUTDOWN:
         log("the scheduler ended this worker's registration; registering again");
         return true;
@@ -286,8 +237,12 @@ struct WorkerNode::State {
       case wire::Envelope::ERROR:
         log("the scheduler reports: " + std::string(envelope.getError().getReason()));
         return false;
-      default:
-        throw wire::WireError("a scheduler does not send this kind of message to a worker");
+      default: {
+        const wire::DecodeContext context{message.frames(), 0, &operations, proxy_};
+        if (!wire::deliver_to_actor<wire::kSchedulerToWorker>(envelope, context, local))
+          throw wire::WireError("no handler here for '" + wire::kind_name(envelope.which()) + "'");
+        return false;
+      }
     }
   }
 };
@@ -305,6 +260,7 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
   server.listen = st.options.listen;
   server.name = st.options.name;
   server.log = st.options.log;
+  server.role = wire::Role::WORKER;
   server.curve = st.options.curve;
   server.authorized_keys = st.options.authorized_keys;
   server.defer_start = true;

@@ -1,0 +1,134 @@
+#include "nodes/wire_bodies.hpp"
+
+#include "nodes/glm_codec.hpp"
+#include "nodes/stream_codec.hpp"
+
+namespace tessera::wire {
+
+void WireBody<Envelope::WORKER_WELCOME>::encode(Envelope::Builder e, const std::uint32_t& id,
+                                                EncodeContext&) {
+  e.initWorkerWelcome().setWorkerId(id);
+}
+std::uint32_t WireBody<Envelope::WORKER_WELCOME>::decode(Envelope::Reader e, const DecodeContext&) {
+  return e.getWorkerWelcome().getWorkerId();
+}
+
+void WireBody<Envelope::PEER>::encode(Envelope::Builder e, const PeerNotice& notice, EncodeContext&) {
+  auto peer = e.initPeer();
+  peer.setWorkerId(notice.id);
+  peer.setAddress(notice.address);
+  peer.setPublicKey(notice.public_key);
+}
+PeerNotice WireBody<Envelope::PEER>::decode(Envelope::Reader e, const DecodeContext&) {
+  auto peer = e.getPeer();
+  return PeerNotice{peer.getWorkerId(), peer.getAddress(), peer.getPublicKey()};
+}
+
+void WireBody<Envelope::ASSIGN>::encode(Envelope::Builder e, const AssignBatch& batch, EncodeContext& c) {
+  wire::encode(
+      batch, [&](OpId op) { return c.definitions ? c.definitions->insert(op).second : true; }, e.initAssign(),
+      c.attachments);
+}
+AssignBatch WireBody<Envelope::ASSIGN>::decode(Envelope::Reader e, const DecodeContext& c) {
+  if (!c.operations) throw WireError("an assignment where no operations are kept");
+  return wire::decode(e.getAssign(), c.frames, *c.operations);
+}
+
+void WireBody<Envelope::SUBSCRIBE>::encode(Envelope::Builder e, const SubscribeBatch& batch, EncodeContext&) {
+  wire::encode(batch, e.initSubscribe());
+}
+SubscribeBatch WireBody<Envelope::SUBSCRIBE>::decode(Envelope::Reader e, const DecodeContext&) {
+  return wire::decode(e.getSubscribe());
+}
+
+void WireBody<Envelope::DROP>::encode(Envelope::Builder e, const SlotBatch& batch, EncodeContext&) {
+  wire::encode(batch, e.initDrop());
+}
+SlotBatch WireBody<Envelope::DROP>::decode(Envelope::Reader e, const DecodeContext&) {
+  return wire::decode(e.getDrop());
+}
+
+void WireBody<Envelope::CANCEL_SLOTS>::encode(Envelope::Builder e, const SlotBatch& batch, EncodeContext&) {
+  wire::encode(batch, e.initCancelSlots());
+}
+SlotBatch WireBody<Envelope::CANCEL_SLOTS>::decode(Envelope::Reader e, const DecodeContext&) {
+  return wire::decode(e.getCancelSlots());
+}
+
+void WireBody<Envelope::STEAL>::encode(Envelope::Builder e, const StealRequest& request, EncodeContext&) {
+  auto steal = e.initSteal();
+  steal.setOp(request.op);
+  steal.setMost(request.most);
+}
+StealRequest WireBody<Envelope::STEAL>::decode(Envelope::Reader e, const DecodeContext&) {
+  return StealRequest{e.getSteal().getOp(), e.getSteal().getMost()};
+}
+
+void WireBody<Envelope::FORGET>::encode(Envelope::Builder e, const OpId& op, EncodeContext& c) {
+  if (c.definitions) c.definitions->erase(op);
+  e.setForget(op);
+}
+OpId WireBody<Envelope::FORGET>::decode(Envelope::Reader e, const DecodeContext& c) {
+  if (c.operations) c.operations->erase(e.getForget());
+  return e.getForget();
+}
+
+void WireBody<Envelope::SHUTDOWN>::encode(Envelope::Builder e, const NoPayload&, EncodeContext&) {
+  e.setShutdown();
+}
+NoPayload WireBody<Envelope::SHUTDOWN>::decode(Envelope::Reader, const DecodeContext&) {
+  return {};
+}
+
+void WireBody<Envelope::DONE>::encode(Envelope::Builder e, const DoneBatch& batch, EncodeContext& c) {
+  wire::encode(batch, e.initDone(), c.attachments);
+}
+DoneBatch WireBody<Envelope::DONE>::decode(Envelope::Reader e, const DecodeContext& c) {
+  return wire::decode(e.getDone(), c.frames, c.sender_worker);
+}
+
+void WireBody<Envelope::STOLEN>::encode(Envelope::Builder e, const StolenBatch& batch, EncodeContext&) {
+  wire::encode(batch, e.initStolen());
+}
+StolenBatch WireBody<Envelope::STOLEN>::decode(Envelope::Reader e, const DecodeContext& c) {
+  return wire::decode(e.getStolen(), c.sender_worker);
+}
+
+void WireBody<Envelope::INPUTS>::encode(Envelope::Builder e, const InputBatch& batch, EncodeContext& c) {
+  wire::encode(c.target_worker, batch, e.initInputs(), c.attachments);
+}
+InputBatch WireBody<Envelope::INPUTS>::decode(Envelope::Reader e, const DecodeContext& c) {
+  return wire::decode(e.getInputs(), c.frames);
+}
+
+void WireBody<Envelope::SIMULATE>::encode(Envelope::Builder e, const SimulationJob& job, EncodeContext& c) {
+  wire::encode(job, e.initSimulate(), c.attachments);
+}
+SimulationJob WireBody<Envelope::SIMULATE>::decode(Envelope::Reader e, const DecodeContext& c) {
+  return wire::decode(e.getSimulate(), c.frames, c.stream_stand_in);
+}
+
+void WireBody<Envelope::SIMULATED>::encode(Envelope::Builder e, const SimulationOutcome& outcome,
+                                           EncodeContext& c) {
+  auto out = e.initSimulated();
+  out.setStreamId(outcome.stream_id);
+  out.setBusySeconds(outcome.busy_seconds);
+  auto records = init_records(out, outcome.records.size());
+  for (std::size_t i = 0; i < outcome.records.size(); ++i)
+    wire::encode(outcome.records[i], records[static_cast<unsigned>(i)], c.attachments);
+}
+SimulationOutcome WireBody<Envelope::SIMULATED>::decode(Envelope::Reader e, const DecodeContext& c) {
+  auto in = e.getSimulated();
+  return SimulationOutcome{c.sender_worker, in.getStreamId(), wire::decode(in.getRecords(), c.frames),
+                           in.getBusySeconds()};
+}
+
+void WireBody<Envelope::GLM>::encode(Envelope::Builder e, const ::tessera::GlmMessage& message,
+                                     EncodeContext& c) {
+  wire::encode(message, e.initGlm(), c.attachments);
+}
+::tessera::GlmMessage WireBody<Envelope::GLM>::decode(Envelope::Reader e, const DecodeContext& c) {
+  return wire::decode(e.getGlm(), c.frames);
+}
+
+}  // namespace tessera::wire
