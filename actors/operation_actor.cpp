@@ -14,6 +14,14 @@
 namespace tessera {
 namespace {
 
+// A slot's own life on this worker, apart from the scheduler's placement states and the client's task
+// states: waiting -> ready -> running -> done | failed; waiting | ready -> withdrawn (cancelled by the
+// scheduler, or given back for an idle worker to steal).
+enum class SlotState : std::uint8_t { waiting, ready, running, done, failed, withdrawn };
+constexpr bool is_final(SlotState s) {
+  return s == SlotState::done || s == SlotState::failed || s == SlotState::withdrawn;
+}
+
 // Inputs and subscribers of a slot; allocated only for tasks that have references or dependents.
 struct SlotExtra {
   std::vector<Value> inputs;  // indexed by column
@@ -25,8 +33,8 @@ struct SlotExtra {
 
 struct Slot {
   std::uint32_t task = 0;
-  // Atomic because a compute thread moves ready -> running while the actor may move ready -> cancelled.
-  std::atomic<TaskState> state{TaskState::waiting};
+  // Atomic because a compute thread moves ready -> running while the actor may move ready -> withdrawn.
+  std::atomic<SlotState> state{SlotState::waiting};
   // Packed so a slot takes 40 bytes: a map of ten million tasks keeps ten million of them.
   bool assigned : 1 = false;
   bool adopt : 1 = false;         // receives a finished result instead of running
@@ -110,11 +118,11 @@ struct OperationState {
   }
 };
 
-using OperationActor = caf::stateful_actor<OperationState>;
+using OperationActor = protocols::operation_actor_type::stateful_base<OperationState>;
 
 void mark_ready(OperationState& st, std::uint32_t index, Slot& s) {
-  TaskState expected = TaskState::waiting;
-  if (s.state.compare_exchange_strong(expected, TaskState::ready)) st.ready.push_back(index);
+  SlotState expected = SlotState::waiting;
+  if (s.state.compare_exchange_strong(expected, SlotState::ready)) st.ready.push_back(index);
 }
 
 // An input (or, for an adopt slot, the whole result) arrives for one slot.
@@ -135,7 +143,7 @@ void flush_outgoing(OperationActor* self, Outgoing& outgoing) {
   for (auto& [worker, batch] : outgoing) {
     if (worker == self->state.args.worker_id) {
       self->send(self->state.args.worker, input_atom::value, std::move(batch));
-    } else if (caf::actor target = self->state.args.directory->get(worker)) {
+    } else if (auto target = self->state.args.directory->get(worker)) {
       self->send(target, input_atom::value, std::move(batch));
     }  // a worker that left: the scheduler re-places what it held
   }
@@ -149,7 +157,7 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
   if (column == kAdoptColumn) {
     // A result moved here from a retiring worker: it is done without running.
     s.result = std::move(value);
-    s.state.store(TaskState::done);
+    s.state.store(SlotState::done);
     st.keep_result(s);
     if (s.extra && !s.extra->subscribers.empty()) {
       Outgoing outgoing;
@@ -208,8 +216,8 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
   GpuJob job;
   job.enqueue = [op, slots = st.slots, target, start, ran] {
     *start = std::chrono::steady_clock::now();
-    TaskState expected = TaskState::ready;
-    if (!target->state.compare_exchange_strong(expected, TaskState::running)) return;  // cancelled meanwhile
+    SlotState expected = SlotState::ready;
+    if (!target->state.compare_exchange_strong(expected, SlotState::running)) return;  // cancelled meanwhile
     std::vector<Value> arguments;
     gather_arguments(*op, *target, arguments);
     target->result = op->function().invoke(arguments);
@@ -277,8 +285,8 @@ void start_ready(OperationActor* self) {
       const auto start = std::chrono::steady_clock::now();
       for (std::size_t k = 0; k < targets.size(); ++k) {
         Slot& s = *targets[k];
-        TaskState expected = TaskState::ready;
-        if (!s.state.compare_exchange_strong(expected, TaskState::running)) continue;  // cancelled meanwhile
+        SlotState expected = SlotState::ready;
+        if (!s.state.compare_exchange_strong(expected, SlotState::running)) continue;  // cancelled meanwhile
         gather_arguments(*op, s, arguments);
         try {
           s.result = fn.invoke(arguments);
@@ -302,7 +310,7 @@ void start_ready(OperationActor* self) {
 
 // Forgets queued slots that have started (or ended): they are at the front.
 void trim_queued(OperationState& st) {
-  while (!st.queued.empty() && (*st.slots)[st.queued.front()].state.load() != TaskState::ready)
+  while (!st.queued.empty() && (*st.slots)[st.queued.front()].state.load() != SlotState::ready)
     st.queued.pop_front();
 }
 
@@ -315,8 +323,8 @@ void steal(OperationActor* self, std::uint32_t most) {
     const std::uint32_t index = st.queued.back();
     st.queued.pop_back();
     Slot& s = (*st.slots)[index];
-    TaskState expected = TaskState::ready;
-    if (s.state.compare_exchange_strong(expected, TaskState::cancelled)) {
+    SlotState expected = SlotState::ready;
+    if (s.state.compare_exchange_strong(expected, SlotState::withdrawn)) {
       s.extra.reset();
       stolen.tasks.push_back(s.task);
     }
@@ -343,7 +351,7 @@ void on_ran(OperationActor* self, RanReport& report) {
   Outgoing outgoing;
   for (auto index : report.finished) {
     Slot& s = (*st.slots)[index];
-    s.state.store(TaskState::done);
+    s.state.store(SlotState::done);
     st.keep_result(s);
     done.tasks.push_back(s.task);
     done.results.push_back(s.report ? s.result : Value{});
@@ -356,7 +364,7 @@ void on_ran(OperationActor* self, RanReport& report) {
   }
   for (auto& failure : report.failures) {
     Slot& s = (*st.slots)[failure.task];
-    s.state.store(TaskState::erred);
+    s.state.store(SlotState::failed);
     s.extra.reset();
     done.failures.push_back(TaskFailure{s.task, std::move(failure.error)});
   }
@@ -364,7 +372,7 @@ void on_ran(OperationActor* self, RanReport& report) {
   self->send(st.args.scheduler, done_atom::value, std::move(done));
 }
 
-caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
+protocols::operation_actor_type::behavior_type operation_actor(OperationActor* self, OperationActorArgs args) {
   self->state.args = std::move(args);
   // Leave when the worker does.
   self->link_to(self->state.args.worker);
@@ -396,12 +404,12 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
         Outgoing outgoing;
         for (auto& sub : batch.subscriptions) {
           Slot& s = st.slot(sub.slot);
-          const TaskState state = s.state.load();
-          if (state == TaskState::done) {
+          const SlotState state = s.state.load();
+          if (state == SlotState::done) {
             send_result(self, s.result, sub.to, outgoing);
           } else if (!is_final(state)) {
             s.more().subscribers.push_back(std::move(sub.to));
-          }  // erred or cancelled: the scheduler cancels the subscriber itself
+          }  // failed or withdrawn: the scheduler cancels the subscriber itself
         }
         flush_outgoing(self, outgoing);
         start_ready(self);
@@ -409,16 +417,16 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
       [=](drop_atom, const SlotBatch& batch) {
         auto& st = self->state;
         for (auto index : batch.slots)
-          if (index < st.slots->size() && (*st.slots)[index].state.load() == TaskState::done)
+          if (index < st.slots->size() && (*st.slots)[index].state.load() == SlotState::done)
             st.drop_result((*st.slots)[index]);
       },
-      [=](cancel_atom, const SlotBatch& batch) {
+      [=](cancel_slots_atom, const SlotBatch& batch) {
         auto& st = self->state;
         for (auto index : batch.slots) {
           Slot& s = st.slot(index);
-          for (TaskState from : {TaskState::waiting, TaskState::ready}) {
-            TaskState expected = from;
-            if (s.state.compare_exchange_strong(expected, TaskState::cancelled)) {
+          for (SlotState from : {SlotState::waiting, SlotState::ready}) {
+            SlotState expected = from;
+            if (s.state.compare_exchange_strong(expected, SlotState::withdrawn)) {
               s.extra.reset();
               break;
             }
@@ -429,7 +437,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
         on_ran(self, report);
         start_ready(self);
       },
-      [=](steal_atom, OpId, std::uint32_t most) { steal(self, most); },
+      [=](steal_atom, const StealRequest& request) { steal(self, request.most); },
       // The finished results of these slots (none for a slot that is not done), e.g. for a GLM fit
       // that keeps them resident.
       [=](fetch_atom, const std::vector<std::uint32_t>& wanted) {
@@ -437,7 +445,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
         std::vector<Value> out;
         out.reserve(wanted.size());
         for (std::uint32_t index : wanted) {
-          const bool done = index < st.slots->size() && (*st.slots)[index].state.load() == TaskState::done;
+          const bool done = index < st.slots->size() && (*st.slots)[index].state.load() == SlotState::done;
           out.push_back(done ? (*st.slots)[index].result : Value{});
         }
         return out;
@@ -448,7 +456,7 @@ caf::behavior operation_actor(OperationActor* self, OperationActorArgs args) {
 
 }  // namespace
 
-caf::actor spawn_operation_actor(caf::actor_system& system, OperationActorArgs args) {
+protocols::operation_actor_type spawn_operation_actor(caf::actor_system& system, OperationActorArgs args) {
   return system.spawn(operation_actor, std::move(args));
 }
 

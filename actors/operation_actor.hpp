@@ -9,6 +9,10 @@
 
 #include "actors/compute_pool.hpp"
 #include "actors/messages.hpp"
+#include "actors/protocols/gpu_device.hpp"
+#include "actors/protocols/operation.hpp"
+#include "actors/protocols/scheduler.hpp"
+#include "actors/protocols/worker.hpp"
 #include "actors/worker_directory.hpp"
 
 namespace tessera {
@@ -16,13 +20,13 @@ namespace tessera {
 struct OperationActorArgs {
   OperationPtr op;
   std::uint32_t worker_id;
-  caf::actor worker;
-  caf::actor scheduler;
+  protocols::input_target_type worker;  // its own worker: inputs for tasks here
+  protocols::scheduler_actor_type scheduler;
   std::shared_ptr<ComputePool> pool;
   std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
-  caf::actor gpu;                                    // the worker's GPU device actor; invalid without a GPU
+  protocols::gpu_device_type gpu;                    // the worker's GPU device actor; invalid without a GPU
 };
 
-caf::actor spawn_operation_actor(caf::actor_system& system, OperationActorArgs args);
+protocols::operation_actor_type spawn_operation_actor(caf::actor_system& system, OperationActorArgs args);
 
 }  // namespace tessera

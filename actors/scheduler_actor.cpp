@@ -7,6 +7,9 @@
 #include "actors/glm/messages.hpp"
 #include "actors/glm/solver_actor.hpp"
 #include "actors/messages.hpp"
+#include "actors/protocols/scheduler.hpp"
+#include "actors/protocols/stream.hpp"
+#include "actors/protocols/worker.hpp"
 #include "actors/result_sink.hpp"
 #include "scheduling/scheduler_core.hpp"
 
@@ -16,15 +19,15 @@ namespace {
 struct SchedulerActorState {
   std::unique_ptr<scheduling::SchedulerCore> core;
   std::shared_ptr<WorkerDirectory> directory;
-  std::vector<caf::actor> workers;  // by id; null once the worker was told to shut down
+  std::vector<protocols::worker_actor_type> workers;  // by id; null once the worker was told to shut down
   // Stream actors, told when a worker joins or leaves (their parameter sets run elsewhere).
-  std::vector<caf::actor> stream_watchers;
+  std::vector<protocols::stream_actor_type> stream_watchers;
   // GLM fits in progress: their solver actors, by session.
   std::unordered_map<std::uint64_t, caf::actor> glm_sessions;
   std::uint64_t last_glm_session = 0;
 };
 
-using SchedulerActor = caf::stateful_actor<SchedulerActorState>;
+using SchedulerActor = protocols::scheduler_actor_type::stateful_base<SchedulerActorState>;
 
 template <class... Fs>
 struct Overloaded : Fs... {
@@ -33,7 +36,8 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-void send_to_worker(SchedulerActor* self, const caf::actor& worker, scheduling::WorkerMessage& message) {
+void send_to_worker(SchedulerActor* self, const protocols::worker_actor_type& worker,
+                    scheduling::WorkerMessage& message) {
   using namespace scheduling;
   std::visit(Overloaded{
                  [&](PeerNotice& m) { self->send(worker, peer_atom::value, std::move(m)); },
@@ -60,12 +64,13 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
   }
   for (const std::uint32_t id : out.workers_joined)
     for (auto& watcher : st.stream_watchers)
-      self->send(watcher, worker_joined_atom::value, StreamWorker{id, st.workers[id], st.core->threads(id)});
+      self->send(watcher, worker_joined_atom::value,
+                 StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id)});
   for (const std::uint32_t id : out.workers_lost) {
     st.directory->erase(id);
     // A fit whose partitions it held cannot go on: its solver fails now instead of waiting for answers.
     for (const auto& [session, solver] : st.glm_sessions)
-      self->send(solver, glm_atom::value, GlmMessage{session, GlmLost{id}});
+      caf::anon_send(solver, glm_atom::value, GlmMessage{session, GlmLost{id}});
     for (auto& watcher : st.stream_watchers) self->send(watcher, worker_left_atom::value, id);
   }
 }
@@ -99,8 +104,9 @@ void on_glm_fit(SchedulerActor* self, const GlmFitRequest& request, const std::s
     for (const auto& partition : request.partitions) {
       const auto held =
           st.core->locate(partition.op, partition.task, "glm: partition " + std::to_string(index));
-      args.partitions.push_back(GlmPartitionLocation{st.workers.at(held.worker), held.worker, partition.op,
-                                                     held.slot, index, partition.first_row});
+      args.partitions.push_back(GlmPartitionLocation{caf::actor_cast<caf::actor>(st.workers.at(held.worker)),
+                                                     held.worker, partition.op, held.slot, index,
+                                                     partition.first_row});
       ++index;
     }
     if (args.partitions.empty()) throw std::invalid_argument("glm: a fit needs at least one partition");
@@ -114,15 +120,15 @@ void on_glm_fit(SchedulerActor* self, const GlmFitRequest& request, const std::s
   }
 }
 
-caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options,
-                              std::shared_ptr<WorkerDirectory> directory) {
+protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* self, SchedulerOptions options,
+                                                               std::shared_ptr<WorkerDirectory> directory) {
   auto& st = self->state;
   st.core = std::make_unique<scheduling::SchedulerCore>(options);
   st.directory = directory ? std::move(directory) : std::make_shared<WorkerDirectory>();
   self->set_down_handler([=](const caf::down_msg& down) {
     auto& watchers = self->state.stream_watchers;
     watchers.erase(std::remove_if(watchers.begin(), watchers.end(),
-                                  [&](const caf::actor& a) { return a.address() == down.source; }),
+                                  [&](const auto& a) { return a.address() == down.source; }),
                    watchers.end());
   });
   return {
@@ -145,8 +151,8 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options,
             scheduling::WorkerDescription{registration.threads, registration.name, registration.address,
                                           registration.public_key, registration.memory_limit});
         if (st.workers.size() <= registered.id) st.workers.resize(registered.id + 1);
-        st.workers[registered.id] = registration.actor;
-        st.directory->set(registered.id, registration.actor);
+        st.workers[registered.id] = caf::actor_cast<protocols::worker_actor_type>(registration.actor);
+        st.directory->set(registered.id, caf::actor_cast<protocols::input_target_type>(registration.actor));
         step(self, [&](auto&) { return std::move(registered.outbox); });
         return registered.id;
       },
@@ -161,18 +167,18 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options,
         if (message.kind() == GlmKind::finished) {
           sessions.erase(message.session);
         } else if (auto it = sessions.find(message.session); it != sessions.end()) {
-          self->send(it->second, glm_atom::value, std::move(message));
+          caf::anon_send(it->second, glm_atom::value, std::move(message));
         }
       },
       [=](stream_workers_atom) -> std::vector<StreamWorker> {
         auto& st = self->state;
-        if (auto watcher = caf::actor_cast<caf::actor>(self->current_sender())) {
+        if (auto watcher = caf::actor_cast<protocols::stream_actor_type>(self->current_sender())) {
           self->monitor(watcher);
           st.stream_watchers.push_back(watcher);
         }
         std::vector<StreamWorker> out;
         for (const std::uint32_t id : st.core->usable_workers())
-          out.push_back(StreamWorker{id, st.workers[id], st.core->threads(id)});
+          out.push_back(StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id)});
         return out;
       },
       [=](workers_atom) -> std::vector<WorkerInfo> { return self->state.core->workers(); },
@@ -188,7 +194,7 @@ caf::behavior scheduler_actor(SchedulerActor* self, SchedulerOptions options,
 
 caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options,
                            std::shared_ptr<WorkerDirectory> directory) {
-  return system.spawn(scheduler_actor, options, std::move(directory));
+  return caf::actor_cast<caf::actor>(system.spawn(scheduler_actor, options, std::move(directory)));
 }
 
 }  // namespace tessera

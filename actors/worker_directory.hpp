@@ -8,11 +8,13 @@
 #include <mutex>
 #include <vector>
 
+#include "actors/protocols/worker.hpp"
+
 namespace tessera {
 
 class WorkerDirectory {
  public:
-  void set(std::uint32_t id, caf::actor actor) {
+  void set(std::uint32_t id, protocols::input_target_type actor) {
     std::lock_guard lock(mutex_);
     if (actors_.size() <= id) actors_.resize(id + 1);
     actors_[id] = std::move(actor);
@@ -22,9 +24,9 @@ class WorkerDirectory {
     if (id < actors_.size()) actors_[id] = nullptr;
   }
   // Null when the id is unknown or its worker left.
-  caf::actor get(std::uint32_t id) const {
+  protocols::input_target_type get(std::uint32_t id) const {
     std::lock_guard lock(mutex_);
-    return id < actors_.size() ? actors_[id] : caf::actor{};
+    return id < actors_.size() ? actors_[id] : protocols::input_target_type{};
   }
   bool contains(std::uint32_t id) const {
     std::lock_guard lock(mutex_);
@@ -33,7 +35,7 @@ class WorkerDirectory {
 
  private:
   mutable std::mutex mutex_;
-  std::vector<caf::actor> actors_;
+  std::vector<protocols::input_target_type> actors_;
 };
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
-// The closed set of task states. Transitions: waiting -> ready -> running -> done | erred;
-// waiting | ready -> cancelled (a dependency failed, or nobody wants the result any more).
+// The closed set of task states a client sees (Future::status, deliveries): waiting, ready or running
+// until the task ends done, erred or cancelled. The scheduler tracks placement with its own states
+// (scheduling/placement.hpp, transitions checked there); a worker's slots have theirs (operation actor).
 #pragma once
 
 #include <cstdint>

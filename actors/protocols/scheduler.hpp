@@ -1,0 +1,32 @@
+// The scheduler actor's protocol: what clients, workers, the gateway and stream actors may tell or ask
+// it. Implemented by actors/scheduler_actor.cpp over scheduling::SchedulerCore.
+#pragma once
+
+#include <caf/all.hpp>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "actors/glm/messages.hpp"
+#include "actors/messages.hpp"
+
+namespace tessera::protocols {
+
+using scheduler_actor_type = caf::typed_actor<
+    // Clients: work, releases of result slots, cancellations.
+    caf::reacts_to<submit_atom, Submission>, caf::reacts_to<release_atom, std::shared_ptr<ResultSink>>,
+    caf::reacts_to<cancel_atom, CancelRequest>,
+    // Workers: finished and stolen-back tasks.
+    caf::reacts_to<done_atom, DoneBatch>, caf::reacts_to<stolen_atom, StolenBatch>,
+    // Cluster membership: a worker joins (answered with its id), is declared lost, or retires.
+    caf::replies_to<register_atom, WorkerRegistration>::with<std::uint32_t>,
+    caf::reacts_to<lost_atom, std::uint32_t>, caf::reacts_to<retire_atom, std::uint32_t>,
+    // GLM fits: a client's fit request, and the partitions' answers forwarded to the fit's solver.
+    caf::reacts_to<glm_fit_atom, GlmFitRequest, std::shared_ptr<GlmReply>>, caf::reacts_to<glm_atom, GlmMessage>,
+    // Stream actors: the workers that take simulation jobs (the asker is told of later joins and losses).
+    caf::replies_to<stream_workers_atom>::with<std::vector<StreamWorker>>,
+    // Status displays.
+    caf::replies_to<workers_atom>::with<std::vector<WorkerInfo>>,
+    caf::replies_to<status_atom>::with<SchedulerStatus>, caf::reacts_to<shutdown_atom>>;
+
+}  // namespace tessera::protocols
