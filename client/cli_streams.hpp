@@ -1,5 +1,6 @@
 // The tessera CLI's stream commands: `stream push` (a CSV of parameter sets into a simulation) and
-// `results` (queries over a stream's stored results).
+// `results` (queries over a stream's stored results). Both speak to the scheduler through the client
+// library (tessera::Client, ResultQuery), so the CLI prints what the library answers.
 #pragma once
 
 #include <map>
