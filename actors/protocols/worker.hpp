@@ -29,7 +29,9 @@ using worker_actor_type =
 using input_target_type =
     caf::typed_actor<caf::reacts_to<input_atom, InputBatch>, caf::reacts_to<shutdown_atom>>;
 
-// A worker actor: both.
-using local_worker_type = worker_actor_type::extend<caf::reacts_to<input_atom, InputBatch>>;
+// A worker actor: both, and the held results its services ask for (of one operation, by slot).
+using local_worker_type = worker_actor_type::extend<
+    caf::reacts_to<input_atom, InputBatch>,
+    caf::replies_to<fetch_atom, OpId, std::vector<std::uint32_t>>::with<std::vector<Value>>>;
 
 }  // namespace tessera::protocols
