@@ -37,13 +37,20 @@ struct StreamBatch {
   std::vector<Value> parameters;
 };
 
-// Stream actor -> worker (-> its simulation pool): run these parameter sets, answer `stream`.
-struct SimulationJob {
-  caf::actor stream;
+// Stream actor -> worker (-> its simulation service): what every job of a stream shares, once per worker
+// before the stream's first job there (and simulation_end_atom with the stream id after its last).
+struct SimulationSetup {
   std::uint64_t stream_id = 0;
   std::string simulation;
   std::shared_ptr<const Config> config;
   std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
+};
+
+// Stream actor -> worker (-> its simulation service): run these parameter sets of a stream set up there,
+// answer `stream`.
+struct SimulationJob {
+  caf::actor stream;
+  std::uint64_t stream_id = 0;
   std::vector<std::uint64_t> ids;
   std::vector<Value> parameters;  // aligned with ids
 };
@@ -89,6 +96,8 @@ using stream_push_atom = caf::atom_constant<caf::atom("spush")>;
 using stream_close_atom = caf::atom_constant<caf::atom("sclose")>;
 using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
 using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
+using simulation_setup_atom = caf::atom_constant<caf::atom("simsetup")>;
+using simulation_end_atom = caf::atom_constant<caf::atom("simend")>;
 using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;  // stream -> scheduler: who takes jobs
 using worker_joined_atom = caf::atom_constant<caf::atom("wjoined")>;    // scheduler -> stream: StreamWorker
 using worker_left_atom = caf::atom_constant<caf::atom("wleft")>;        // scheduler -> stream: worker id
@@ -113,6 +122,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerInfo)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::WorkerInfo>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationJob)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationSetup)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationOutcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::StreamWorker>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamWorker)

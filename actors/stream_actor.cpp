@@ -24,6 +24,7 @@ struct StreamState {
   StreamActorArgs args;
   std::vector<StreamWorker> workers;
   std::vector<std::uint32_t> jobs_out;  // per worker
+  std::vector<bool> set_up;             // per worker: it has this stream's setup
   std::deque<Pending> pending;
   struct InFlight {
     Value parameters;
@@ -48,6 +49,8 @@ void finish_if_done(StreamActor* self) {
   auto& st = self->state;
   if (!st.closed || st.finished || !st.pending.empty() || !st.in_flight.empty()) return;
   st.finished = true;
+  for (std::size_t w = 0; w < st.workers.size(); ++w)
+    if (st.set_up[w]) self->send(st.workers[w].actor, simulation_end_atom::value, st.args.id);
   try {
     auto info =
         st.args.store->stream(st.args.id).value_or(StreamInfo{st.args.id, st.args.settings.simulation});
@@ -75,9 +78,15 @@ void dispatch(StreamActor* self) {
       const std::uint32_t actors =
           st.args.settings.pool_size ? st.args.settings.pool_size : st.workers[w].threads;
       if (st.jobs_out[w] >= 2 * actors) continue;
-      SimulationJob job{
-          self, st.args.id, st.args.settings.simulation, st.args.settings.config, st.args.settings.pool_size,
-          {},   {}};
+      if (!st.set_up[w]) {
+        // What every job shares travels once, ahead of the first job (messages between two actors stay
+        // in order, across processes too).
+        self->send(st.workers[w].actor, simulation_setup_atom::value,
+                   SimulationSetup{st.args.id, st.args.settings.simulation, st.args.settings.config,
+                                   st.args.settings.pool_size});
+        st.set_up[w] = true;
+      }
+      SimulationJob job{self, st.args.id, {}, {}};
       for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
         job.ids.push_back(st.pending.front().id);
         job.parameters.push_back(st.pending.front().parameters);
@@ -134,6 +143,7 @@ caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
         auto& st = self->state;
         st.workers = std::move(workers);
         st.jobs_out.assign(st.workers.size(), 0);
+        st.set_up.assign(st.workers.size(), false);
         if (st.workers.empty()) {
           st.args.sink->finish("the cluster has no workers to run simulation '" +
                                st.args.settings.simulation + "'");
@@ -155,6 +165,7 @@ caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
         auto& st = self->state;
         st.workers.push_back(joined);
         st.jobs_out.push_back(0);
+        st.set_up.push_back(false);
         dispatch(self);
       },
       [=](worker_left_atom, std::uint32_t worker) {
@@ -165,6 +176,7 @@ caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
           if (st.workers[w].id == worker) {
             st.workers.erase(st.workers.begin() + static_cast<std::ptrdiff_t>(w));
             st.jobs_out.erase(st.jobs_out.begin() + static_cast<std::ptrdiff_t>(w));
+            st.set_up.erase(st.set_up.begin() + static_cast<std::ptrdiff_t>(w));
             break;
           }
         std::vector<Pending> again;

@@ -57,6 +57,12 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
         self->send(self->state.glm, welcome_atom::value, id);
       },
       // Services: delegated, so that what they answer goes to whoever asked.
+      [=](simulation_setup_atom, SimulationSetup& setup) {
+        return self->delegate(self->state.simulations, simulation_setup_atom::value, std::move(setup));
+      },
+      [=](simulation_end_atom, std::uint64_t stream) {
+        return self->delegate(self->state.simulations, simulation_end_atom::value, stream);
+      },
       [=](simulate_atom, SimulationJob& job) {
         return self->delegate(self->state.simulations, simulate_atom::value, std::move(job));
       },

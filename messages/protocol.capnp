@@ -273,11 +273,19 @@ struct StreamFinished {
 # Scheduler -> worker: run these parameter sets of a stream on a pool of the simulation.
 struct Simulate {
   streamId @0 :UInt64;
-  simulation @1 :Text;
-  poolSize @2 :UInt32;
-  config @3 :List(ConfigEntry);
+  simulation @1 :Text;           # unused since protocol version 2: the stream's SimulationSetup says it
+  poolSize @2 :UInt32;           # unused since protocol version 2
+  config @3 :List(ConfigEntry);  # unused since protocol version 2
   ids @4 :List(UInt64);
   parameters @5 :List(Values.Value);
+}
+
+# Scheduler -> worker: what every job of one stream shares, sent once before its first job there.
+struct SimulationSetup {
+  streamId @0 :UInt64;
+  simulation @1 :Text;
+  poolSize @2 :UInt32;           # simulation actors per worker; 0: one per compute thread
+  config @3 :List(ConfigEntry);
 }
 
 # Client -> scheduler: a query over a stream's stored results, answered as text (CSV, JSON, a summary).
@@ -483,5 +491,7 @@ struct Envelope {
     resultsQuery @35 :ResultsQuery;
     resultsAnswer @36 :ResultsAnswer;
     glm @37 :GlmMessage;
+    simulationSetup @38 :SimulationSetup;
+    simulationEnd @39 :UInt64;     # the stream's last job was sent: its setup can go
   }
 }

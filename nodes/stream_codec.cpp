@@ -59,9 +59,6 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
 
 void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments) {
   out.setStreamId(job.stream_id);
-  out.setSimulation(job.simulation);
-  out.setPoolSize(job.pool_size);
-  if (job.config) encode(*job.config, out.initConfig(count(job.config->entries().size())), attachments);
   auto ids = out.initIds(count(job.ids.size()));
   for (std::size_t i = 0; i < job.ids.size(); ++i) ids.set(count(i), job.ids[i]);
   auto parameters = out.initParameters(count(job.parameters.size()));
@@ -77,12 +74,22 @@ SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::b
   SimulationJob job;
   job.stream = std::move(stream);
   job.stream_id = in.getStreamId();
-  job.simulation = in.getSimulation();
-  job.pool_size = in.getPoolSize();
-  job.config = decode(in.getConfig(), frames);
   for (auto id : in.getIds()) job.ids.push_back(id);
   for (auto p : in.getParameters()) job.parameters.push_back(decode(p, frames));
   return job;
+}
+
+void encode(const tessera::SimulationSetup& setup, SimulationSetup::Builder out, Attachments& attachments) {
+  out.setStreamId(setup.stream_id);
+  out.setSimulation(setup.simulation);
+  out.setPoolSize(setup.pool_size);
+  if (setup.config) encode(*setup.config, out.initConfig(count(setup.config->entries().size())), attachments);
+}
+
+tessera::SimulationSetup decode(wire::SimulationSetup::Reader in,
+                                std::span<const std::span<const std::byte>> frames) {
+  return tessera::SimulationSetup{in.getStreamId(), in.getSimulation(), decode(in.getConfig(), frames),
+                                  in.getPoolSize()};
 }
 
 }  // namespace tessera::wire

@@ -29,7 +29,7 @@
 namespace tessera::transport {
 
 // Bumped whenever the meaning of an existing message changes; peers of another version are refused.
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;  // 2: typed GLM bodies, simulation setups
 
 struct CurveKeys {
   std::string public_key;  // Z85, 40 characters

@@ -123,6 +123,23 @@ SimulationOutcome WireBody<Envelope::SIMULATED>::decode(Envelope::Reader e, cons
                            in.getBusySeconds()};
 }
 
+void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
+                                                  const ::tessera::SimulationSetup& setup, EncodeContext& c) {
+  wire::encode(setup, e.initSimulationSetup(), c.attachments);
+}
+::tessera::SimulationSetup WireBody<Envelope::SIMULATION_SETUP>::decode(Envelope::Reader e,
+                                                                        const DecodeContext& c) {
+  return wire::decode(e.getSimulationSetup(), c.frames);
+}
+
+void WireBody<Envelope::SIMULATION_END>::encode(Envelope::Builder e, const std::uint64_t& stream,
+                                                EncodeContext&) {
+  e.setSimulationEnd(stream);
+}
+std::uint64_t WireBody<Envelope::SIMULATION_END>::decode(Envelope::Reader e, const DecodeContext&) {
+  return e.getSimulationEnd();
+}
+
 void WireBody<Envelope::GLM>::encode(Envelope::Builder e, const ::tessera::GlmMessage& message,
                                      EncodeContext& c) {
   wire::encode(message, e.initGlm(), c.attachments);

@@ -69,6 +69,9 @@ struct NoPayload {};
   X(SIMULATED, "simulated", kWorkerToScheduler, simulated_atom, SimulationOutcome)                           \
   X(RESULTS_QUERY, "results query", kClientToScheduler, no_atom, NoPayload)                                  \
   X(RESULTS_ANSWER, "results answer", kSchedulerToClient, no_atom, NoPayload)                                \
+  X(SIMULATION_SETUP, "simulation setup", kSchedulerToWorker, simulation_setup_atom,                         \
+    ::tessera::SimulationSetup)                                                                              \
+  X(SIMULATION_END, "simulation end", kSchedulerToWorker, simulation_end_atom, std::uint64_t)                \
   X(GLM, "glm", kClientToScheduler | kSchedulerToClient | kWorkerToScheduler | kSchedulerToWorker, glm_atom, \
     ::tessera::GlmMessage)
 

@@ -82,9 +82,11 @@ TEST(Transport, AnotherProtocolVersionIsRefusedOnBothSides) {
     transport::Connection c(options);
     FAIL() << "connected";
   } catch (const transport::ConnectionRefused& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "protocol version mismatch: the peer speaks version 99, this node speaks version 1"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("protocol version mismatch: the peer speaks version 99, this node speaks "
+                                   "version " +
+                                   std::to_string(transport::kProtocolVersion)),
+        std::string::npos)
         << e.what();
   }
   EXPECT_TRUE(eventually([&] { return s.logged("refused peer") && s.logged("protocol version mismatch"); }));

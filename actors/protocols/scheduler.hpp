@@ -22,7 +22,8 @@ using scheduler_actor_type = caf::typed_actor<
     caf::replies_to<register_atom, WorkerRegistration>::with<std::uint32_t>,
     caf::reacts_to<lost_atom, std::uint32_t>, caf::reacts_to<retire_atom, std::uint32_t>,
     // GLM fits: a client's fit request, and the partitions' answers forwarded to the fit's solver.
-    caf::reacts_to<glm_fit_atom, GlmFitRequest, std::shared_ptr<GlmReply>>, caf::reacts_to<glm_atom, GlmMessage>,
+    caf::reacts_to<glm_fit_atom, GlmFitRequest, std::shared_ptr<GlmReply>>,
+    caf::reacts_to<glm_atom, GlmMessage>,
     // Stream actors: the workers that take simulation jobs (the asker is told of later joins and losses).
     caf::replies_to<stream_workers_atom>::with<std::vector<StreamWorker>>,
     // Status displays.

@@ -23,7 +23,10 @@ using worker_actor_type =
                                                                     // stolen_atom)
                      caf::reacts_to<forget_atom, OpId>,             // an operation is over
                      caf::reacts_to<shutdown_atom>,
-                     caf::reacts_to<simulate_atom, SimulationJob>,  // parameter sets for its simulation pool
+                     caf::reacts_to<simulation_setup_atom, SimulationSetup>,  // what a stream's jobs share,
+                                                                              // once
+                     caf::reacts_to<simulation_end_atom, std::uint64_t>,      // a stream sent its last job
+                     caf::reacts_to<simulate_atom, SimulationJob>,  // parameter sets for its simulation pools
                      caf::reacts_to<glm_atom, GlmMessage>>;         // a GLM fit's messages for its partitions
 
 using input_target_type =

@@ -17,7 +17,10 @@ using worker_service_type =
     caf::typed_actor<caf::reacts_to<welcome_atom, std::uint32_t>, caf::reacts_to<shutdown_atom>>;
 
 // Parameter sets of streams, run by simulation pools (one per simulation, pool size and config).
-using simulation_service_type = worker_service_type::extend<caf::reacts_to<simulate_atom, SimulationJob>>;
+using simulation_service_type =
+    worker_service_type::extend<caf::reacts_to<simulation_setup_atom, SimulationSetup>,
+                                caf::reacts_to<simulation_end_atom, std::uint64_t>,
+                                caf::reacts_to<simulate_atom, SimulationJob>>;
 
 // GLM fits: a fit's partitions on this worker, kept resident in a partition actor per fit.
 using glm_service_type = worker_service_type::extend<caf::reacts_to<glm_atom, GlmMessage>>;

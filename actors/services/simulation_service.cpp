@@ -12,16 +12,17 @@ struct SimulationServiceState {
   std::uint32_t worker_id = 0;
   std::string name;
   std::shared_ptr<ComputePool> pool;
-  // Streams with the same settings share a pool.
+  // What each stream's jobs share, from its setup; streams with the same settings share a pool.
+  std::unordered_map<std::uint64_t, SimulationSetup> streams;
   std::unordered_map<std::string, caf::actor> pools;
 };
 
 using SimulationService = protocols::simulation_service_type::stateful_base<SimulationServiceState>;
 
-std::string pool_key(const SimulationJob& job) {
-  std::string key = job.simulation + "/" + std::to_string(job.pool_size);
-  if (job.config)
-    for (const auto& [name, value] : job.config->entries())
+std::string pool_key(const SimulationSetup& setup) {
+  std::string key = setup.simulation + "/" + std::to_string(setup.pool_size);
+  if (setup.config)
+    for (const auto& [name, value] : setup.config->entries())
       key += "/" + name + "=" + std::to_string(value.content_hash());
   return key;
 }
@@ -36,26 +37,32 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
         self->state.worker_id = id;
         if (self->state.name.empty()) self->state.name = "worker-" + std::to_string(id);
       },
+      [=](simulation_setup_atom, SimulationSetup& setup) {
+        self->state.streams[setup.stream_id] = std::move(setup);
+      },
+      [=](simulation_end_atom, std::uint64_t stream) { self->state.streams.erase(stream); },
       [=](simulate_atom, SimulationJob& job) {
         auto& st = self->state;
-        auto key = pool_key(job);
+        // Every parameter set of a job this worker cannot run gets an error record.
+        const auto refuse = [&](const std::string& why) {
+          SimulationOutcome outcome{st.worker_id, job.stream_id, {}, 0};
+          for (auto id : job.ids) outcome.records.push_back(StreamRecord{id, Value{}, true, why, st.name});
+          caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+        };
+        const auto setup = st.streams.find(job.stream_id);
+        if (setup == st.streams.end())
+          return refuse("stream " + std::to_string(job.stream_id) + " was not set up on " + st.name);
+        auto key = pool_key(setup->second);
         auto it = st.pools.find(key);
         if (it == st.pools.end()) {
-          const SimulationType* type = SimulationRegistry::global().find(job.simulation);
-          if (!type) {
-            // The stream checked the name where it was opened; this worker lacks the plugin.
-            SimulationOutcome outcome{st.worker_id, job.stream_id, {}, 0};
-            for (auto id : job.ids)
-              outcome.records.push_back(StreamRecord{
-                  id, Value{}, true, "simulation '" + job.simulation + "' is not registered on " + st.name,
-                  st.name});
-            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
-            return;
-          }
-          const std::uint32_t size = job.pool_size ? job.pool_size : st.pool->threads();
+          const SimulationType* type = SimulationRegistry::global().find(setup->second.simulation);
+          // The stream checked the name where it was opened; this worker lacks the plugin.
+          if (!type)
+            return refuse("simulation '" + setup->second.simulation + "' is not registered on " + st.name);
+          const std::uint32_t size = setup->second.pool_size ? setup->second.pool_size : st.pool->threads();
           auto spawned = spawn_simulation_pool(
               self->home_system(),
-              SimulationPoolArgs{type, job.config, size, st.worker_id, st.name, st.pool});
+              SimulationPoolArgs{type, setup->second.config, size, st.worker_id, st.name, st.pool});
           it = st.pools.emplace(std::move(key), spawned).first;
         }
         caf::anon_send(it->second, simulate_atom::value, std::move(job));
