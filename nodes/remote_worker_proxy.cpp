@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "actors/protocols/worker.hpp"
 #include "nodes/wire_routes.hpp"
 
 namespace tessera {
@@ -14,6 +15,11 @@ struct ProxyState {
 };
 
 using ProxyActor = caf::stateful_actor<ProxyState>;
+
+// The proxy stands in for a worker actor: what the scheduler tells a worker and the wire table's
+// scheduler -> worker rows must be the same messages.
+static_assert(wire::routes_implement<protocols::worker_actor_type, wire::kSchedulerToWorker>,
+              "the wire table's scheduler -> worker rows and protocols::worker_actor_type differ");
 
 // Every message the scheduler sends a worker goes out as its envelope (the wire table's routes from the
 // scheduler to workers); after the shutdown, the proxy is done.

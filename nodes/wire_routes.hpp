@@ -93,6 +93,24 @@ bool deliver(RouteList<Routes...>, Envelope::Reader envelope, const DecodeContex
   return ((which == Routes::kind && (deliver_one<Routes>(envelope, context, target), true)) || ...);
 }
 
+// The typed-actor signature of a route's actor message (a reacts_to: nothing is answered over the wire).
+template <class R>
+struct route_signature {
+  using type =
+      caf::typed_mpi<caf::detail::type_list<typename R::atom, typename R::payload>, caf::output_tuple<void>>;
+};
+template <Envelope::Which Kind, std::uint8_t Directions, class Atom>
+struct route_signature<Route<Kind, Directions, Atom, NoPayload>> {
+  using type = caf::typed_mpi<caf::detail::type_list<Atom>, caf::output_tuple<void>>;
+};
+
+template <class Interface, class... Routes>
+constexpr bool implements_exactly(RouteList<Routes...>) {
+  using signatures = typename Interface::signatures;
+  return sizeof...(Routes) == caf::detail::tl_size<signatures>::value &&
+         (caf::detail::tl_contains<signatures, typename route_signature<Routes>::type>::value && ...);
+}
+
 }  // namespace detail
 
 // Every actor message that travels in `direction`, as the table says.
@@ -106,6 +124,11 @@ template <Direction D, class Send, class... Extra>
 caf::behavior forwarding_behavior(Send send, Extra... extra) {
   return detail::forwarding(RoutesIn<D>{}, std::move(send), std::move(extra)...);
 }
+
+// Whether the actor messages of the routes in `D` are exactly the protocol `Interface` (a proxy that
+// stands for such an actor forwards all of it and nothing else).
+template <class Interface, Direction D>
+inline constexpr bool routes_implement = detail::implements_exactly<Interface>(RoutesIn<D>{});
 
 // Decodes an envelope of a route in `D` and sends its actor message to `target`; false when its kind is
 // not one of them (the caller handles it, or refuses it).

@@ -1,0 +1,109 @@
+// The table of wire messages: every Envelope kind has exactly one row with its own name, the transport
+// refuses (and names) a kind sent the wrong way on a real connection while the sender stays served, and
+// a routed body (the simulation setup, added after the table) round-trips through the wire.
+#include <gtest/gtest.h>
+
+#include <capnp/schema.h>
+
+#include <set>
+
+#include "nodes/stream_codec.hpp"
+#include "nodes/transport.hpp"
+#include "nodes/wire_bodies.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace tessera;
+using tessera::testing::eventually;
+
+TEST(WireTable, EveryEnvelopeKindHasOneRowWithItsOwnName) {
+  const auto fields = capnp::Schema::from<wire::Envelope>().getUnionFields();
+  std::set<std::string_view> names;
+  for (auto field : fields) {
+    const auto kind = static_cast<wire::Envelope::Which>(field.getProto().getDiscriminantValue());
+    const wire::KindInfo* info = wire::find_kind(kind);
+    ASSERT_NE(info, nullptr) << "no row for Envelope." << field.getProto().getName().cStr();
+    EXPECT_NE(info->directions, 0) << info->name;
+    EXPECT_TRUE(names.insert(info->name).second) << "two rows named " << info->name;
+  }
+  EXPECT_EQ(names.size(), std::size(wire::kWireKinds));
+  EXPECT_EQ(wire::kind_name(static_cast<wire::Envelope::Which>(999)), "message kind 999");
+}
+
+TEST(WireTable, AKindSentTheWrongWayIsRefusedByName) {
+  EXPECT_NO_THROW(wire::check_direction(wire::Envelope::DONE, wire::kWorkerToScheduler));
+  try {
+    wire::check_direction(wire::Envelope::DONE, wire::kClientToScheduler);
+    FAIL() << "a client's done was accepted";
+  } catch (const wire::WireError& e) {
+    EXPECT_STREQ(e.what(), "a client may not send 'done' to the scheduler");
+  }
+  EXPECT_THROW(wire::check_direction(wire::Envelope::SUBMIT, wire::kWorkerToScheduler), wire::WireError);
+  EXPECT_THROW(wire::check_direction(wire::Envelope::INPUTS, wire::kWorkerToScheduler), wire::WireError);
+  EXPECT_THROW(wire::direction_between(wire::Role::CLIENT, wire::Role::WORKER), wire::WireError);
+}
+
+TEST(WireTable, TheTransportRefusesAWorkerKindFromAClientAndServesItStill) {
+  std::mutex mutex;
+  std::vector<std::string> log;
+  std::atomic<int> handled{0};
+  transport::ServerOptions options;
+  options.log = [&](const std::string& line) {
+    std::lock_guard lock(mutex);
+    log.push_back(line);
+  };
+  transport::Server server(std::move(options), [&](transport::Server& s, const transport::PeerInfo& peer,
+                                                   transport::Received& message) {
+    ++handled;
+    if (!message.envelope().isValue()) return;
+    transport::Outgoing answer;
+    answer.envelope().initValue();
+    s.send(peer.id, answer);
+  });
+  transport::Connection client(transport::ConnectionOptions{.address = server.endpoint()});
+  // A client pretending to be the scheduler's worker: what only workers send is refused before any
+  // handler sees it.
+  transport::Outgoing forged;
+  wire::encode(DoneBatch{0, 1, {0}, {Value(std::int64_t{1})}, {}, 0, 1}, forged.envelope().initDone(),
+               forged.attachments());
+  client.send(forged);
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex);
+    for (const auto& line : log)
+      if (line.find("a client may not send 'done' to the scheduler") != std::string::npos) return true;
+    return false;
+  }));
+  EXPECT_EQ(server.dropped(), 1u);
+  transport::Outgoing value;
+  value.envelope().initValue();
+  client.send(value);
+  EXPECT_TRUE(client.receive(std::chrono::seconds(10)).has_value());
+  EXPECT_EQ(handled.load(), 1);
+}
+
+TEST(WireTable, ASimulationSetupRoundTrips) {
+  auto config = std::make_shared<Config>();
+  config->set("scale", Value(2.5));
+  const SimulationSetup setup{42, "costly_simulation", config, 3};
+  transport::Outgoing message;
+  wire::EncodeContext encode{message.attachments()};
+  wire::WireBody<wire::Envelope::SIMULATION_SETUP>::encode(message.envelope(), setup, encode);
+  auto frames = message.frames();
+  std::vector<std::span<const std::byte>> attachments;
+  for (std::size_t i = 1; i < frames.size(); ++i)
+    attachments.emplace_back(static_cast<const std::byte*>(frames[i].data()), frames[i].size());
+  wire::HeaderReader reader(
+      std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
+  const wire::DecodeContext decode{std::span<const std::span<const std::byte>>(attachments)};
+  const auto back =
+      wire::WireBody<wire::Envelope::SIMULATION_SETUP>::decode(reader.root<wire::Envelope>(), decode);
+  EXPECT_EQ(back.stream_id, 42u);
+  EXPECT_EQ(back.simulation, "costly_simulation");
+  EXPECT_EQ(back.pool_size, 3u);
+  ASSERT_TRUE(back.config);
+  EXPECT_EQ(back.config->entries().size(), 1u);
+  EXPECT_EQ(back.config->entries().begin()->second, Value(2.5));
+}
+
+}  // namespace
