@@ -147,14 +147,19 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
       },
       [=](register_atom, const WorkerRegistration& registration) -> std::uint32_t {
         auto& st = self->state;
-        auto registered = st.core->register_worker(
-            scheduling::WorkerDescription{registration.threads, registration.name, registration.address,
-                                          registration.public_key, registration.memory_limit});
-        if (st.workers.size() <= registered.id) st.workers.resize(registered.id + 1);
-        st.workers[registered.id] = caf::actor_cast<protocols::worker_actor_type>(registration.actor);
-        st.directory->set(registered.id, caf::actor_cast<protocols::input_target_type>(registration.actor));
-        step(self, [&](auto&) { return std::move(registered.outbox); });
-        return registered.id;
+        std::uint32_t id = 0;
+        step(self, [&](auto& core) {
+          auto registered = core.register_worker(
+              scheduling::WorkerDescription{registration.threads, registration.name, registration.address,
+                                            registration.public_key, registration.memory_limit});
+          id = registered.id;
+          // Known before its outbox goes out: the outbox already names it.
+          if (st.workers.size() <= id) st.workers.resize(id + 1);
+          st.workers[id] = caf::actor_cast<protocols::worker_actor_type>(registration.actor);
+          st.directory->set(id, caf::actor_cast<protocols::input_target_type>(registration.actor));
+          return std::move(registered.outbox);
+        });
+        return id;
       },
       [=](lost_atom, std::uint32_t id) { step(self, [&](auto& core) { return core.worker_lost(id); }); },
       [=](retire_atom, std::uint32_t id) { step(self, [&](auto& core) { return core.retire(id); }); },

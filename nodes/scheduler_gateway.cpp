@@ -208,16 +208,11 @@ struct SchedulerGateway::State {
                      query.getBins());
   }
 
+  // The summary line the CLI prints, written by the store's exporter (the in-process path writes it too).
   static std::string summary_json(const ResultStore& store, std::uint64_t stream, const std::string& field,
                                   const ResultSummary& s) {
-    const auto info = store.stream(stream).value_or(StreamInfo{stream, "?"});
     std::ostringstream out;
-    out << "{\"stream\":" << stream << ",\"simulation\":\"" << info.simulation
-        << "\",\"closed\":" << (info.closed ? "true" : "false") << ",\"count\":" << s.count
-        << ",\"failed\":" << s.failed << ",\"field\":\"" << field << "\",\"numeric\":" << s.numeric
-        << ",\"mean\":" << s.mean << ",\"min\":" << s.min << ",\"max\":" << s.max << ",\"histogram\":[";
-    for (std::size_t i = 0; i < s.histogram.size(); ++i) out << (i ? "," : "") << s.histogram[i];
-    out << "]}\n";
+    export_summary_json(store, stream, field, s, out);
     return out.str();
   }
 

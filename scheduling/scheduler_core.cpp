@@ -256,6 +256,8 @@ SchedulerCore::Registered SchedulerCore::register_worker(const WorkerDescription
   st.stats.workers += 1;
   out.send(id, WelcomeWorker{id});
   out.workers_joined.push_back(id);
+  // A retiring worker that had nowhere to move its held results can hand them to this one now.
+  for (std::uint32_t other = 0; other < id; ++other) st.try_finish_retirement(other, out);
   st.dispatch(out);
   return registered;
 }

@@ -312,6 +312,22 @@ TEST(SchedulerCore, ARetiringWorkerHandsItsResultsOverThenShutsDown) {
   EXPECT_EQ(assigned(out, staying, more), std::vector<std::uint32_t>{0});
 }
 
+TEST(SchedulerCore, ARetiringWorkerWithNowhereToGoLeavesWhenAWorkerJoins) {
+  SchedulerCore core;
+  const auto leaving = add_worker(core, 1);
+  auto op = independent(1);
+  core.submit(watching({op}, op, table()));
+  core.done(finished(leaving, op, {0}));
+  auto out = core.retire(leaving);
+  EXPECT_TRUE(messages_to<ShutdownWorker>(out, leaving).empty());  // its result has nowhere to go yet
+  EXPECT_EQ(core.status().retiring_workers, 1u);
+  Outbox joined;
+  const auto staying = add_worker(core, 1, &joined);
+  EXPECT_EQ(messages_to<ShutdownWorker>(joined, leaving).size(), 1u);
+  EXPECT_EQ(core.worker_of({op->id(), 0}), staying);
+  EXPECT_EQ(core.status().retiring_workers, 0u);
+}
+
 TEST(SchedulerCore, AReferenceToAnUnknownTaskFailsAtSubmission) {
   SchedulerCore core;
   add_worker(core, 1);
