@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/protocols/gpu_device.hpp"
 #include "backends/device_queue.hpp"
 
 namespace tessera {
@@ -13,10 +14,10 @@ struct GpuDeviceState {
   std::size_t next = 0;
 };
 
-using GpuDeviceActor = caf::stateful_actor<GpuDeviceState>;
+using GpuDeviceActor = protocols::gpu_device_type::stateful_base<GpuDeviceState>;
 
-caf::behavior gpu_device_actor(GpuDeviceActor* self,
-                               std::vector<std::shared_ptr<backends::DeviceQueue>> queues) {
+protocols::gpu_device_type::behavior_type gpu_device_actor(
+    GpuDeviceActor* self, std::vector<std::shared_ptr<backends::DeviceQueue>> queues) {
   self->state.queues = std::move(queues);
   return {
       [=](gpu_run_atom, GpuJob& job) {
@@ -37,7 +38,7 @@ caf::behavior gpu_device_actor(GpuDeviceActor* self,
 caf::actor spawn_gpu_device_actor(caf::actor_system& system, int device, int streams) {
   auto queues = backends::make_device_queues(device, streams);
   if (queues.empty()) return {};
-  return system.spawn<caf::detached>(gpu_device_actor, std::move(queues));
+  return caf::actor_cast<caf::actor>(system.spawn<caf::detached>(gpu_device_actor, std::move(queues)));
 }
 
 }  // namespace tessera

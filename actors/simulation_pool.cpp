@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "actors/messages.hpp"
+#include "actors/protocols/simulation_pool.hpp"
 
 namespace tessera {
 namespace {
@@ -18,8 +19,9 @@ struct SimulationState {
 };
 
 // One simulation actor: its instance runs one job at a time (the pool sends it one at a time).
-caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, SimulationPoolArgs args,
-                               caf::actor pool, std::uint32_t index) {
+protocols::simulation_actor_type::behavior_type simulation_actor(
+    protocols::simulation_actor_type::stateful_pointer<SimulationState> self, SimulationPoolArgs args,
+    caf::actor pool, std::uint32_t index) {
   return {
       [=](simulate_atom, SimulationJob& job) {
         auto instance = self->state.instance;
@@ -76,11 +78,12 @@ caf::behavior simulation_actor(caf::stateful_actor<SimulationState>* self, Simul
 }
 
 struct PoolState {
-  std::vector<caf::actor> simulations;
+  std::vector<protocols::simulation_actor_type> simulations;
   std::vector<std::uint32_t> free;
   std::deque<SimulationJob> queued;
 
-  void dispatch(caf::event_based_actor* self) {
+  template <class Self>
+  void dispatch(Self* self) {
     while (!free.empty() && !queued.empty()) {
       const std::uint32_t index = free.back();
       free.pop_back();
@@ -90,7 +93,8 @@ struct PoolState {
   }
 };
 
-caf::behavior pool_actor(caf::stateful_actor<PoolState>* self, SimulationPoolArgs args) {
+protocols::simulation_pool_type::behavior_type pool_actor(
+    protocols::simulation_pool_type::stateful_pointer<PoolState> self, SimulationPoolArgs args) {
   const auto me = caf::actor_cast<caf::actor>(self);
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, args.size); ++i) {
     self->state.simulations.push_back(self->spawn<caf::linked>(simulation_actor, args, me, i));
@@ -115,7 +119,7 @@ caf::behavior pool_actor(caf::stateful_actor<PoolState>* self, SimulationPoolArg
 }  // namespace
 
 caf::actor spawn_simulation_pool(caf::actor_system& system, SimulationPoolArgs args) {
-  return system.spawn(pool_actor, std::move(args));
+  return caf::actor_cast<caf::actor>(system.spawn(pool_actor, std::move(args)));
 }
 
 }  // namespace tessera

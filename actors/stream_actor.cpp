@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "actors/protocols/stream.hpp"
+#include "actors/protocols/worker.hpp"
 
 namespace tessera {
 namespace {
@@ -43,14 +45,16 @@ struct StreamState {
   }
 };
 
-using StreamActor = caf::stateful_actor<StreamState>;
+using StreamActor = protocols::stream_actor_type::stateful_base<StreamState>;
 
 void finish_if_done(StreamActor* self) {
   auto& st = self->state;
   if (!st.closed || st.finished || !st.pending.empty() || !st.in_flight.empty()) return;
   st.finished = true;
   for (std::size_t w = 0; w < st.workers.size(); ++w)
-    if (st.set_up[w]) self->send(st.workers[w].actor, simulation_end_atom::value, st.args.id);
+    if (st.set_up[w])
+      self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor),
+                 simulation_end_atom::value, st.args.id);
   try {
     auto info =
         st.args.store->stream(st.args.id).value_or(StreamInfo{st.args.id, st.args.settings.simulation});
@@ -81,12 +85,13 @@ void dispatch(StreamActor* self) {
       if (!st.set_up[w]) {
         // What every job shares travels once, ahead of the first job (messages between two actors stay
         // in order, across processes too).
-        self->send(st.workers[w].actor, simulation_setup_atom::value,
+        self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor),
+                   simulation_setup_atom::value,
                    SimulationSetup{st.args.id, st.args.settings.simulation, st.args.settings.config,
                                    st.args.settings.pool_size});
         st.set_up[w] = true;
       }
-      SimulationJob job{self, st.args.id, {}, {}};
+      SimulationJob job{caf::actor_cast<caf::actor>(self), st.args.id, {}, {}};
       for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
         job.ids.push_back(st.pending.front().id);
         job.parameters.push_back(st.pending.front().parameters);
@@ -96,7 +101,8 @@ void dispatch(StreamActor* self) {
         st.pending.pop_front();
       }
       st.jobs_out[w] += 1;
-      self->send(st.workers[w].actor, simulate_atom::value, std::move(job));
+      self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulate_atom::value,
+                 std::move(job));
       sent = true;
     }
   }
@@ -136,7 +142,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   finish_if_done(self);
 }
 
-caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
+protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, StreamActorArgs args) {
   self->state.args = std::move(args);
   self->request(self->state.args.scheduler, caf::infinite, stream_workers_atom::value)
       .then([=](std::vector<StreamWorker>& workers) {
@@ -203,7 +209,7 @@ caf::behavior stream_actor(StreamActor* self, StreamActorArgs args) {
 }  // namespace
 
 caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args) {
-  return system.spawn(stream_actor, std::move(args));
+  return caf::actor_cast<caf::actor>(system.spawn(stream_actor, std::move(args)));
 }
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 
 #include "actors/glm/messages.hpp"
 #include "actors/messages.hpp"
+#include "actors/protocols/glm.hpp"
 #include "backends/glm_partials.hpp"
 
 namespace tessera {
@@ -14,8 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 // What one partition's job gives back to the actor.
-struct PartOutcome {
+struct GlmPartOutcome {
   std::int64_t seq = 0;
   std::size_t position = 0;  // in the actor's partitions
   backends::glm::Partials partials;
@@ -23,15 +26,12 @@ struct PartOutcome {
   std::string error;
 };
 
-}  // namespace
 }  // namespace tessera
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PartOutcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::GlmPartOutcome)
 
 namespace tessera {
 namespace {
-
-using part_atom = caf::atom_constant<caf::atom("glmpart")>;
 
 struct RoundState {
   std::int64_t seq = -1;
@@ -49,7 +49,7 @@ struct PartitionState {
   RoundState round;
 };
 
-using PartitionActor = caf::stateful_actor<PartitionState>;
+using PartitionActor = protocols::glm_partition_type::stateful_base<PartitionState>;
 
 std::string describe(const std::exception& e, const GlmPartition& part) {
   return std::string(e.what()) + " (partition " + std::to_string(part.index) + ", rows from " +
@@ -57,8 +57,8 @@ std::string describe(const std::exception& e, const GlmPartition& part) {
 }
 
 void reply(PartitionActor* self, GlmBody answer) {
-  self->send(self->state.args.reply_to, glm_atom::value,
-             GlmMessage{self->state.args.session, std::move(answer)});
+  caf::anon_send(self->state.args.reply_to, glm_atom::value,
+                 GlmMessage{self->state.args.session, std::move(answer)});
 }
 
 // Starts a round: one job per partition on the worker's compute threads.
@@ -73,7 +73,7 @@ void start_round(PartitionActor* self, GlmKind kind, std::int64_t seq, Job job) 
   caf::actor me = caf::actor_cast<caf::actor>(self);
   for (std::size_t i = 0; i < st.args.partitions.size(); ++i) {
     st.args.pool->submit([me, i, seq, job, part = st.args.partitions[i]] {
-      PartOutcome out;
+      GlmPartOutcome out;
       out.seq = seq;
       out.position = i;
       try {
@@ -81,7 +81,7 @@ void start_round(PartitionActor* self, GlmKind kind, std::int64_t seq, Job job) 
       } catch (const std::exception& e) {
         out.error = describe(e, part);
       }
-      caf::anon_send(me, part_atom::value, std::move(out));
+      caf::anon_send(me, glm_part_atom::value, std::move(out));
     });
   }
 }
@@ -106,7 +106,7 @@ void finish_round(PartitionActor* self) {
   }
 }
 
-void accept(PartitionActor* self, PartOutcome& out) {
+void accept(PartitionActor* self, GlmPartOutcome& out) {
   auto& r = self->state.round;
   if (out.seq != r.seq || r.pending == 0) return;  // a round that was already answered
   if (!out.error.empty() && r.error.empty()) r.error = std::move(out.error);
@@ -130,7 +130,7 @@ void accept(PartitionActor* self, PartOutcome& out) {
 // Checks the partitions (non-finite values, labels the family cannot take): the round that answers `loaded`.
 void start_load(PartitionActor* self) {
   const auto family = self->state.args.spec.family;
-  start_round(self, GlmKind::load, 0, [family](const GlmPartition& part, PartOutcome& out) {
+  start_round(self, GlmKind::load, 0, [family](const GlmPartition& part, GlmPartOutcome& out) {
     if (auto problem = backends::glm::check_partition(*part.x, *part.y, family, part.first_row))
       out.error = *problem;
   });
@@ -143,7 +143,7 @@ void handle(PartitionActor* self, GlmMessage& message) {
     const int order = evaluate->order;
     auto beta = std::make_shared<const Eigen::VectorXd>(evaluate->beta);
     start_round(self, GlmKind::evaluate, evaluate->round,
-                [family, order, beta](const GlmPartition& part, PartOutcome& out) {
+                [family, order, beta](const GlmPartition& part, GlmPartOutcome& out) {
                   out.partials = backends::glm::evaluate(part.x, part.y, *beta, family, order);
                 });
   } else if (auto* solve = std::get_if<GlmSolve>(&message.body)) {
@@ -155,7 +155,7 @@ void handle(PartitionActor* self, GlmMessage& message) {
     const double rho = solve->rho, scale = solve->scale;
     const bool intercept = st.args.spec.fit_intercept;
     start_round(self, GlmKind::solve, solve->round,
-                [family, rho, scale, intercept, work](const GlmPartition& part, PartOutcome& out) {
+                [family, rho, scale, intercept, work](const GlmPartition& part, GlmPartOutcome& out) {
                   const auto it = work->find(part.index);
                   if (it == work->end())
                     throw std::invalid_argument("no target for partition " + std::to_string(part.index));
@@ -165,12 +165,12 @@ void handle(PartitionActor* self, GlmMessage& message) {
   }
 }
 
-caf::behavior partition_actor(PartitionActor* self, GlmPartitionArgs args) {
+protocols::glm_partition_type::behavior_type partition_actor(PartitionActor* self, GlmPartitionArgs args) {
   self->state.args = std::move(args);
   start_load(self);
   return {
       [=](glm_atom, GlmMessage& message) { handle(self, message); },
-      [=](part_atom, PartOutcome& out) { accept(self, out); },
+      [=](glm_part_atom, GlmPartOutcome& out) { accept(self, out); },
       [=](shutdown_atom) { self->quit(); },
   };
 }
@@ -178,7 +178,7 @@ caf::behavior partition_actor(PartitionActor* self, GlmPartitionArgs args) {
 }  // namespace
 
 caf::actor spawn_glm_partitions(caf::actor_system& system, GlmPartitionArgs args) {
-  return system.spawn(partition_actor, std::move(args));
+  return caf::actor_cast<caf::actor>(system.spawn(partition_actor, std::move(args)));
 }
 
 }  // namespace tessera
