@@ -362,25 +362,31 @@ struct SchedulerGateway::State {
   // Asks the scheduler without holding up the I/O thread: a short-lived actor waits for the answer and
   // sends what `answer` makes of it to the peer (or an error naming the request, after 10 s).
   template <class Answer, class Request>
+  static void ask(caf::event_based_actor* self, caf::actor scheduler, std::weak_ptr<transport::Server> server,
+                  std::string peer_id, Request request, std::string what,
+                  std::function<void(const Answer&, transport::Outgoing&)> answer) {
+    self->request(scheduler, std::chrono::seconds(10), request)
+        .then(
+            [=](const Answer& reply) {
+              transport::Outgoing message;
+              answer(reply, message);
+              if (auto target = server.lock()) target->send(peer_id, message);
+            },
+            [=](const caf::error& error) {
+              transport::Outgoing message;
+              message.envelope().initError().setReason("the scheduler did not answer a " + what +
+                                                       " request: " + to_string(error));
+              if (auto target = server.lock()) target->send(peer_id, message);
+            });
+  }
+
+  template <class Answer, class Request>
   void ask_scheduler(const std::string& peer_id, Request request, const std::string& what,
                      std::function<void(const Answer&, transport::Outgoing&)> answer) {
-    auto target = server;
-    auto to = scheduler;
-    scheduler->home_system().spawn([=](caf::event_based_actor* self) {
-      self->request(to, std::chrono::seconds(10), request)
-          .then(
-              [=](const Answer& reply) {
-                transport::Outgoing message;
-                answer(reply, message);
-                if (auto s = target.lock()) s->send(peer_id, message);
-              },
-              [=](const caf::error& error) {
-                transport::Outgoing message;
-                message.envelope().initError().setReason("the scheduler did not answer a " + what +
-                                                         " request: " + to_string(error));
-                if (auto s = target.lock()) s->send(peer_id, message);
-              });
-    });
+    // The arguments travel as spawn arguments: CAF 0.17 dereferences a null argument tuple when an actor
+    // function is spawned without any.
+    scheduler->home_system().spawn(ask<Answer, Request>, scheduler, server, peer_id, request, what,
+                                   std::move(answer));
   }
 
   void answer_workers(const transport::PeerInfo& peer) {
