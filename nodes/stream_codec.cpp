@@ -79,17 +79,4 @@ SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::b
   return job;
 }
 
-void encode(const tessera::SimulationSetup& setup, SimulationSetup::Builder out, Attachments& attachments) {
-  out.setStreamId(setup.stream_id);
-  out.setSimulation(setup.simulation);
-  out.setPoolSize(setup.pool_size);
-  if (setup.config) encode(*setup.config, out.initConfig(count(setup.config->entries().size())), attachments);
-}
-
-tessera::SimulationSetup decode(wire::SimulationSetup::Reader in,
-                                std::span<const std::span<const std::byte>> frames) {
-  return tessera::SimulationSetup{in.getStreamId(), in.getSimulation(), decode(in.getConfig(), frames),
-                                  in.getPoolSize()};
-}
-
 }  // namespace tessera::wire

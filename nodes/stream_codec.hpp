@@ -19,10 +19,6 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
 std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
                                           std::span<const std::span<const std::byte>> frames);
 
-void encode(const tessera::SimulationSetup& setup, SimulationSetup::Builder out, Attachments& attachments);
-tessera::SimulationSetup decode(SimulationSetup::Reader in,
-                                std::span<const std::span<const std::byte>> frames);
-
 void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments);
 // The job's answers go to `stream` (in a worker process: the scheduler's stand-in).
 SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::byte>> frames,

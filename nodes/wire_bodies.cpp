@@ -125,11 +125,19 @@ SimulationOutcome WireBody<Envelope::SIMULATED>::decode(Envelope::Reader e, cons
 
 void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
                                                   const ::tessera::SimulationSetup& setup, EncodeContext& c) {
-  wire::encode(setup, e.initSimulationSetup(), c.attachments);
+  auto out = e.initSimulationSetup();
+  out.setStreamId(setup.stream_id);
+  out.setSimulation(setup.simulation);
+  out.setPoolSize(setup.pool_size);
+  if (setup.config)
+    wire::encode(*setup.config, out.initConfig(static_cast<unsigned>(setup.config->entries().size())),
+                 c.attachments);
 }
 ::tessera::SimulationSetup WireBody<Envelope::SIMULATION_SETUP>::decode(Envelope::Reader e,
                                                                         const DecodeContext& c) {
-  return wire::decode(e.getSimulationSetup(), c.frames);
+  auto in = e.getSimulationSetup();
+  return ::tessera::SimulationSetup{in.getStreamId(), in.getSimulation(),
+                                    wire::decode(in.getConfig(), c.frames), in.getPoolSize()};
 }
 
 void WireBody<Envelope::SIMULATION_END>::encode(Envelope::Builder e, const std::uint64_t& stream,
