@@ -212,7 +212,7 @@ void copy_to_host(const backends::ChunkPtr& chunk, Eigen::Block<Eigen::MatrixXd>
 std::vector<Delayed<Value>> roots_of(const std::vector<Array>& arrays) {
   std::vector<Delayed<Value>> roots;
   for (const auto& a : arrays)
-    for (const auto& block : a.data()->blocks) {
+    for (const auto& block : ArrayAccess::data(a)->blocks) {
       if (const auto* node = std::get_if<DelayedNodePtr>(&block)) {
         roots.emplace_back(*node);
       } else {
@@ -230,7 +230,7 @@ std::vector<Eigen::MatrixXd> compute(Client& client, const std::vector<Array>& a
   std::vector<Eigen::MatrixXd> out;
   std::size_t next = 0;
   for (const auto& a : arrays) {
-    const auto& d = *a.data();
+    const auto& d = *ArrayAccess::data(a);
     Eigen::MatrixXd m(d.rows(), d.cols());
     const auto row_offsets = chunk_offsets(d.row_chunks), col_offsets = chunk_offsets(d.col_chunks);
     for (std::size_t i = 0; i < d.grid_rows(); ++i)

@@ -54,12 +54,12 @@ Aligned align(std::vector<Array> operands, const std::string& op) {
   // The grid of the first operand that spans each dimension.
   for (const auto& a : operands)
     if (a.rows() == rows) {
-      out.row_chunks = a.data()->row_chunks;
+      out.row_chunks = ArrayAccess::data(a)->row_chunks;
       break;
     }
   for (const auto& a : operands)
     if (a.cols() == cols) {
-      out.col_chunks = a.data()->col_chunks;
+      out.col_chunks = ArrayAccess::data(a)->col_chunks;
       break;
     }
   // One element type (float64 if any operand is) and no mixing of device and host backends.
@@ -77,8 +77,8 @@ Aligned align(std::vector<Array> operands, const std::string& op) {
   }
   for (auto& a : operands) {
     if (any_double && a.meta().dtype != DType::float64) a = a.astype("float64");
-    a = regrid(a, 0, 0, a.rows() == rows ? out.row_chunks : a.data()->row_chunks,
-               a.cols() == cols ? out.col_chunks : a.data()->col_chunks);
+    a = regrid(a, 0, 0, a.rows() == rows ? out.row_chunks : ArrayAccess::data(a)->row_chunks,
+               a.cols() == cols ? out.col_chunks : ArrayAccess::data(a)->col_chunks);
   }
   out.operands = std::move(operands);
   return out;
@@ -99,7 +99,7 @@ Array elementwise(const std::string& op, const std::string& name, const std::vec
     for (std::size_t j = 0; j < aligned.col_chunks.size(); ++j) {
       std::vector<DelayedArg> in;
       for (const auto& a : aligned.operands) {
-        const auto& d = *a.data();
+        const auto& d = *ArrayAccess::data(a);
         in.push_back(d.block(d.grid_rows() == 1 ? 0 : i, d.grid_cols() == 1 ? 0 : j));
       }
       blocks.push_back(kernel(op, dispatch_backend, params, std::move(in)));
@@ -110,7 +110,7 @@ Array elementwise(const std::string& op, const std::string& name, const std::vec
 // One kernel per chunk with the same parameters; `meta` is the result's.
 Array per_chunk(const Array& x, std::string_view op, const Params& params, Meta meta,
                 std::string_view context) {
-  const auto& d = *x.data();
+  const auto& d = *ArrayAccess::data(x);
   require_kernel(op, d.meta.backend, context);
   std::vector<DelayedArg> blocks;
   blocks.reserve(d.blocks.size());
@@ -140,8 +140,9 @@ std::optional<Array> chained(const Array& a, backends::ChainStep step, Meta meta
   else
     backends::with_binary<double>(step.function, [](auto) { return 0; });
   auto chain = std::make_shared<ElementwiseChain>();
-  chain->source = a.data()->chain ? a.data()->chain->source : a.data();
-  if (a.data()->chain) chain->steps = a.data()->chain->steps;
+  const auto& from = ArrayAccess::data(a);
+  chain->source = from->chain ? from->chain->source : from;
+  if (from->chain) chain->steps = from->chain->steps;
   chain->steps.push_back(std::move(step));
   const Params params = backends::ChainParams{chain->steps}.to_params();
   const auto& source = *chain->source;
@@ -155,7 +156,7 @@ std::optional<Array> chained(const Array& a, backends::ChainStep step, Meta meta
   data->meta = meta;
   data->blocks = std::move(blocks);
   data->chain = std::move(chain);
-  return Array(std::move(data));
+  return ArrayAccess::make(std::move(data));
 }
 
 Array with_scalar(const Array& a, double s, const std::string& name, bool scalar_left) {
@@ -188,9 +189,9 @@ Array scalar_array(double value, Meta like) {
   o.dtype = std::string(backends::dtype_name(like.dtype));
   o.backend = like.backend == Backend::cuda ? "cuda" : "cpu";
   Array one = Array::full({1}, value, o);
-  auto data = std::make_shared<ArrayData>(*one.data());
+  auto data = std::make_shared<ArrayData>(*ArrayAccess::data(one));
   data->ndim = 0;
-  return Array(std::move(data));
+  return ArrayAccess::make(std::move(data));
 }
 
 }  // namespace

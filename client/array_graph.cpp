@@ -23,7 +23,7 @@ Array make_array(int ndim, std::vector<std::int64_t> row_chunks, std::vector<std
   data->col_chunks = std::move(col_chunks);
   data->meta = meta;
   data->blocks = std::move(blocks);
-  return Array(std::move(data));
+  return ArrayAccess::make(std::move(data));
 }
 
 std::vector<std::int64_t> regular_chunks(std::int64_t extent, std::int64_t chunk, const char* where) {
@@ -95,7 +95,7 @@ DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row,
 
 Array regrid(const Array& array, std::int64_t row0, std::int64_t col0,
              const std::vector<std::int64_t>& row_chunks, const std::vector<std::int64_t>& col_chunks) {
-  const auto& src = *array.data();
+  const auto& src = *ArrayAccess::data(array);
   if (row_chunks == src.row_chunks && col_chunks == src.col_chunks && row0 == 0 && col0 == 0) return array;
   const auto src_rows = chunk_offsets(src.row_chunks), src_cols = chunk_offsets(src.col_chunks);
   const auto dst_rows = chunk_offsets(row_chunks), dst_cols = chunk_offsets(col_chunks);

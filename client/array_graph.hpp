@@ -7,6 +7,7 @@
 
 #include "backends/dispatch.hpp"
 #include "backends/kernel_params.hpp"
+#include "client/array_access.hpp"
 #include "tessera/array.hpp"
 #include "tessera/delayed.hpp"
 

@@ -97,26 +97,28 @@ Array concatenate(const std::vector<Array>& arrays, int axis) {
       throw SubmissionError("concatenate: " + a.describe() + " differs from " + first.describe() +
                             " in backend or dtype; convert with to_backend() or astype()");
     // The other dimension takes the first array's chunks, so the blocks line up.
-    parts.push_back(axis == 0 ? regrid(a, 0, 0, a.data()->row_chunks, first.data()->col_chunks)
-                              : regrid(a, 0, 0, first.data()->row_chunks, a.data()->col_chunks));
+    parts.push_back(
+        axis == 0 ? regrid(a, 0, 0, ArrayAccess::data(a)->row_chunks, ArrayAccess::data(first)->col_chunks)
+                  : regrid(a, 0, 0, ArrayAccess::data(first)->row_chunks, ArrayAccess::data(a)->col_chunks));
     auto& grow = axis == 0 ? row_chunks : col_chunks;
-    const auto& add = axis == 0 ? a.data()->row_chunks : a.data()->col_chunks;
+    const auto& add = axis == 0 ? ArrayAccess::data(a)->row_chunks : ArrayAccess::data(a)->col_chunks;
     grow.insert(grow.end(), add.begin(), add.end());
   }
   if (axis == 0)
-    col_chunks = first.data()->col_chunks;
+    col_chunks = ArrayAccess::data(first)->col_chunks;
   else
-    row_chunks = first.data()->row_chunks;
+    row_chunks = ArrayAccess::data(first)->row_chunks;
   // Row-major: stacked parts follow each other; side-by-side parts interleave row by row.
   std::vector<DelayedArg> blocks;
   blocks.reserve(row_chunks.size() * col_chunks.size());
   if (axis == 0) {
     for (const auto& p : parts)
-      for (const auto& block : p.data()->blocks) blocks.push_back(block);
+      for (const auto& block : ArrayAccess::data(p)->blocks) blocks.push_back(block);
   } else {
     for (std::size_t i = 0; i < row_chunks.size(); ++i)
       for (const auto& p : parts)
-        for (std::size_t j = 0; j < p.data()->grid_cols(); ++j) blocks.push_back(p.data()->block(i, j));
+        for (std::size_t j = 0; j < ArrayAccess::data(p)->grid_cols(); ++j)
+          blocks.push_back(ArrayAccess::data(p)->block(i, j));
   }
   return make_array(first.ndim(), std::move(row_chunks), std::move(col_chunks), first.meta(),
                     std::move(blocks));

@@ -25,8 +25,8 @@ struct Operand {
 };
 
 Operand operand_of(const Array& x, bool transposed) {
-  if (x.data()->transpose_of) return {x.data()->transpose_of, !transposed};
-  return {x.data(), transposed};
+  if (ArrayAccess::data(x)->transpose_of) return {ArrayAccess::data(x)->transpose_of, !transposed};
+  return {ArrayAccess::data(x), transposed};
 }
 
 // The product op(A) op(B), with B's inner chunks brought to A's. Result blocks (i, j) over A's outer chunks
@@ -52,10 +52,10 @@ Array product(const Array& a_in, bool ta, const Array& b_in, bool tb, int ndim) 
                           " do not contract (" + std::to_string(inner_a) + " against " +
                           std::to_string(inner_b) + ")");
   if (a.inner() != b.inner()) {
-    Array source(b.data);
+    const Array source = ArrayAccess::make(b.data);
     Array regridded = b.transposed ? regrid(source, 0, 0, a.inner(), b.data->col_chunks)
                                    : regrid(source, 0, 0, b.data->row_chunks, a.inner());
-    b.data = regridded.data();
+    b.data = ArrayAccess::data(regridded);
   }
   const Backend backend = a.data->meta.backend;
   require_kernel(backends::ops::matmul, backend, "matmul");

@@ -20,7 +20,7 @@ int normalized_axis(const Array& x, std::optional<int> axis, const char* what) {
 }
 
 Array reduce_with(const Array& x, const std::string& name, int axis, const char* what) {
-  const auto& d = *x.data();
+  const auto& d = *ArrayAccess::data(x);
   const Backend backend = d.meta.backend;
   const bool arg = name == "argmax" || name == "argmin";
   const char* op = arg ? backends::ops::argreduce : backends::ops::reduce;

@@ -11,7 +11,7 @@
 
 namespace tessera::glm {
 
-using detail::ArrayData;
+using detail::ArrayAccess;
 
 namespace {
 
@@ -56,15 +56,17 @@ GeneralizedLinearModel& GeneralizedLinearModel::fit(Client& client, const Array&
   }
 
   // One partition per row chunk of X: its rows with every column, and the same rows of y.
-  const auto& row_chunks = x.data()->row_chunks;
-  const Array x_rows = x.data()->grid_cols() == 1 && !x.data()->transpose_of && !x.data()->chain
+  const auto& x_data = *ArrayAccess::data(x);
+  const auto& row_chunks = x_data.row_chunks;
+  const Array x_rows = x_data.grid_cols() == 1 && !x_data.transpose_of && !x_data.chain
                            ? x
                            : detail::regrid(x, 0, 0, row_chunks, {x.cols()});
   const Array y_rows = detail::regrid(y, 0, 0, row_chunks, {1});
   std::vector<Delayed<Value>> partitions;
   for (std::size_t i = 0; i < row_chunks.size(); ++i)
     partitions.emplace_back(std::shared_ptr<DelayedNode>(
-        new DelayedNode{&array_pair_function(), {x_rows.data()->block(i, 0), y_rows.data()->block(i, 0)}}));
+        new DelayedNode{&array_pair_function(),
+                        {ArrayAccess::data(x_rows)->block(i, 0), ArrayAccess::data(y_rows)->block(i, 0)}}));
   const auto held = client.persist(partitions);
 
   GlmFitRequest request{spec, {}};

@@ -41,9 +41,10 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
   if (a_in.ndim() != 2)
     throw SubmissionError(std::string(what) + ": needs a 2-D array, got " + a_in.describe());
   if (options.fan_in < 2) throw SubmissionError(std::string(what) + ": fan_in must be at least 2");
-  const Array a =
-      a_in.data()->grid_cols() == 1 ? a_in : regrid(a_in, 0, 0, a_in.data()->row_chunks, {a_in.cols()});
-  const auto& d = *a.data();
+  const Array a = ArrayAccess::data(a_in)->grid_cols() == 1
+                      ? a_in
+                      : regrid(a_in, 0, 0, ArrayAccess::data(a_in)->row_chunks, {a_in.cols()});
+  const auto& d = *ArrayAccess::data(a);
   Tree tree;
   tree.backend = d.meta.backend;
   tree.n = d.cols();
@@ -149,7 +150,7 @@ Array leaf_array(const Tree& tree, const Array* like, std::int64_t cols, MakeLea
   std::vector<DelayedArg> blocks;
   for (std::size_t i = 0; i < tree.leaves.size(); ++i) blocks.push_back(make_leaf(i));
   Array by_leaf = make_array(2, tree.leaf_rows, {cols}, meta, std::move(blocks));
-  return like ? regrid(by_leaf, 0, 0, like->data()->row_chunks, {cols}) : by_leaf;
+  return like ? regrid(by_leaf, 0, 0, ArrayAccess::data(*like)->row_chunks, {cols}) : by_leaf;
 }
 
 // Rows of the root's stack that are the R of each node directly below it, are found by the descent; the
@@ -174,9 +175,9 @@ Array single_chunk(DelayedArg block, std::int64_t rows, std::int64_t cols, Meta 
 }
 
 Array as_2d_column(const Array& v) {
-  auto data = std::make_shared<ArrayData>(*v.data());
+  auto data = std::make_shared<ArrayData>(*ArrayAccess::data(v));
   data->ndim = 2;
-  return Array(std::move(data));
+  return ArrayAccess::make(std::move(data));
 }
 
 }  // namespace
@@ -203,7 +204,7 @@ QR qr(const Array& a) {
   const Backend backend = a.meta().backend;
   for (const char* op : {backends::ops::qr_factor, backends::ops::qr_r, backends::ops::qr_q})
     require_kernel(op, backend, "qr");
-  const DelayedArg f = kernel(backends::ops::qr_factor, backend, {}, {one.data()->block(0, 0)});
+  const DelayedArg f = kernel(backends::ops::qr_factor, backend, {}, {ArrayAccess::data(one)->block(0, 0)});
   const DelayedArg packed = pick(f, 0), tau = pick(f, 1);
   const Meta meta{backend, a.meta().dtype};
   return {single_chunk(kernel(backends::ops::qr_q, backend, {}, {packed, tau}), a.rows(), a.rows(), meta),
@@ -214,7 +215,8 @@ SVD svd(const Array& a, const TsqrOptions& options) {
   if (a.ndim() != 2) throw SubmissionError("svd: needs a 2-D array, got " + a.describe());
   if (a.rows() < a.cols()) {
     SVD t =
-        svd(a.T().rechunk({a.cols(), a.rows()}).rechunk({a.data()->col_chunks.front(), a.rows()}), options);
+        svd(a.T().rechunk({a.cols(), a.rows()}).rechunk({ArrayAccess::data(a)->col_chunks.front(), a.rows()}),
+            options);
     return {t.vt.T(), t.s, t.u.T()};
   }
   const Tree tree = factor(a, options, "svd");
@@ -255,7 +257,7 @@ SVD svd_compressed(const Array& a, std::int64_t k, const SvdCompressedOptions& o
   omega_options.seed = options.seed;
   omega_options.dtype = std::string(backends::dtype_name(a.meta().dtype));
   omega_options.backend = a.meta().backend == Backend::cuda ? "cuda" : "cpu";
-  omega_options.chunks = {a.data()->col_chunks.front(), l};
+  omega_options.chunks = {ArrayAccess::data(a)->col_chunks.front(), l};
   Array omega = Array::random({a.cols(), l}, omega_options);
   Array y = a.dot(omega);
   for (int i = 0; i < options.power_iterations; ++i) {
@@ -269,7 +271,7 @@ SVD svd_compressed(const Array& a, std::int64_t k, const SvdCompressedOptions& o
   const Backend backend = b_one.meta().backend == Backend::sparse ? Backend::cpu : b_one.meta().backend;
   const Array b_dense = b_one.meta().backend == Backend::sparse ? b_one.to_backend("cpu") : b_one;
   require_kernel(backends::ops::svd, backend, "svd_compressed");
-  const DelayedArg small = kernel(backends::ops::svd, backend, {}, {b_dense.data()->block(0, 0)});
+  const DelayedArg small = kernel(backends::ops::svd, backend, {}, {ArrayAccess::data(b_dense)->block(0, 0)});
   const Meta meta{backend, a.meta().dtype};
   const Array ub = single_chunk(pick(small, 0), l, l, meta);
   const Array s = single_chunk(pick(small, 1), l, 1, meta, 1);

@@ -1,6 +1,7 @@
 # The public API is sealed: every header in client/tessera/ compiles on its own, and none of them reaches,
 # directly or through other headers, a header of CAF, Cap'n Proto (capnp/, kj/, generated .capnp.h),
-# ZeroMQ or RocksDB. Run by ctest (tests/CMakeLists.txt) as
+# ZeroMQ or RocksDB, nor one of our runtime's headers under actors/ or nodes/ (those may include a public
+# header, as actors/embedded_cluster.hpp does, never the reverse). Run by ctest (tests/CMakeLists.txt) as
 #   cmake -DCOMPILER=... -DFLAGS=a|b|... -DHEADERS_DIR=.../client/tessera -DSOURCE_DIR=... -DWORK_DIR=...
 #         -P check_public_headers.cmake
 # It compiles `#include <tessera/NAME>` with -H, which prints every header opened, one dot per level of
@@ -14,6 +15,8 @@ endforeach()
 
 # Where a path names a header of a library the public API must not show.
 set(FORBIDDEN_PATTERN "(^|/)(caf|capnp|kj|rocksdb)/|(^|/)zmq[^/]*$|\\.capnp\\.h$")
+# Where a path (relative to the source tree) names a header of our actors or nodes.
+set(INTERNAL_PATTERN "^(actors|nodes)/")
 
 string(REPLACE "|" ";" flags "${FLAGS}")
 file(GLOB headers RELATIVE "${HEADERS_DIR}" "${HEADERS_DIR}/*.hpp")
@@ -68,6 +71,7 @@ foreach(header ${headers})
   set(chain "")
   set(reached 0)
   set(offending "")
+  set(internal "")
   foreach(line IN LISTS lines)
     if(NOT line MATCHES "^(\\.+) (.+)$")
       continue()
@@ -79,25 +83,28 @@ foreach(header ${headers})
     list(SUBLIST chain 0 ${keep} chain)
     shown("${path}" path)
     list(APPEND chain "${path}")
-    if(path MATCHES "${FORBIDDEN_PATTERN}")
-      # Report where the forbidden library is entered, not every header inside it.
-      math(EXPR parent "${depth} - 2")
-      set(entered TRUE)
-      if(parent GREATER_EQUAL 0)
-        list(GET chain ${parent} parent_path)
-        if(parent_path MATCHES "${FORBIDDEN_PATTERN}")
-          set(entered FALSE)
-        endif()
-      endif()
-      if(entered)
-        list(JOIN chain " -> " text)
-        string(APPEND offending "\n    ${text}")
-      endif()
+    # Report where a forbidden library or our internals are entered, not every header inside them.
+    math(EXPR parent "${depth} - 2")
+    set(parent_path "")
+    if(parent GREATER_EQUAL 0)
+      list(GET chain ${parent} parent_path)
+    endif()
+    if(path MATCHES "${FORBIDDEN_PATTERN}" AND NOT parent_path MATCHES "${FORBIDDEN_PATTERN}")
+      list(JOIN chain " -> " text)
+      string(APPEND offending "\n    ${text}")
+    elseif(path MATCHES "${INTERNAL_PATTERN}" AND NOT parent_path MATCHES "${INTERNAL_PATTERN}")
+      list(JOIN chain " -> " text)
+      string(APPEND internal "\n    ${text}")
     endif()
   endforeach()
   math(EXPR reached_total "${reached_total} + ${reached}")
   if(offending)
     string(APPEND failures "\n  tessera/${header} reaches a CAF, Cap'n Proto, ZeroMQ or RocksDB header:${offending}")
+  endif()
+  if(internal)
+    string(APPEND failures "\n  tessera/${header} reaches an internal actors/ or nodes/ header:${internal}")
+  endif()
+  if(offending OR internal)
     math(EXPR failed "${failed} + 1")
   endif()
 endforeach()
@@ -108,4 +115,5 @@ if(failures)
   message(FATAL_ERROR "public API not sealed: ${failed} of ${count} headers in client/tessera/ fail (see above)")
 endif()
 message(STATUS "public API sealed: ${count} headers in client/tessera/ each compile on their own and reach "
-               "no CAF, Cap'n Proto, ZeroMQ or RocksDB header (${reached_total} header inclusions checked)")
+               "no CAF, Cap'n Proto, ZeroMQ or RocksDB header nor one under actors/ or nodes/ "
+               "(${reached_total} header inclusions checked)")

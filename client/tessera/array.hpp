@@ -19,8 +19,9 @@
 namespace tessera {
 
 namespace detail {
-struct ArrayData;
-}
+struct ArrayData;    // what an Array holds (internal)
+struct ArrayAccess;  // the library's own files reach it through client/array_access.hpp
+}  // namespace detail
 
 using Meta = backends::Meta;
 
@@ -131,10 +132,10 @@ class Array {
   // Computes the chunks and keeps them on the workers: the result's chunks are futures.
   Array persist(Client& client) const;
 
-  explicit Array(std::shared_ptr<const detail::ArrayData> data) : data_(std::move(data)) {}
-  const std::shared_ptr<const detail::ArrayData>& data() const { return data_; }
-
  private:
+  friend struct detail::ArrayAccess;
+  explicit Array(std::shared_ptr<const detail::ArrayData> data) : data_(std::move(data)) {}
+
   std::shared_ptr<const detail::ArrayData> data_;
 };
 

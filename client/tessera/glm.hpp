@@ -19,11 +19,15 @@
 #include <stdexcept>
 #include <string>
 
-#include "actors/glm/spec.hpp"
 #include "tessera/array.hpp"
+#include "tessera/glm_options.hpp"
 
 namespace tessera {
 class Client;
+}
+
+namespace tessera::backends::glm {
+enum class Family : std::uint8_t;  // internal (backends/glm_partials.hpp); users pick one by estimator
 }
 
 namespace tessera::glm {
@@ -68,7 +72,11 @@ class GeneralizedLinearModel {
   const FitReport& report() const { return report_; }
   const Options& options() const { return options_; }
 
- protected:
+ private:
+  // The three estimators below are the families.
+  friend class LogisticRegression;
+  friend class LinearRegression;
+  friend class PoissonRegression;
   GeneralizedLinearModel(backends::glm::Family family, Options options);
   void require_fitted(const char* what) const;
   void check_columns(std::int64_t cols, const char* what) const;
