@@ -372,7 +372,8 @@ void on_ran(OperationActor* self, RanReport& report) {
   self->send(st.args.scheduler, done_atom::value, std::move(done));
 }
 
-protocols::operation_actor_type::behavior_type operation_actor(OperationActor* self, OperationActorArgs args) {
+protocols::operation_actor_type::behavior_type operation_actor(OperationActor* self,
+                                                               OperationActorArgs args) {
   self->state.args = std::move(args);
   // Leave when the worker does.
   self->link_to(self->state.args.worker);

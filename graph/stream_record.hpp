@@ -1,9 +1,12 @@
-// StreamRecord: one parameter set's outcome, as a stream's client sees it (the store keeps more: see
-// storage/result_store.hpp's StreamResult).
+// What a stream's parameter sets give, as users see it: StreamRecord (one outcome as the stream delivers
+// it), StreamResult (one outcome as the store keeps it, with its parameters), ResultSummary (a query's
+// aggregate) and QueryError. Plain values: the public headers and the store share them.
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "graph/value.hpp"
 
@@ -15,6 +18,30 @@ struct StreamRecord {
   bool failed = false;
   std::string error{};  // with failed: what the simulation raised
   std::string node{};   // with failed: where it ran
+};
+
+// One parameter set's outcome as stored: a value, or the error its simulation raised (message, node).
+struct StreamResult {
+  std::uint64_t id = 0;
+  Value value{};
+  Value parameters{};
+  bool failed = false;
+  std::string error{};
+  std::string node{};
+};
+
+// A query over stored results that cannot be answered (a bad filter or field names the position).
+class QueryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ResultSummary {
+  std::uint64_t count = 0;    // results that matched the filter
+  std::uint64_t failed = 0;   // of which errors
+  std::uint64_t numeric = 0;  // of which had a number in the field
+  double mean = 0, min = 0, max = 0;
+  std::vector<std::uint64_t> histogram;  // `bins` equal bins over [min, max]
 };
 
 }  // namespace tessera

@@ -15,11 +15,6 @@
 
 namespace tessera {
 
-class QueryError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // A numeric field of a result: the result itself, element i of a list or vector result, or its id.
 struct ResultField {
   std::optional<std::size_t> index;
@@ -45,14 +40,6 @@ class ResultFilter {
   };
   std::vector<Clause> clauses_;  // all must hold
   std::optional<bool> failed_;   // "failed" / "ok"
-};
-
-struct ResultSummary {
-  std::uint64_t count = 0;    // results that matched the filter
-  std::uint64_t failed = 0;   // of which errors
-  std::uint64_t numeric = 0;  // of which had a number in the field
-  double mean = 0, min = 0, max = 0;
-  std::vector<std::uint64_t> histogram;  // `bins` equal bins over [min, max]
 };
 
 ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,

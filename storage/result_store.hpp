@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/stream_record.hpp"
 #include "graph/value.hpp"
 
 namespace rocksdb {
@@ -24,16 +25,6 @@ namespace tessera {
 class StoreError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-// One parameter set's outcome: a value, or the error its simulation raised (message, node).
-struct StreamResult {
-  std::uint64_t id = 0;
-  Value value{};
-  Value parameters{};
-  bool failed = false;
-  std::string error{};
-  std::string node{};
 };
 
 struct StreamInfo {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/result_query.hpp"
+#include "graph/stream_record.hpp"
 
 namespace tessera {
 
@@ -23,7 +23,8 @@ class ResultSource;  // where the query is answered: this process's store or a s
 
 class ResultQuery {
  public:
-  // The same query with a filter (see ResultFilter); a bad filter is a QueryError naming the position.
+  // The same query with a filter (`tessera results --where` syntax, e.g. "result > 2 and not failed"); a
+  // bad filter is a QueryError naming the position.
   ResultQuery where(std::string_view filter) const;
   std::uint64_t count() const;
   ResultSummary summary(std::string_view field = "result", std::size_t bins = 10) const;
