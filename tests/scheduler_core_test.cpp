@@ -82,6 +82,18 @@ DoneBatch finished(std::uint32_t worker, const OperationPtr& op, std::vector<std
   return batch;
 }
 
+// A one-task producer and its consumer, submitted together with the consumer watched.
+struct Chain {
+  OperationPtr producer, consumer;
+  std::shared_ptr<ResultSink> sink;
+};
+Chain submit_chain(SchedulerCore& core) {
+  Chain chain{independent(1), nullptr, table()};
+  chain.consumer = consumer_of(chain.producer);
+  core.submit(watching({chain.producer, chain.consumer}, chain.consumer, chain.sink));
+  return chain;
+}
+
 std::uint32_t add_worker(SchedulerCore& core, std::uint32_t threads, Outbox* out = nullptr) {
   auto registered = core.register_worker(WorkerDescription{threads, "", "", "", 0});
   if (out) *out = std::move(registered.outbox);
@@ -172,10 +184,7 @@ TEST(SchedulerCore, AnIdleWorkerStealsQueuedTasks) {
 TEST(SchedulerCore, ALostWorkersTasksAndHeldResultsAreComputedAgainElsewhere) {
   SchedulerCore core;
   const auto lost = add_worker(core, 1);
-  auto producer = independent(1);
-  auto consumer = consumer_of(producer);
-  auto sink = table();
-  core.submit(watching({producer, consumer}, consumer, sink));
+  auto [producer, consumer, sink] = submit_chain(core);
   ASSERT_EQ(core.worker_of({consumer->id(), 0}), lost);
   core.done(finished(lost, producer, {0}));
   ASSERT_EQ(core.placement({producer->id(), 0}), Placement::finished);
@@ -204,10 +213,7 @@ TEST(SchedulerCore, ALostWorkersTasksAndHeldResultsAreComputedAgainElsewhere) {
 TEST(SchedulerCore, AForgottenProducerIsRevivedFromLineage) {
   SchedulerCore core;
   const auto lost = add_worker(core, 1);
-  auto producer = independent(1);
-  auto consumer = consumer_of(producer);
-  auto sink = table();
-  core.submit(watching({producer, consumer}, consumer, sink));
+  auto [producer, consumer, sink] = submit_chain(core);
   core.done(finished(lost, producer, {0}));
   auto out = core.done(finished(lost, consumer, {0}));
   // Nobody needs the producer's result any more: dropped, and its record forgotten.
@@ -231,10 +237,7 @@ TEST(SchedulerCore, AForgottenProducerIsRevivedFromLineage) {
 TEST(SchedulerCore, CancellingATaskCancelsWhatDependsOnIt) {
   SchedulerCore core;
   const auto w = add_worker(core, 1);
-  auto producer = independent(1);
-  auto consumer = consumer_of(producer);
-  auto sink = table();
-  core.submit(watching({producer, consumer}, consumer, sink));
+  auto [producer, consumer, sink] = submit_chain(core);
   auto out = core.cancel(CancelRequest{{TaskRef{producer->id(), 0}}});
   // Both placed on w are withdrawn there (the forgotten producer with them).
   std::size_t withdrawn = 0;
@@ -252,10 +255,7 @@ TEST(SchedulerCore, CancellingATaskCancelsWhatDependsOnIt) {
 TEST(SchedulerCore, AFailureCancelsItsDependentsNamingTheCause) {
   SchedulerCore core;
   const auto w = add_worker(core, 1);
-  auto producer = independent(1);
-  auto consumer = consumer_of(producer);
-  auto sink = table();
-  core.submit(watching({producer, consumer}, consumer, sink));
+  auto [producer, consumer, sink] = submit_chain(core);
   DoneBatch failed{w, producer->id(), {}, {}, {}, 0.001, 1};
   failed.failures.push_back(
       TaskFailure{0, std::make_shared<const TaskFailed>("core_identity", producer->key(0), "boom", false)});
