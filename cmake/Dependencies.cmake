@@ -43,6 +43,8 @@ if(TESSERA_TSAN)
   set(TESSERA_TSAN_CAF_DIR "${PROJECT_SOURCE_DIR}/build-caf-tsan/lib" CACHE PATH "TSan-built libcaf_core")
   if(EXISTS "${TESSERA_TSAN_CAF_DIR}/libcaf_core.so")
     set(CAF_CORE_LIBRARY "${TESSERA_TSAN_CAF_DIR}/libcaf_core.so")
+    # Its soname is Debian's: without a runpath the loader would pick /usr/lib's uninstrumented copy.
+    set(TESSERA_CAF_LINK_OPTIONS "LINKER:-rpath,${TESSERA_TSAN_CAF_DIR}")
   else()
     message(WARNING "no TSan-built libcaf_core in ${TESSERA_TSAN_CAF_DIR}: run scripts/build-caf-tsan.sh first")
   endif()
@@ -51,7 +53,8 @@ add_library(caf::core SHARED IMPORTED)
 set_target_properties(caf::core PROPERTIES
   IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
   INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
-  INTERFACE_LINK_LIBRARIES Threads::Threads)
+  INTERFACE_LINK_LIBRARIES Threads::Threads
+  INTERFACE_LINK_OPTIONS "${TESSERA_CAF_LINK_OPTIONS}")
 
 if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
