@@ -56,6 +56,10 @@ set_target_properties(caf::core PROPERTIES
   INTERFACE_LINK_LIBRARIES Threads::Threads
   INTERFACE_LINK_OPTIONS "${TESSERA_CAF_LINK_OPTIONS}")
 
+# Header-only: JSON that Tessera writes (nlohmann-json3-dev) and every program's command line (libcli11-dev).
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 REQUIRED)
+
 if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

@@ -85,6 +85,7 @@ struct Delivery {
 struct Results {
   sinkId @0 :UInt64;
   deliveries @1 :List(Delivery);
+  refused @2 :Text;       # not empty: the whole submission was refused (a limit it exceeds), every slot fails
 }
 
 # Client -> scheduler: slots whose last future is gone.
@@ -316,6 +317,8 @@ struct ResultsAnswer {
   error @2 :Text;
   summary @3 :ResultsSummary;          # format "summary"
   records @4 :List(StreamRecord);      # format "records"
+  more @5 :Bool;                       # the answer was cut at the node's answer limit: ask again from nextId
+  nextId @6 :UInt64;
 }
 
 # ---- GLM fits ----

@@ -204,7 +204,6 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
     auto envelope = message.envelope();
     if (envelope.isResults()) {
       auto results = envelope.getResults();
-      auto deliveries = wire::decode(results, message.frames());
       std::shared_ptr<ResultSink> sink;
       {
         std::lock_guard lock(sinks_mutex_);
@@ -212,7 +211,19 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
         if (it != sinks_.end()) sink = it->second.lock();
         if (!sink && it != sinks_.end()) sinks_.erase(it);
       }
-      if (sink) sink->deliver(deliveries);
+      if (!sink) return;
+      std::vector<Delivery> deliveries;
+      if (results.getRefused().size()) {
+        // The whole submission was refused: each of its slots fails with the one reason.
+        auto error =
+            std::make_shared<const TaskFailed>("(submission)", "", std::string(results.getRefused()), false);
+        deliveries.reserve(sink->size());
+        for (std::uint32_t slot = 0; slot < sink->size(); ++slot)
+          deliveries.push_back(Delivery{slot, TaskState::erred, Value{}, error});
+      } else {
+        deliveries = wire::decode(results, message.frames());
+      }
+      sink->deliver(deliveries);
     } else if (envelope.isStreamOpened()) {
       auto opened = envelope.getStreamOpened();
       std::lock_guard lock(streams_mutex_);
@@ -299,23 +310,37 @@ class RemoteResultSource final : public ResultSource {
   }
   std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter, std::uint64_t first,
                                     std::uint64_t last) override {
-    auto received = backend()->ask(stream, filter, "records", "", 0, first, last);
     std::vector<StreamResult> out;
-    for (auto r : received.envelope().getResultsAnswer().getRecords()) {
-      StreamResult result{r.getId(), {}, {}, r.getFailed(), r.getError(), r.getNode()};
-      if (!result.failed) result.value = wire::decode(r.getValue(), received.frames());
-      if (r.hasParameters()) result.parameters = wire::decode(r.getParameters(), received.frames());
-      out.push_back(std::move(result));
+    for (;;) {  // in pages of the node's answer limit
+      auto received = backend()->ask(stream, filter, "records", "", 0, first, last);
+      auto answer = received.envelope().getResultsAnswer();
+      for (auto r : answer.getRecords()) {
+        StreamResult result{r.getId(), {}, {}, r.getFailed(), r.getError(), r.getNode()};
+        if (!result.failed) result.value = wire::decode(r.getValue(), received.frames());
+        if (r.hasParameters()) result.parameters = wire::decode(r.getParameters(), received.frames());
+        out.push_back(std::move(result));
+      }
+      if (!answer.getMore()) return out;
+      if (answer.getNextId() <= first)
+        throw QueryError("the scheduler's answer did not advance past id " + std::to_string(first));
+      first = answer.getNextId();
     }
-    return out;
   }
+  // A large export comes in pages of the node's answer limit: each answer says where the next starts.
   std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
                    const std::string& field, std::size_t bins) override {
-    return backend()
-        ->ask(stream, filter, format, field, static_cast<std::uint32_t>(bins), 0, 0)
-        .envelope()
-        .getResultsAnswer()
-        .getText();
+    std::string out;
+    std::uint64_t first = 0;
+    for (;;) {
+      auto received =
+          backend()->ask(stream, filter, format, field, static_cast<std::uint32_t>(bins), first, 0);
+      auto answer = received.envelope().getResultsAnswer();
+      out += std::string_view(answer.getText().cStr(), answer.getText().size());
+      if (!answer.getMore()) return out;
+      if (answer.getNextId() <= first && first != 0)
+        throw QueryError("the scheduler's export did not advance past id " + std::to_string(first));
+      first = answer.getNextId();
+    }
   }
 
  private:

@@ -6,8 +6,10 @@
 
 #include "actors/glm/solver_actor.hpp"
 #include "actors/messages.hpp"
+#include "graph/printable.hpp"
 #include "messages/protocol_codec.hpp"
 #include "nodes/glm_codec.hpp"
+#include "nodes/query_executor.hpp"
 #include "nodes/remote_worker_proxy.hpp"
 #include "nodes/stream_codec.hpp"
 #include "nodes/wire_routes.hpp"
@@ -34,13 +36,14 @@ class RemoteSink final : public ResultSink {
     server->send(peer_, message);
   }
 
-  // Releases a slot once (the client's release, or the grace period's end).
-  void release_once(std::uint32_t slot) {
+  // Releases a slot once (the client's release, or the grace period's end); true when it was held.
+  bool release_once(std::uint32_t slot) {
     if (released_.empty()) released_.resize(size());
-    if (released_[slot]) return;
+    if (released_[slot]) return false;
     released_[slot] = true;
     release(slot);
     unreleased -= 1;
+    return true;
   }
   void release_all() {
     for (std::uint32_t slot = 0; slot < size(); ++slot) release_once(slot);
@@ -87,6 +90,86 @@ class RemoteStreamSink final : public StreamSink {
   std::uint64_t stream_ = 0;
 };
 
+// A results query copied out of its message, to be answered off the I/O thread.
+struct QueryRequest {
+  std::uint64_t request_id = 0, stream_id = 0, first = 0, last = 0;
+  std::string filter, format, field;
+  std::uint32_t bins = 0;
+
+  explicit QueryRequest(wire::ResultsQuery::Reader in)
+      : request_id(in.getRequestId()),
+        stream_id(in.getStreamId()),
+        first(in.getFirst()),
+        last(in.getLast()),
+        filter(in.getFilter()),
+        format(in.getFormat()),
+        field(in.getField().size() ? std::string(in.getField()) : "result"),
+        bins(in.getBins()) {}
+};
+
+// About how many bytes a record takes in an answer, to cut answers at the node's limit.
+std::size_t record_bytes(const StreamResult& r) {
+  return 64 + r.error.size() + r.node.size() + r.value.payload_bytes() + r.parameters.payload_bytes();
+}
+
+// Answers one query from the store: typed answers (summary, records) for the client library, text for the
+// CLI and exports; records and exports are cut at `max_answer_bytes`, and the answer says where to go on.
+void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t max_answer_bytes,
+                  wire::ResultsAnswer::Builder out, wire::Attachments& attachments) {
+  const auto filter = ResultFilter::parse(q.filter);
+  if (q.format == "records") {
+    std::vector<StreamResult> found;
+    std::size_t bytes = 0;
+    store.scan(q.stream_id, q.first, q.last, [&](const StreamResult& r) {
+      if (!filter.matches(r)) return true;
+      const std::size_t size = record_bytes(r);
+      if (!found.empty() && (bytes + size > max_answer_bytes || found.size() >= (1u << 20))) {
+        out.setMore(true);
+        out.setNextId(r.id);
+        return false;
+      }
+      bytes += size;
+      found.push_back(r);
+      return true;
+    });
+    auto list = out.initRecords(static_cast<unsigned>(found.size()));
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      const auto& r = found[i];
+      auto b = list[static_cast<unsigned>(i)];
+      wire::encode(StreamRecord{r.id, r.value, r.failed, r.error, r.node}, b, attachments);
+      wire::encode(r.parameters, b.initParameters(), attachments);
+    }
+    return;
+  }
+  if (!store.stream(q.stream_id))
+    throw QueryError("no stream " + std::to_string(q.stream_id) + " in this node's store");
+  std::ostringstream text;
+  if (q.format == "summary") {
+    const auto s = summarize(store, q.stream_id, filter, ResultField::parse(q.field), q.bins);
+    auto b = out.initSummary();
+    b.setCount(s.count);
+    b.setFailed(s.failed);
+    b.setNumeric(s.numeric);
+    b.setMean(s.mean);
+    b.setMin(s.min);
+    b.setMax(s.max);
+    auto h = b.initHistogram(static_cast<unsigned>(s.histogram.size()));
+    for (std::size_t i = 0; i < s.histogram.size(); ++i) h.set(static_cast<unsigned>(i), s.histogram[i]);
+    export_summary_json(store, q.stream_id, q.field, s, text);
+  } else if (q.format == "count") {
+    text << summarize(store, q.stream_id, filter, {}, 0).count << "\n";
+  } else if (q.format == "csv" || q.format == "json") {
+    const ExportPage page{q.first, static_cast<std::size_t>(max_answer_bytes)};
+    const auto progress = q.format == "csv" ? export_csv(store, q.stream_id, filter, text, page)
+                                            : export_json(store, q.stream_id, filter, text, page);
+    out.setMore(progress.more);
+    out.setNextId(progress.next_id);
+  } else {
+    throw QueryError("unknown format " + in_quotes(q.format) + " (summary, count, csv or json)");
+  }
+  out.setText(text.str());
+}
+
 }  // namespace
 
 struct SchedulerGateway::State {
@@ -103,6 +186,9 @@ struct SchedulerGateway::State {
     std::unordered_map<std::uint64_t, std::shared_ptr<RemoteSink>> sinks;
     Clock::time_point last_seen = Clock::now();
     std::unordered_map<std::uint64_t, caf::actor> streams;  // its open streams
+    std::uint64_t slots_held = 0;                           // against limits.max_slots_per_client
+    // Its queries waiting or being answered (the executor's threads count them down).
+    std::shared_ptr<std::atomic<std::uint32_t>> queries = std::make_shared<std::atomic<std::uint32_t>>(0);
   };
   struct WorkerPeer {
     std::uint32_t id = 0;
@@ -113,6 +199,7 @@ struct SchedulerGateway::State {
   std::unordered_map<std::string, Client> clients;
   std::unordered_map<std::string, WorkerPeer> workers;
   std::unordered_map<std::uint64_t, caf::actor> streams;  // every open stream, for workers' answers
+  std::unique_ptr<QueryExecutor> queries;
 
   void answer_open(const transport::PeerInfo& peer, std::uint64_t request, std::uint64_t stream,
                    const std::string& error, std::uint32_t arity) {
@@ -135,8 +222,8 @@ struct SchedulerGateway::State {
       std::string known;
       for (const auto& n : SimulationRegistry::global().names()) known += (known.empty() ? "" : ", ") + n;
       return answer_open(peer, open.getRequestId(), 0,
-                         "unknown simulation '" + simulation +
-                             "' (registered on the scheduler: " + (known.empty() ? "none" : known) + ")",
+                         "unknown simulation " + in_quotes(simulation) +
+                             " (registered on the scheduler: " + (known.empty() ? "none" : known) + ")",
                          0);
     }
     StreamSettings settings;
@@ -155,88 +242,48 @@ struct SchedulerGateway::State {
     }
   }
 
-  // Typed answers (summary, records) for the client library; text for the CLI and exports.
-  void answer_query(wire::ResultsQuery::Reader query, wire::ResultsAnswer::Builder out,
-                    wire::Attachments& attachments) {
-    const std::string format = query.getFormat();
-    if (format == "records") {
-      if (!options.store) throw std::runtime_error("this node stores no results");
-      auto store = options.store();
-      const auto filter = ResultFilter::parse(std::string(query.getFilter()));
-      std::vector<StreamResult> found;
-      store->scan(query.getStreamId(), query.getFirst(), query.getLast(), [&](const StreamResult& r) {
-        if (filter.matches(r)) found.push_back(r);
-        return found.size() < (1u << 20);  // one answer carries at most 2^20 results
-      });
-      auto list = out.initRecords(static_cast<unsigned>(found.size()));
-      for (std::size_t i = 0; i < found.size(); ++i) {
-        const auto& r = found[i];
-        auto b = list[static_cast<unsigned>(i)];
-        wire::encode(StreamRecord{r.id, r.value, r.failed, r.error, r.node}, b, attachments);
-        wire::encode(r.parameters, b.initParameters(), attachments);
+  // Checks a query's cost on the I/O thread (cheap), then answers it on the query executor.
+  void query_results(const transport::PeerInfo& peer, Client& client, wire::ResultsQuery::Reader in) {
+    QueryRequest query(in);
+    const auto refuse = [&](const std::string& reason) {
+      transport::Outgoing answer;
+      auto out = answer.envelope().initResultsAnswer();
+      out.setRequestId(query.request_id);
+      out.setError(reason);
+      if (auto target = server.lock()) target->send(peer.id, answer);
+    };
+    if (query.bins > options.limits.max_histogram_bins)
+      return refuse("bins = " + std::to_string(query.bins) + " exceeds the limit of " +
+                    std::to_string(options.limits.max_histogram_bins) + " (limits.max_histogram_bins)");
+    if (!options.store) return refuse("this node stores no results");
+    if (client.queries->load() >= options.limits.max_queries_per_client)
+      return refuse("this client already has " + std::to_string(client.queries->load()) +
+                    " queries waiting, the most one client may have");
+    client.queries->fetch_add(1);
+    auto job = [query = std::move(query), store = options.store, limit = options.limits.max_answer_bytes,
+                target = server, peer_id = peer.id, count = client.queries] {
+      transport::Outgoing answer;
+      auto out = answer.envelope().initResultsAnswer();
+      out.setRequestId(query.request_id);
+      try {
+        answer_query(query, *store(), limit, out, answer.attachments());
+      } catch (const std::exception& e) {
+        // An error after a partial answer: start again with just the reason.
+        transport::Outgoing failed;
+        auto error = failed.envelope().initResultsAnswer();
+        error.setRequestId(query.request_id);
+        error.setError(printable(e.what(), 400));
+        if (auto server = target.lock()) server->send(peer_id, failed);
+        count->fetch_sub(1);
+        return;
       }
-      return;
+      if (auto server = target.lock()) server->send(peer_id, answer);
+      count->fetch_sub(1);
+    };
+    if (!queries->post(std::move(job))) {
+      client.queries->fetch_sub(1);
+      refuse("this node is answering as many queries as it queues; ask again later");
     }
-    if (format == "summary") {
-      auto store = options.store ? options.store() : nullptr;
-      if (!store) throw std::runtime_error("this node stores no results");
-      const std::string field = summary_field(query);
-      const auto s = summary_of(*store, query, ResultFilter::parse(std::string(query.getFilter())));
-      auto b = out.initSummary();
-      b.setCount(s.count);
-      b.setFailed(s.failed);
-      b.setNumeric(s.numeric);
-      b.setMean(s.mean);
-      b.setMin(s.min);
-      b.setMax(s.max);
-      auto h = b.initHistogram(static_cast<unsigned>(s.histogram.size()));
-      for (std::size_t i = 0; i < s.histogram.size(); ++i) h.set(static_cast<unsigned>(i), s.histogram[i]);
-      out.setText(summary_json(*store, query.getStreamId(), field, s));
-      return;
-    }
-    out.setText(query_text(query));
-  }
-
-  static std::string summary_field(wire::ResultsQuery::Reader query) {
-    return query.getField().size() ? std::string(query.getField()) : "result";
-  }
-
-  // The one summary of a query's field, for the typed answer and the text one alike.
-  static ResultSummary summary_of(const ResultStore& store, wire::ResultsQuery::Reader query,
-                                  const ResultFilter& filter) {
-    return summarize(store, query.getStreamId(), filter, ResultField::parse(summary_field(query)),
-                     query.getBins());
-  }
-
-  // The summary line the CLI prints, written by the store's exporter (the in-process path writes it too).
-  static std::string summary_json(const ResultStore& store, std::uint64_t stream, const std::string& field,
-                                  const ResultSummary& s) {
-    std::ostringstream out;
-    export_summary_json(store, stream, field, s, out);
-    return out.str();
-  }
-
-  std::string query_text(wire::ResultsQuery::Reader query) {
-    if (!options.store) throw std::runtime_error("this node stores no results");
-    auto store = options.store();
-    const auto filter = ResultFilter::parse(std::string(query.getFilter()));
-    const std::string format = query.getFormat();
-    std::ostringstream out;
-    if (!store->stream(query.getStreamId()))
-      throw std::runtime_error("no stream " + std::to_string(query.getStreamId()) + " in this node's store");
-    if (format == "csv") {
-      export_csv(*store, query.getStreamId(), filter, out);
-    } else if (format == "json") {
-      export_json(*store, query.getStreamId(), filter, out);
-    } else if (format == "count") {
-      out << summarize(*store, query.getStreamId(), filter, {}, 0).count << "\n";
-    } else if (format == "summary") {
-      out << summary_json(*store, query.getStreamId(), summary_field(query),
-                          summary_of(*store, query, filter));
-    } else {
-      throw std::runtime_error("unknown format '" + format + "' (summary, count, csv or json)");
-    }
-    return out.str();
   }
 
   // A client that left closes its streams: what it pushed still runs and is stored, then they finish.
@@ -262,13 +309,13 @@ struct SchedulerGateway::State {
             },
             [&](const caf::error&) {});
     if (!registered) {
-      log("worker '" + peer.name + "' could not be registered: the scheduler did not answer");
+      log("worker " + in_quotes(peer.name) + " could not be registered: the scheduler did not answer");
       caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
       return;
     }
     workers[peer.id] = WorkerPeer{id, peer.name};
-    log("worker '" + peer.name + "' joined as worker " + std::to_string(id) + " (" +
-        std::to_string(peer.threads) + " threads, peers reach it at " + peer.listen + ")");
+    log("worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(id) + " (" +
+        std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) + ")");
   }
 
   // Heartbeat timeouts, on the I/O thread.
@@ -279,7 +326,7 @@ struct SchedulerGateway::State {
         ++it;
         continue;
       }
-      log("worker '" + it->second.name + "' (worker " + std::to_string(it->second.id) +
+      log("worker " + in_quotes(it->second.name) + " (worker " + std::to_string(it->second.id) +
           ") sent nothing for " + std::to_string(options.worker_timeout.count()) +
           " ms: declared lost; its running tasks and held results are recomputed elsewhere");
       caf::anon_send(scheduler, lost_atom::value, it->second.id);
@@ -291,7 +338,7 @@ struct SchedulerGateway::State {
         ++it;
         continue;
       }
-      log("client '" + it->second.name + "' sent nothing for " +
+      log("client " + in_quotes(it->second.name) + " sent nothing for " +
           std::to_string(options.client_grace.count()) + " ms: its " +
           std::to_string(it->second.sinks.size()) + " result tables are released");
       for (auto& [id, sink] : it->second.sinks) sink->release_all();
@@ -429,20 +476,63 @@ struct SchedulerGateway::State {
         });
   }
 
-  void refuse_submission(const transport::PeerInfo& peer, wire::Submit::Reader submit,
-                         const std::string& reason) {
-    auto target = server.lock();
-    const std::uint32_t slots = std::min<std::uint32_t>(submit.getSlots(), wire::DecodeLimits{}.max_tasks);
-    if (!target) return;
-    auto error =
-        std::make_shared<const TaskFailed>("(submission)", "", "the scheduler rejected it: " + reason, false);
-    std::vector<Delivery> deliveries;
-    deliveries.reserve(slots);
-    for (std::uint32_t slot = 0; slot < slots; ++slot)
-      deliveries.push_back(Delivery{slot, TaskState::erred, Value{}, error});
+  // The client waits on a refused submission's results: one message says why, and every slot fails
+  // with it (the client expands it; nothing here grows with the slots claimed).
+  void refuse_submission(const transport::PeerInfo& peer, std::uint64_t sink_id, const std::string& reason) {
     transport::Outgoing answer;
-    wire::encode(submit.getSinkId(), deliveries, answer.envelope().initResults(), answer.attachments());
-    target->send(peer.id, answer);
+    auto out = answer.envelope().initResults();
+    out.setSinkId(sink_id);
+    out.setRefused("the scheduler refused the submission: " + reason);
+    if (auto target = server.lock()) target->send(peer.id, answer);
+  }
+
+  // Why a submission of `slots` exceeds this client's budget, before anything is allocated for it.
+  std::optional<std::string> over_budget(const Client& client, std::uint32_t slots) const {
+    const auto& limits = options.limits;
+    if (slots > limits.max_slots_per_submission)
+      return std::to_string(slots) + " slots exceed the limit of " +
+             std::to_string(limits.max_slots_per_submission) +
+             " per submission (limits.max_slots_per_submission)";
+    if (client.slots_held + slots > limits.max_slots_per_client)
+      return "this client holds " + std::to_string(client.slots_held) + " result slots; " +
+             std::to_string(slots) + " more exceed the limit of " +
+             std::to_string(limits.max_slots_per_client) +
+             " per client (limits.max_slots_per_client); release futures first";
+    return std::nullopt;
+  }
+
+  void submit(const transport::PeerInfo& peer, Client& client, transport::Received& message) {
+    auto in = message.envelope().getSubmit();
+    const std::uint64_t sink_id = in.getSinkId();
+    if (auto reason = over_budget(client, in.getSlots())) {
+      refuse_submission(peer, sink_id, *reason);
+      throw wire::WireError("submission refused: " + *reason);
+    }
+    if (client.sinks.count(sink_id)) {
+      refuse_submission(peer, sink_id, "result table id reused by the client");
+      throw wire::WireError("result table id reused by the client");
+    }
+    auto map_id = [&](OpId theirs) {
+      auto [it, fresh] = client.ids.emplace(theirs, 0);
+      if (fresh) it->second = next_op_id();
+      return it->second;
+    };
+    wire::SubmitMessage submit;
+    try {
+      wire::DecodeLimits limits;
+      limits.max_tasks = options.limits.max_slots_per_submission;
+      submit = wire::decode(in, message.frames(), map_id, limits);
+    } catch (const std::exception& e) {
+      refuse_submission(peer, sink_id, printable(e.what(), 400));
+      throw;
+    }
+    auto sink = std::make_shared<RemoteSink>(submit.slots, link, submit.watches, server, peer.id);
+    sink->set_tag(submit.sink_id);
+    sink->unreleased = submit.slots;
+    client.sinks[submit.sink_id] = sink;
+    client.slots_held += submit.slots;
+    caf::anon_send(scheduler, submit_atom::value,
+                   Submission{std::move(submit.operations), std::move(submit.watches), sink});
   }
 
   void handle(const transport::PeerInfo& peer, transport::Received& message) {
@@ -457,29 +547,9 @@ struct SchedulerGateway::State {
     client.name = peer.name;
     client.last_seen = Clock::now();
     switch (envelope.which()) {
-      case wire::Envelope::SUBMIT: {
-        auto map_id = [&](OpId theirs) {
-          auto [it, fresh] = client.ids.emplace(theirs, 0);
-          if (fresh) it->second = next_op_id();
-          return it->second;
-        };
-        wire::SubmitMessage submit;
-        try {
-          submit = wire::decode(envelope.getSubmit(), message.frames(), map_id);
-        } catch (const wire::WireError& e) {
-          // The client waits on these results: every slot it asked for fails with the reason.
-          refuse_submission(peer, envelope.getSubmit(), e.what());
-          throw;
-        }
-        if (client.sinks.count(submit.sink_id)) throw wire::WireError("result table id reused by the client");
-        auto sink = std::make_shared<RemoteSink>(submit.slots, link, submit.watches, server, peer.id);
-        sink->set_tag(submit.sink_id);
-        sink->unreleased = submit.slots;
-        client.sinks[submit.sink_id] = sink;
-        caf::anon_send(scheduler, submit_atom::value,
-                       Submission{std::move(submit.operations), std::move(submit.watches), sink});
+      case wire::Envelope::SUBMIT:
+        submit(peer, client, message);
         return;
-      }
       case wire::Envelope::RELEASE: {
         auto release = envelope.getRelease();
         auto it = client.sinks.find(release.getSinkId());
@@ -489,7 +559,7 @@ struct SchedulerGateway::State {
           if (slot >= sink->size())
             throw wire::WireError("release of slot " + std::to_string(slot) + " of " +
                                   std::to_string(sink->size()));
-          sink->release_once(slot);
+          if (sink->release_once(slot)) client.slots_held -= 1;
         }
         if (sink->unreleased == 0) client.sinks.erase(it);
         return;
@@ -531,19 +601,9 @@ struct SchedulerGateway::State {
         client.streams.erase(it);
         return;
       }
-      case wire::Envelope::RESULTS_QUERY: {
-        auto query = envelope.getResultsQuery();
-        transport::Outgoing answer;
-        auto out = answer.envelope().initResultsAnswer();
-        out.setRequestId(query.getRequestId());
-        try {
-          answer_query(query, out, answer.attachments());
-        } catch (const std::exception& e) {
-          out.setError(e.what());
-        }
-        if (auto target = server.lock()) target->send(peer.id, answer);
+      case wire::Envelope::RESULTS_QUERY:
+        query_results(peer, client, envelope.getResultsQuery());
         return;
-      }
       case wire::Envelope::GLM:
         fit_glm(client, peer, message);
         return;
@@ -570,6 +630,8 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
   state_->link = std::move(link);
   state_->name = options.name;
   state_->options = gateway;
+  // Two threads: one long export does not hold up every other query; 64 queued at most.
+  state_->queries = std::make_unique<QueryExecutor>(2, 64);
   if (!options.log)
     options.log = [](const std::string& line) { std::cerr << "[tessera] " << line << std::endl; };
   state_->log = options.log;
@@ -585,6 +647,18 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
     }
   };
   options.tick = [state](transport::Server& server) { state->tick(server); };
+  // A worker's hello claims its threads and memory: what the node's limits allow, or it is refused.
+  options.admit = [limits = gateway.limits](const transport::PeerInfo& peer) -> std::optional<std::string> {
+    if (peer.role != wire::Role::WORKER) return std::nullopt;
+    if (peer.threads == 0 || peer.threads > limits.max_worker_threads)
+      return "a worker claiming " + std::to_string(peer.threads) + " threads (this node accepts 1 to " +
+             std::to_string(limits.max_worker_threads) + ", limits.max_worker_threads)";
+    if (peer.memory_limit > limits.max_worker_memory)
+      return "a worker claiming " + std::to_string(peer.memory_limit) +
+             " bytes of memory (this node accepts at most " + std::to_string(limits.max_worker_memory) +
+             ", limits.max_worker_memory)";
+    return std::nullopt;
+  };
   server_ = std::make_shared<transport::Server>(
       std::move(options), [state](transport::Server&, const transport::PeerInfo& peer,
                                   transport::Received& message) { state->handle(peer, message); });

@@ -18,6 +18,20 @@
 
 namespace tessera {
 
+// What one peer may ask of the gateway, checked before anything is allocated for a request; what
+// exceeds a limit is refused with an error naming it (the node's [limits] config keys).
+struct GatewayLimits {
+  std::uint32_t max_slots_per_submission =
+      1u << 20;                                   // limits.max_slots_per_submission (and tasks per operation)
+  std::uint64_t max_slots_per_client = 1u << 22;  // limits.max_slots_per_client: held at once
+  std::uint32_t max_histogram_bins = 10000;       // limits.max_histogram_bins
+  std::uint64_t max_answer_bytes = std::uint64_t{64}
+                                   << 20;   // limits.max_answer_bytes: larger answers are paged
+  std::uint32_t max_worker_threads = 1024;  // limits.max_worker_threads: a worker's claim
+  std::uint64_t max_worker_memory = std::uint64_t{16} << 40;  // limits.max_worker_memory: a worker's claim
+  std::uint32_t max_queries_per_client = 4;  // results queries one client may have waiting at once
+};
+
 struct GatewayOptions {
   // A worker silent this long is lost. Workers send a heartbeat several times within it.
   std::chrono::milliseconds worker_timeout{3000};
@@ -28,6 +42,7 @@ struct GatewayOptions {
       open_stream{};
   // The store that stream results are written to, for queries.
   std::function<std::shared_ptr<const ResultStore>()> store{};
+  GatewayLimits limits{};
 };
 
 class SchedulerGateway {

@@ -7,6 +7,8 @@
 
 #include <iostream>
 
+#include "graph/printable.hpp"
+
 namespace tessera::transport {
 namespace {
 
@@ -143,6 +145,10 @@ void Server::log(const std::string& line) const {
   options_.log(line);
 }
 
+void Server::log_peer_fault(const std::string& line) {
+  fault_log_.write(options_.log, line);
+}
+
 void Server::send(const std::string& peer_id, Outgoing& message) {
   auto frames = message.frames();
   std::lock_guard lock(outbox_mutex_);
@@ -189,10 +195,11 @@ void Server::run() {
       try {
         if (!send_frames(router_, parts)) {
           dropped_ += 1;
-          log("could not send to peer " + hex(parts[0].to_string()) + ": it takes no more messages");
+          log_peer_fault("could not send to peer " + hex(parts[0].to_string()) +
+                         ": it takes no more messages");
         }
       } catch (const zmq::error_t& e) {
-        log("could not send to peer " + hex(parts[0].to_string()) + ": " + e.what());
+        log_peer_fault("could not send to peer " + hex(parts[0].to_string()) + ": " + e.what());
       }
     }
     if (items.size() > 2 && (items[2].revents & ZMQ_POLLIN)) answer_zap();
@@ -210,15 +217,18 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
   const std::string peer_id = parts.empty() ? std::string() : parts[0].to_string();
   auto it = std::find_if(peers_.begin(), peers_.end(), [&](const PeerInfo& p) { return p.id == peer_id; });
   const std::string who =
-      it != peers_.end() ? "'" + it->name + "' (" + role_name(it->role) + ")" : "peer " + hex(peer_id);
+      it != peers_.end() ? in_quotes(it->name) + " (" + role_name(it->role) + ")" : "peer " + hex(peer_id);
   try {
+    if (parts.size() > 1 && parts[1].size() > kMaxHeaderBytes)
+      throw wire::WireError("a header of " + std::to_string(parts[1].size()) +
+                            " bytes exceeds the limit of " + std::to_string(kMaxHeaderBytes));
     Received message(std::move(parts), 1);
     auto envelope = message.envelope();
     if (envelope.getVersion() != kProtocolVersion) {
       const std::string reason = "protocol version mismatch: the peer speaks version " +
                                  std::to_string(envelope.getVersion()) + ", this node speaks version " +
                                  std::to_string(kProtocolVersion);
-      log("refused " + who + ": " + reason);
+      log_peer_fault("refused " + who + ": " + reason);
       refuse(peer_id, reason);
       dropped_ += 1;
       return;
@@ -227,18 +237,33 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       if (!envelope.isHello()) {
         const std::string reason =
             "the first message must be hello, got " + wire::kind_name(envelope.which());
-        log("refused " + who + ": " + reason);
+        log_peer_fault("refused " + who + ": " + reason);
         refuse(peer_id, reason);
         dropped_ += 1;
         return;
       }
       auto hello = envelope.getHello();
-      PeerInfo peer{peer_id,           next_peer_number_++, hello.getRole(),
+      PeerInfo peer{peer_id,           next_peer_number_,   hello.getRole(),
                     hello.getName(),   hello.getThreads(),  hello.getMemoryLimit(),
                     hello.getListen(), hello.getPublicKey()};
+      std::optional<std::string> refusal;
+      if (peer.name.size() > kMaxPeerNameBytes)
+        refusal = "a name of " + std::to_string(peer.name.size()) + " bytes exceeds the limit of " +
+                  std::to_string(kMaxPeerNameBytes);
+      else if (options_.admit)
+        refusal = options_.admit(peer);
+      if (refusal) {
+        log_peer_fault("refused " + role_name(peer.role) + " " + in_quotes(peer.name) + " (" + hex(peer_id) +
+                       "): " + *refusal);
+        refuse(peer_id, *refusal);
+        dropped_ += 1;
+        return;
+      }
+      ++next_peer_number_;
       peers_.push_back(peer);
       peer_count_ = peers_.size();
-      log(role_name(peer.role) + " '" + peer.name + "' connected as peer " + std::to_string(peer.number));
+      log(role_name(peer.role) + " " + in_quotes(peer.name) + " connected as peer " +
+          std::to_string(peer.number));
       Outgoing welcome;
       auto w = welcome.envelope().initWelcome();
       w.setPeerId(peer.number);
@@ -254,10 +279,11 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
     wire::check_direction(envelope.which(), wire::direction_between(it->role, options_.role));
     handler_(*this, *it, message);
   } catch (const kj::Exception& e) {
-    log("dropped a malformed message from " + who + ": " + e.getDescription().cStr());
+    log_peer_fault("dropped a malformed message from " + who + ": " +
+                   printable(e.getDescription().cStr(), 200));
     dropped_ += 1;
   } catch (const std::exception& e) {
-    log("dropped a message from " + who + ": " + e.what());
+    log_peer_fault("dropped a message from " + who + ": " + printable(e.what(), 200));
     dropped_ += 1;
   }
 }
@@ -273,12 +299,13 @@ void Server::answer_zap() {
     zmq_z85_encode(z85, static_cast<const std::uint8_t*>(request[6].data()), 32);
     const bool known = std::find(options_.authorized_keys.begin(), options_.authorized_keys.end(),
                                  std::string(z85)) != options_.authorized_keys.end();
-    if (known || options_.authorized_keys.empty()) {
+    if (known || options_.authorize_any) {
       status = "200";
       text = "OK";
     } else {
       text = "public key not authorized";
-      log("refused a CURVE connection from " + address + ": public key " + z85 + " is not authorized");
+      log_peer_fault("refused a CURVE connection from " + printable(address) + ": public key " + z85 +
+                     " is not authorized");
     }
   }
   std::vector<zmq::message_t> reply;
@@ -297,6 +324,7 @@ Connection::Connection(ConnectionOptions options)
       outbox_pull_(context_, zmq::socket_type::pull),
       outbox_push_(context_, zmq::socket_type::push) {
   dealer_.set(zmq::sockopt::linger, 0);
+  dealer_.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options.max_message_bytes));
   unbounded(dealer_);
   // Unbounded: the thread that pumps may post too (heartbeats), and must never wait for itself.
   unbounded(outbox_pull_);

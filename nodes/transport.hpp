@@ -24,12 +24,21 @@
 #include "graph/errors.hpp"
 #include "messages/protocol.capnp.h"
 #include "messages/wire_codec.hpp"
+#include "nodes/log_limiter.hpp"
 #include "nodes/wire_table.hpp"
 
 namespace tessera::transport {
 
 // Bumped whenever the meaning of an existing message changes; peers of another version are refused.
-inline constexpr std::uint32_t kProtocolVersion = 2;  // 2: typed GLM bodies, simulation setups
+inline constexpr std::uint32_t kProtocolVersion = 3;  // 3: refused submissions, paged answers
+
+// ZeroMQ allocates what a frame announces before it arrives, so this bounds every frame (a chunk travels
+// as a frame of its own). Larger frames are dropped by ZeroMQ, and the peer with them.
+inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{256} << 20;
+// A header (the Cap'n Proto envelope, without its frames) larger than this is dropped unread.
+inline constexpr std::size_t kMaxHeaderBytes = std::size_t{64} << 20;
+// Names in hello longer than this are refused: they end up in every log line about the peer.
+inline constexpr std::size_t kMaxPeerNameBytes = 256;
 
 struct CurveKeys {
   std::string public_key;  // Z85, 40 characters
@@ -79,11 +88,15 @@ struct ServerOptions {
   std::string name = "scheduler";
   // What this server is: a scheduler, or a worker serving its peers (what may be sent to it follows).
   wire::Role role = wire::Role::SCHEDULER;
-  std::optional<CurveKeys> curve;                        // set: CURVE server
-  std::vector<std::string> authorized_keys;              // with curve: the client public keys accepted
-  std::size_t max_message_bytes = std::size_t{1} << 30;  // larger messages are dropped by ZeroMQ
-  LogFunction log;                                       // default: stderr
+  std::optional<CurveKeys> curve;                         // set: CURVE server
+  std::vector<std::string> authorized_keys;               // with curve: the client public keys accepted
+  bool authorize_any = false;                             // with curve: any key (encryption only)
+  std::size_t max_message_bytes = kDefaultMaxFrameBytes;  // larger frames are dropped by ZeroMQ
+  LogFunction log;                                        // default: stderr
   bool defer_start = false;  // true: the I/O thread starts on start(), not at construction
+  // On the I/O thread, before a peer is welcomed: a reason to refuse it (a worker claiming more threads
+  // than the node's limit), or nullopt to let it in.
+  std::function<std::optional<std::string>(const PeerInfo&)> admit{};
   // On the I/O thread: a peer said hello and was welcomed.
   std::function<void(Server&, const PeerInfo&)> joined{};
   // On the I/O thread, about every 50 ms: time-based work such as heartbeat timeouts.
@@ -127,6 +140,8 @@ class Server {
   void answer_zap();
   void refuse(const std::string& peer_id, const std::string& reason);
   void log(const std::string& line) const;
+  // Lines about what a peer sent wrong: rate-limited, so a flood cannot bury the log.
+  void log_peer_fault(const std::string& line);
 
   ServerOptions options_;
   Handler handler_;
@@ -138,6 +153,7 @@ class Server {
   std::atomic<std::size_t> peer_count_{0};
   std::atomic<std::uint64_t> dropped_{0};
   std::vector<PeerInfo> peers_;  // I/O thread only
+  LogLimiter fault_log_;         // I/O thread only
   std::uint32_t next_peer_number_ = 1;
   std::thread thread_;
 };
@@ -157,6 +173,7 @@ struct ConnectionOptions {
   std::optional<CurveKeys> curve{};  // this end's keys
   std::string server_public_key{};   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};
+  std::size_t max_message_bytes = kDefaultMaxFrameBytes;  // larger frames from the server are dropped
   // How long send() may wait for room (a peer that is gone); negative: for ever.
   std::chrono::milliseconds send_timeout{-1};
   std::uint32_t protocol_version = kProtocolVersion;  // tests set another to see the refusal

@@ -263,6 +263,7 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
   server.role = wire::Role::WORKER;
   server.curve = st.options.curve;
   server.authorized_keys = st.options.authorized_keys;
+  server.authorize_any = st.options.authorize_any;
   server.defer_start = true;
   State* raw = state_.get();
   st.peer_server = std::make_unique<transport::Server>(

@@ -27,6 +27,7 @@ struct WorkerNodeOptions {
   std::optional<transport::CurveKeys> curve{};  // this worker's keys (CURVE on)
   std::string scheduler_public_key{};
   std::vector<std::string> authorized_keys{};  // peers accepted by this worker's peer server
+  bool authorize_any = false;                  // with curve: any peer key (security.authorize_any)
   std::chrono::milliseconds heartbeat_interval{500};
   transport::LogFunction log{};  // default: stderr
 };

@@ -8,6 +8,10 @@
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "graph/printable.hpp"
+
 namespace tessera {
 namespace {
 
@@ -46,6 +50,15 @@ std::optional<double> element(const Value& v, std::size_t i) {
   }
 }
 
+// A CSV cell (RFC 4180): quoted, with its quotes doubled, when it holds a separator, a quote or a line
+// break, so that text from a simulation cannot add cells or rows.
+std::string csv_cell(const std::string& text, bool always_quote = false) {
+  if (!always_quote && text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) (out += c) += c == '"' ? "\"" : "";
+  return out + "\"";
+}
+
 // The cells of a value, flattened for CSV: numbers as numbers, text as text.
 void flatten(const Value& v, std::vector<std::string>& cells) {
   std::ostringstream number;
@@ -65,7 +78,7 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
       cells.push_back(v.as_bool() ? "true" : "false");
       return;
     case ValueKind::string:
-      cells.push_back("\"" + v.as_string() + "\"");
+      cells.push_back(csv_cell(v.as_string(), true));
       return;
     case ValueKind::doubles:
       for (double x : v.as_doubles()) {
@@ -89,58 +102,67 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
   }
 }
 
-std::string json_text(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
+using Json = nlohmann::json;
 
-std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";
-  std::ostringstream out;
-  out << std::setprecision(17) << x;
-  return out.str();
-}
-
-std::string json_of(const Value& v) {
+// A value as JSON: numbers, text, arrays; non-finite numbers are null, what JSON cannot spell "(kind)".
+Json json_of(const Value& v) {
+  const auto number = [](double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); };
   switch (v.kind()) {
     case ValueKind::none:
-      return "null";
+      return nullptr;
     case ValueKind::integer:
-      return std::to_string(v.as_int());
+      return v.as_int();
     case ValueKind::real:
-      return json_number(v.as_double());
+      return number(v.as_double());
     case ValueKind::boolean:
-      return v.as_bool() ? "true" : "false";
+      return v.as_bool();
     case ValueKind::string:
-      return json_text(v.as_string());
+      return v.as_string();
     case ValueKind::doubles: {
-      std::string out = "[";
-      for (std::size_t i = 0; i < v.as_doubles().size(); ++i)
-        (out += i ? "," : "") += json_number(v.as_doubles()[i]);
-      return out += "]";
+      Json out = Json::array();
+      for (double x : v.as_doubles()) out.push_back(number(x));
+      return out;
     }
     case ValueKind::vector: {
-      std::string out = "[";
-      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i)
-        (out += i ? "," : "") += json_number(v.as_vector()[i]);
-      return out += "]";
+      Json out = Json::array();
+      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i) out.push_back(number(v.as_vector()[i]));
+      return out;
     }
     case ValueKind::list: {
-      std::string out = "[";
-      for (std::size_t i = 0; i < v.as_list().size(); ++i) (out += i ? "," : "") += json_of(v.as_list()[i]);
-      return out += "]";
+      Json out = Json::array();
+      for (const auto& item : v.as_list()) out.push_back(json_of(item));
+      return out;
     }
     default:
-      return json_text(opaque(v));
+      return opaque(v);
   }
+}
+
+// One JSON line; bytes that are not UTF-8 (from a simulation's text) become U+FFFD, never raw.
+std::string json_line(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+// Scans the stream from `page.first`, writing each matching result's line, until the page's byte budget
+// would be passed (at least one line is always written, so that paging advances).
+template <class Line>
+ExportProgress export_lines(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                            const ExportPage& page, std::ostream& out, Line line) {
+  ExportProgress progress;
+  std::size_t written = 0;
+  store.scan(stream, page.first, ~std::uint64_t{0}, [&](const StreamResult& r) {
+    if (!filter.matches(r)) return true;
+    const std::string text = line(r);
+    if (written > 0 && written + text.size() > page.max_bytes) {
+      progress.more = true;
+      progress.next_id = r.id;
+      return false;
+    }
+    out << text;
+    written += text.size();
+    return true;
+  });
+  return progress;
 }
 
 class Parser {
@@ -176,7 +198,7 @@ class Parser {
     return value;
   }
   [[noreturn]] void fail(const std::string& expected) const {
-    throw QueryError("filter '" + std::string(text_) + "': expected " + expected + " at position " +
+    throw QueryError("filter " + in_quotes(text_) + ": expected " + expected + " at position " +
                      std::to_string(at_ + 1));
   }
 
@@ -321,48 +343,52 @@ ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const Re
   return s;
 }
 
-void export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
-                std::ostream& out) {
-  out << "id,parameters...,result...|error\n";
-  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
-    if (!filter.matches(r)) return true;
+ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                          std::ostream& out, const ExportPage& page) {
+  if (page.first == 0) out << "id,parameters...,result...|error\n";
+  return export_lines(store, stream, filter, page, out, [](const StreamResult& r) {
     std::vector<std::string> cells{std::to_string(r.id)};
     flatten(r.parameters, cells);
     if (r.failed) {
-      cells.push_back("error: " + r.error + " (on " + r.node + ")");
+      cells.push_back(csv_cell("error: " + r.error + " (on " + r.node + ")"));
     } else {
       flatten(r.value, cells);
     }
-    for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << cells[i];
-    out << "\n";
-    return true;
+    std::string line;
+    for (std::size_t i = 0; i < cells.size(); ++i) (line += i ? "," : "") += cells[i];
+    return line + "\n";
   });
 }
 
-void export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
-                 std::ostream& out) {
-  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
-    if (!filter.matches(r)) return true;
-    out << "{\"id\":" << r.id << ",\"parameters\":" << json_of(r.parameters);
+ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                           std::ostream& out, const ExportPage& page) {
+  return export_lines(store, stream, filter, page, out, [](const StreamResult& r) {
+    Json line{{"id", r.id}, {"parameters", json_of(r.parameters)}};
     if (r.failed) {
-      out << ",\"error\":" << json_text(r.error) << ",\"node\":" << json_text(r.node);
+      line["error"] = r.error;
+      line["node"] = r.node;
     } else {
-      out << ",\"result\":" << json_of(r.value);
+      line["result"] = json_of(r.value);
     }
-    out << "}\n";
-    return true;
+    return json_line(line);
   });
 }
 
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
                          const ResultSummary& s, std::ostream& out) {
   const auto info = store.stream(stream).value_or(StreamInfo{stream, "?"});
-  out << "{\"stream\":" << stream << ",\"simulation\":\"" << info.simulation
-      << "\",\"closed\":" << (info.closed ? "true" : "false") << ",\"count\":" << s.count
-      << ",\"failed\":" << s.failed << ",\"field\":\"" << field << "\",\"numeric\":" << s.numeric
-      << ",\"mean\":" << s.mean << ",\"min\":" << s.min << ",\"max\":" << s.max << ",\"histogram\":[";
-  for (std::size_t i = 0; i < s.histogram.size(); ++i) out << (i ? "," : "") << s.histogram[i];
-  out << "]}\n";
+  const auto number = [](double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); };
+  out << json_line(Json{{"stream", stream},
+                        {"simulation", info.simulation},
+                        {"closed", info.closed},
+                        {"count", s.count},
+                        {"failed", s.failed},
+                        {"field", std::string(field)},
+                        {"numeric", s.numeric},
+                        {"mean", number(s.mean)},
+                        {"min", number(s.min)},
+                        {"max", number(s.max)},
+                        {"histogram", s.histogram}});
 }
 
 }  // namespace tessera
@@ -385,7 +411,7 @@ std::string LocalResultSource::text(std::uint64_t stream, const std::string& fil
     export_summary_json(*store_, stream, field,
                         summarize(*store_, stream, parsed, ResultField::parse(field), bins), out);
   } else {
-    throw QueryError("unknown format '" + format + "' (summary, count, csv or json)");
+    throw QueryError("unknown format " + in_quotes(format) + " (summary, count, csv or json)");
   }
   return out.str();
 }

@@ -45,11 +45,22 @@ class ResultFilter {
 ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                         const ResultField& field = {}, std::size_t bins = 10);
 
+// Where an export starts (a parameter set's id; the CSV header comes with the page from 0) and about how
+// many bytes it may write: a node answers a large export in pages of its answer limit.
+struct ExportPage {
+  std::uint64_t first = 0;
+  std::size_t max_bytes = ~std::size_t{0};
+};
+struct ExportProgress {
+  bool more = false;  // the page is full: the next page starts at next_id
+  std::uint64_t next_id = 0;
+};
+
 // One line per result: id, then the parameters and the result flattened, or the error.
-void export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
-                std::ostream& out);
-void export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
-                 std::ostream& out);
+ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                          std::ostream& out, const ExportPage& page = {});
+ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                           std::ostream& out, const ExportPage& page = {});
 // A summary of `field` as one JSON line that also names the stream's simulation and says whether it has
 // closed ("?" and false for a stream the store does not know).
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
