@@ -102,6 +102,9 @@ using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;  // strea
 using worker_joined_atom = caf::atom_constant<caf::atom("wjoined")>;    // scheduler -> stream: StreamWorker
 using worker_left_atom = caf::atom_constant<caf::atom("wleft")>;        // scheduler -> stream: worker id
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
+using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // scheduler -> itself: check progress
+// scheduler -> stream: its simulation jobs in flight per worker, and what each answered since last asked
+using stream_progress_atom = caf::atom_constant<caf::atom("sprogress")>;
 
 }  // namespace tessera
 

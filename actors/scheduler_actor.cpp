@@ -1,8 +1,11 @@
 #include "actors/scheduler_actor.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/glm/messages.hpp"
 #include "actors/glm/solver_actor.hpp"
@@ -11,6 +14,7 @@
 #include "actors/protocols/stream.hpp"
 #include "actors/protocols/worker.hpp"
 #include "actors/result_sink.hpp"
+#include "graph/printable.hpp"
 #include "scheduling/scheduler_core.hpp"
 
 namespace tessera {
@@ -25,6 +29,10 @@ struct SchedulerActorState {
   // GLM fits in progress: their solver actors, by session.
   std::unordered_map<std::uint64_t, caf::actor> glm_sessions;
   std::uint64_t last_glm_session = 0;
+  // The progress watchdog: how often it checks (0: off), and the stream actors (by actor id) whose
+  // report it asked for and has not had yet (one question at a time per stream).
+  std::chrono::milliseconds watchdog_interval{0};
+  std::unordered_set<caf::actor_id> reports_pending;
 };
 
 using SchedulerActor = protocols::scheduler_actor_type::stateful_base<SchedulerActorState>;
@@ -66,6 +74,14 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
     for (auto& watcher : st.stream_watchers)
       self->send(watcher, worker_joined_atom::value,
                  StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id)});
+  for (const auto& stalled : out.stalled)
+    std::cerr << "[tessera] scheduler: worker " << stalled.id << " ('" << printable(stalled.name)
+              << "') finished nothing for " << stalled.timeout.count() << " ms while holding "
+              << stalled.tasks << " tasks and " << stalled.stream_jobs
+              << " simulation jobs (scheduler.progress_timeout): "
+              << (stalled.kept ? "stalled, but kept: no other worker could take its work"
+                               : "declared stalled; its work runs again elsewhere")
+              << std::endl;
   for (const std::uint32_t id : out.workers_lost) {
     st.directory->erase(id);
     // A fit whose partitions it held cannot go on: its solver fails now instead of waiting for answers.
@@ -130,7 +146,16 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
     watchers.erase(std::remove_if(watchers.begin(), watchers.end(),
                                   [&](const auto& a) { return a.address() == down.source; }),
                    watchers.end());
+    self->state.core->stream_ended(down.source.id());
+    self->state.reports_pending.erase(down.source.id());
   });
+  // Every min(progress_timeout / 4, 1 s): a check of the streams' latest reports and the tasks' ends,
+  // then the streams are asked for their next reports.
+  if (options.progress_timeout > std::chrono::milliseconds::zero()) {
+    st.watchdog_interval = std::clamp<std::chrono::milliseconds>(
+        options.progress_timeout / 4, std::chrono::milliseconds(1), std::chrono::seconds(1));
+    self->delayed_send(self, st.watchdog_interval, watchdog_atom::value);
+  }
   return {
       [=](submit_atom, Submission& submission) {
         step(self, [&](auto& core) { return core.submit(std::move(submission)); });
@@ -191,6 +216,25 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
       [=](shutdown_atom) {
         step(self, [&](auto& core) { return core.shutdown(); });
         self->quit();
+      },
+      [=](watchdog_atom) {
+        auto& st = self->state;
+        // Only its own timer: a tick from elsewhere would start a second one.
+        if (self->current_sender() != self->ctrl() || st.watchdog_interval.count() == 0) return;
+        step(self, [&](auto& core) { return core.check_progress(std::chrono::steady_clock::now()); });
+        for (const auto& watcher : st.stream_watchers) {
+          if (!st.reports_pending.insert(watcher.id()).second) continue;
+          self->request(watcher, caf::infinite, stream_progress_atom::value)
+              .then(
+                  [=, id = watcher.id()](const std::vector<StreamLoad>& loads) {
+                    // Not after the stream ended (its down message erased the question): its jobs would
+                    // then count for ever.
+                    if (self->state.reports_pending.erase(id) == 1)
+                      self->state.core->stream_report(id, loads);
+                  },
+                  [=, id = watcher.id()](const caf::error&) { self->state.reports_pending.erase(id); });
+        }
+        self->delayed_send(self, st.watchdog_interval, watchdog_atom::value);
       },
   };
 }

@@ -1,7 +1,9 @@
 // The scheduler actor: the CAF face of scheduling::SchedulerCore. It turns the messages of clients,
 // workers and the gateway into calls of the state machine, sends the outbox each call returns, and
 // keeps what only an actor can hold: the workers' actor handles, the stream actors that follow worker
-// changes, and the solver actors of GLM fits. Its protocol: actors/protocols/scheduler.hpp.
+// changes, and the solver actors of GLM fits. When options.progress_timeout is set it runs the progress
+// watchdog on a timer, asking the stream actors for their jobs in flight. Its protocol:
+// actors/protocols/scheduler.hpp.
 #pragma once
 
 #include <caf/all.hpp>

@@ -26,7 +26,9 @@ struct StreamState {
   StreamActorArgs args;
   std::vector<StreamWorker> workers;
   std::vector<std::uint32_t> jobs_out;  // per worker
-  std::vector<bool> set_up;             // per worker: it has this stream's setup
+  // Per worker: parameter sets it answered since the scheduler's progress watchdog last asked.
+  std::vector<std::uint64_t> answered;
+  std::vector<bool> set_up;  // per worker: it has this stream's setup
   std::deque<Pending> pending;
   struct InFlight {
     Value parameters;
@@ -111,7 +113,10 @@ void dispatch(StreamActor* self) {
 void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   auto& st = self->state;
   for (std::size_t w = 0; w < st.workers.size(); ++w)
-    if (st.workers[w].id == outcome.worker && st.jobs_out[w] > 0) st.jobs_out[w] -= 1;
+    if (st.workers[w].id == outcome.worker && st.jobs_out[w] > 0) {
+      st.jobs_out[w] -= 1;
+      st.answered[w] += outcome.records.size();
+    }
   if (!outcome.records.empty()) {
     const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
     st.seconds_per_set = st.seconds_per_set < 0 ? per_set : 0.7 * st.seconds_per_set + 0.3 * per_set;
@@ -149,6 +154,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         auto& st = self->state;
         st.workers = std::move(workers);
         st.jobs_out.assign(st.workers.size(), 0);
+        st.answered.assign(st.workers.size(), 0);
         st.set_up.assign(st.workers.size(), false);
         if (st.workers.empty()) {
           st.args.sink->finish("the cluster has no workers to run simulation '" +
@@ -171,17 +177,20 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         auto& st = self->state;
         st.workers.push_back(joined);
         st.jobs_out.push_back(0);
+        st.answered.push_back(0);
         st.set_up.push_back(false);
         dispatch(self);
       },
       [=](worker_left_atom, std::uint32_t worker) {
-        // Its unanswered parameter sets run again elsewhere, first; a late answer from it still counts
-        // if it comes first, and the store keeps one result per id either way.
+        // Lost or stalled: its unanswered parameter sets run again elsewhere, first. A late answer from
+        // it counts if it comes while the set is out again (the rerun's answer is then dropped as answered
+        // already) and is dropped while the set waits here; either way each id is stored once.
         auto& st = self->state;
         for (std::size_t w = 0; w < st.workers.size(); ++w)
           if (st.workers[w].id == worker) {
             st.workers.erase(st.workers.begin() + static_cast<std::ptrdiff_t>(w));
             st.jobs_out.erase(st.jobs_out.begin() + static_cast<std::ptrdiff_t>(w));
+            st.answered.erase(st.answered.begin() + static_cast<std::ptrdiff_t>(w));
             st.set_up.erase(st.set_up.begin() + static_cast<std::ptrdiff_t>(w));
             break;
           }
@@ -202,6 +211,17 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
       [=](stream_close_atom) {
         self->state.closed = true;
         finish_if_done(self);
+      },
+      // The scheduler decides which worker stalled; the stream only says what it sent where.
+      [=](stream_progress_atom) -> std::vector<StreamLoad> {
+        auto& st = self->state;
+        std::vector<StreamLoad> loads;
+        for (std::size_t w = 0; w < st.workers.size(); ++w) {
+          if (st.jobs_out[w] == 0 && st.answered[w] == 0) continue;
+          loads.push_back(StreamLoad{st.workers[w].id, st.jobs_out[w], st.answered[w]});
+          st.answered[w] = 0;
+        }
+        return loads;
       },
   };
 }

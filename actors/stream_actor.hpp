@@ -3,7 +3,8 @@
 // each result to the node's store as it arrives (synced: a result is delivered only once durable, and
 // an id already stored is never stored again), then passes it to the client's sink, which gives the
 // producer credit back. When the stream is closed and every parameter set answered, it records the
-// stream as closed and finishes.
+// stream as closed and finishes. It answers the scheduler's progress watchdog with its jobs in flight
+// per worker; the scheduler decides which worker stalled and tells it, as for a lost worker.
 #pragma once
 
 #include <caf/all.hpp>
@@ -20,6 +21,8 @@ struct StreamSettings {
   std::string simulation;
   std::shared_ptr<const Config> config = std::make_shared<Config>();
   std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
+  // More would be refused: a peer's stream must not make workers spawn without end.
+  static constexpr std::uint32_t kMaxPoolSize = 1024;
 };
 
 struct StreamActorArgs {

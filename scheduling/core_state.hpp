@@ -2,9 +2,11 @@
 // result table, and the operations on them that every handler shares. Internal to scheduling/.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -121,6 +123,13 @@ struct WorkerRecord {
   SubscribeBatch subscribe;
   std::unordered_map<OpId, std::vector<std::uint32_t>> drop, cancel;
   bool dirty = false;
+  // The progress watchdog (check_progress): tasks that ended here and stream records answered here,
+  // ever; that count at the last check; and since which check it has held work it could run without
+  // progress (none: it held no such work at the last check, or made progress before it).
+  std::uint64_t progress = 0;
+  std::uint64_t progress_seen = 0;
+  std::optional<std::chrono::steady_clock::time_point> quiet_since;
+  bool stall_reported = false;  // kept although stalled (nowhere else to go): reported once
 };
 
 struct Range {
@@ -148,6 +157,8 @@ struct SchedulerCore::State {
   // Tasks computed again after a worker was lost, not yet placed. They are placed even on full workers:
   // consumers placed before the loss fill those workers while they wait for exactly these tasks.
   std::unordered_set<std::uint64_t> recovering;
+  // Each stream's latest report, for the progress watchdog: simulation jobs in flight per worker.
+  std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint64_t>>> stream_jobs;
 
   bool usable(std::uint32_t w) const { return w != kNoWorker && !workers[w].gone && !workers[w].retiring; }
 
@@ -209,6 +220,12 @@ struct SchedulerCore::State {
   void settle(Outbox& out);
   // Fails a task of a submission that references something the scheduler does not have.
   void reject_task(OpRecord& rec, std::uint32_t task, const std::string& why);
+  // Workers that stopped answering (or stalled): marked gone first, all together, so that what they ran
+  // and held is computed again on the others only.
+  void lose_workers(const std::vector<std::uint32_t>& lost, Outbox& out);
+  // Which of the `suspects` (by worker id) hold a placed task whose inputs are all computed: one that
+  // holds only tasks waiting for inputs computed elsewhere is not the one to blame for the wait.
+  std::vector<bool> holds_runnable_tasks(const std::vector<bool>& suspects) const;
   // A retiring worker with nothing left to run hands its held results to other workers, then leaves.
   void try_finish_retirement(std::uint32_t w, Outbox& out);
   // A task to run again: its result was lost with a worker (or dropped, and a recomputation needs it),

@@ -3,8 +3,10 @@
 // scheduler actor sends them; the state machine never touches an actor.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -31,6 +33,17 @@ struct ShutdownWorker {};
 using WorkerMessage = std::variant<PeerNotice, WelcomeWorker, StealRequest, AssignBatch, SubscribeBatch,
                                    CancelSlots, DropSlots, ForgetOperation, ShutdownWorker>;
 
+// A worker the progress watchdog found stalled (SchedulerCore::check_progress), for the log. Unless
+// `kept`, it is given up on: it is also in workers_lost, and its work runs again elsewhere.
+struct StalledWorker {
+  std::uint32_t id;
+  std::string name;  // as the worker registered it: peer-supplied text
+  std::chrono::milliseconds timeout;
+  std::uint64_t tasks;        // placed there, not finished
+  std::uint64_t stream_jobs;  // simulation jobs in flight there, by the streams' latest reports
+  bool kept = false;          // no other worker could take its work: it stays until one joins
+};
+
 struct Outbox {
   // (worker id, message); messages to one worker keep this order.
   std::vector<std::pair<std::uint32_t, WorkerMessage>> to_workers;
@@ -39,13 +52,15 @@ struct Outbox {
   std::vector<std::pair<std::shared_ptr<ResultSink>, std::vector<Delivery>>> deliveries;
   std::vector<std::uint32_t> workers_joined;
   std::vector<std::uint32_t> workers_lost;
+  std::vector<StalledWorker> stalled;
 
   template <class Message>
   void send(std::uint32_t worker, Message message) {
     to_workers.emplace_back(worker, WorkerMessage{std::move(message)});
   }
   bool empty() const {
-    return to_workers.empty() && deliveries.empty() && workers_joined.empty() && workers_lost.empty();
+    return to_workers.empty() && deliveries.empty() && workers_joined.empty() && workers_lost.empty() &&
+           stalled.empty();
   }
 };
 

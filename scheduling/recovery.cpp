@@ -1,5 +1,5 @@
-// Recovery: tasks computed again from lineage after a worker is lost, and retiring workers handing
-// their held results over.
+// Recovery: tasks computed again from lineage after a worker is lost, retiring workers handing their
+// held results over, and the progress watchdog that declares lost a worker holding work without progress.
 #include <algorithm>
 #include <tuple>
 #include <unordered_set>
@@ -89,35 +89,48 @@ OpRecord* SchedulerCore::State::restore_from_lineage(const OpRecord& consumer, O
 // What the lost worker was running and the results it held (and that somebody still needs) are computed
 // again elsewhere, from lineage, and its peers stop sending to it.
 Outbox SchedulerCore::worker_lost(std::uint32_t w) {
-  State& st = *state_;
   Outbox out;
-  if (w >= st.workers.size() || st.workers[w].gone) return out;
-  WorkerRecord& lost = st.workers[w];
-  if (lost.retiring) {
-    st.stats.retiring_workers -= 1;
-  } else {
-    st.stats.workers -= 1;
-  }
-  st.stats.workers_lost += 1;
-  lost.gone = true;
-  out.workers_lost.push_back(w);
-  // A worker that was only cut off must stop and register anew: it is told so, if it can still hear.
-  out.send(w, ShutdownWorker{});
-  lost.reachable = false;
-  lost.occupancy = 0;
-  lost.occupancy_by_op.clear();
-  lost.assign = {};
-  lost.subscribe = {};
-  lost.cancel.clear();
-  lost.drop.clear();
-  for (std::uint32_t other = 0; other < st.workers.size(); ++other)
-    if (!st.workers[other].gone) out.send(other, PeerNotice{w, "", ""});
+  state_->lose_workers({w}, out);
+  return out;
+}
 
+void SchedulerCore::State::lose_workers(const std::vector<std::uint32_t>& lost_workers, Outbox& out) {
+  std::vector<std::uint32_t> lost_now;
+  for (const std::uint32_t w : lost_workers) {
+    if (w >= workers.size() || workers[w].gone) continue;
+    WorkerRecord& lost = workers[w];
+    if (lost.retiring) {
+      stats.retiring_workers -= 1;
+    } else {
+      stats.workers -= 1;
+    }
+    stats.workers_lost += 1;
+    lost.gone = true;
+    out.workers_lost.push_back(w);
+    // A worker that was only cut off must stop and register anew: it is told so, if it can still hear.
+    out.send(w, ShutdownWorker{});
+    lost.reachable = false;
+    lost.occupancy = 0;
+    lost.occupancy_by_op.clear();
+    lost.assign = {};
+    lost.subscribe = {};
+    lost.cancel.clear();
+    lost.drop.clear();
+    lost_now.push_back(w);
+  }
+  if (lost_now.empty()) return;
+  for (const std::uint32_t w : lost_now)
+    for (std::uint32_t other = 0; other < workers.size(); ++other)
+      if (!workers[other].gone) out.send(other, PeerNotice{w, "", ""});
+
+  const auto was_lost = [&](std::uint32_t w) {
+    return std::find(lost_now.begin(), lost_now.end(), w) != lost_now.end();
+  };
   std::vector<std::pair<OpRecord*, std::uint32_t>> pending, revived;
-  for (auto& [id, rec] : st.ops) {
-    if (std::find(rec->workers_used.begin(), rec->workers_used.end(), w) == rec->workers_used.end()) continue;
+  for (auto& [id, rec] : ops) {
+    if (std::none_of(rec->workers_used.begin(), rec->workers_used.end(), was_lost)) continue;
     for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
-      if (rec->worker[t] != w) continue;
+      if (rec->worker[t] == kNoWorker || !was_lost(rec->worker[t])) continue;
       const Placement placement = rec->placement[t];
       if (placement == Placement::placed || (placement == Placement::finished && rec->holds[t] > 0))
         pending.emplace_back(rec.get(), t);
@@ -127,18 +140,18 @@ Outbox SchedulerCore::worker_lost(std::uint32_t w) {
     auto [rec, t] = pending.back();
     pending.pop_back();
     std::vector<std::pair<OpRecord*, std::uint32_t>> more;
-    st.revive(*rec, t, more, revived);
+    revive(*rec, t, more, revived);
     for (auto& m : more) pending.push_back(m);
   }
-  if (revived.empty()) return out;
+  if (revived.empty()) return;
   // Consumers already placed on live workers subscribed to the lost places: they are subscribed again
   // when the producers are placed anew (place() follows the dependents' edges).
   std::unordered_set<std::uint64_t> again;
   for (auto& [rec, t] : revived) {
     again.insert(task_key(rec->op->id(), t));
-    st.recovering.insert(task_key(rec->op->id(), t));
+    recovering.insert(task_key(rec->op->id(), t));
   }
-  for (auto& [id, rec] : st.ops) {
+  for (auto& [id, rec] : ops) {
     if (!rec->op->has_references()) continue;
     const auto& columns = rec->op->columns();
     for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
@@ -146,7 +159,7 @@ Outbox SchedulerCore::worker_lost(std::uint32_t w) {
       for (std::size_t j = 0; j < columns.size(); ++j) {
         const auto* ref = columns[j].reference(t);
         if (!ref || !again.count(task_key(ref->op, ref->index))) continue;
-        OpRecord* producer = st.find(ref->op);
+        OpRecord* producer = find(ref->op);
         if (!producer) continue;
         if (producer->dependents.empty()) producer->dependents.resize(producer->op->size());
         auto& edges = producer->dependents[ref->index];
@@ -164,13 +177,127 @@ Outbox SchedulerCore::worker_lost(std::uint32_t w) {
   // At the front: what waits for them may be filling the workers.
   for (auto it = revived.rbegin(); it != revived.rend(); ++it) {
     auto [rec, t] = *it;
-    st.maybe_finished.insert(rec->op->id());
+    maybe_finished.insert(rec->op->id());
     if (rec->op->has_references() && rec->unplaced_inputs[t] != 0) continue;  // placed after its producers
-    st.placeable.push_front(Range{rec->op->id(), t, t + 1});
+    placeable.push_front(Range{rec->op->id(), t, t + 1});
   }
-  st.dispatch(out);
-  st.forget_finished(out);
+  dispatch(out);
+  forget_finished(out);
+}
+
+// ---- The progress watchdog ----
+
+std::vector<bool> SchedulerCore::State::holds_runnable_tasks(const std::vector<bool>& suspects) const {
+  std::vector<bool> runnable(workers.size(), false);
+  std::size_t unknown = std::count(suspects.begin(), suspects.end(), true);
+  const auto inputs_computed = [&](const OpRecord& rec, std::uint32_t task) {
+    if (!rec.op->has_references()) return true;
+    for (const auto& column : rec.op->columns()) {
+      const auto* ref = column.reference(task);
+      if (!ref) continue;
+      const auto producer = ops.find(ref->op);
+      if (producer != ops.end() && producer->second->placement[ref->index] != Placement::finished)
+        return false;
+    }
+    return true;
+  };
+  for (const auto& [id, rec] : ops) {
+    if (unknown == 0) break;
+    if (std::none_of(rec->workers_used.begin(), rec->workers_used.end(),
+                     [&](std::uint32_t w) { return suspects[w] && !runnable[w]; }))
+      continue;
+    for (std::uint32_t t = 0; t < rec->op->size() && unknown != 0; ++t) {
+      const std::uint32_t w = rec->worker[t];
+      if (rec->placement[t] != Placement::placed || !suspects[w] || runnable[w]) continue;
+      if (!inputs_computed(*rec, t)) continue;
+      runnable[w] = true;
+      unknown -= 1;
+    }
+  }
+  return runnable;
+}
+
+Outbox SchedulerCore::check_progress(std::chrono::steady_clock::time_point now) {
+  State& st = *state_;
+  Outbox out;
+  const auto timeout = st.options.progress_timeout;
+  if (timeout <= std::chrono::milliseconds::zero()) return out;
+  const std::size_t n = st.workers.size();
+  std::vector<std::uint64_t> stream_jobs(n, 0);
+  for (const auto& [stream, loads] : st.stream_jobs)
+    for (const auto& [w, jobs] : loads)
+      if (w < n) stream_jobs[w] += jobs;
+  // Workers that hold work and made no progress since the last check; whether that work can run decides.
+  std::vector<bool> suspects(n, false);
+  bool any_suspect = false;
+  for (std::uint32_t w = 0; w < n; ++w) {
+    WorkerRecord& worker = st.workers[w];
+    if (worker.gone) continue;
+    const bool progressed = worker.progress != worker.progress_seen;
+    worker.progress_seen = worker.progress;
+    if (worker.occupancy == 0 && stream_jobs[w] == 0) {
+      worker.quiet_since.reset();
+    } else if (progressed) {
+      worker.quiet_since = now;  // its last progress came before this check: quiet since then at most
+    } else if (stream_jobs[w] == 0) {
+      suspects[w] = any_suspect = true;  // only tasks: are any of them ready to run?
+    } else if (!worker.quiet_since) {
+      worker.quiet_since = now;
+    }
+  }
+  if (any_suspect) {
+    const auto runnable = st.holds_runnable_tasks(suspects);
+    for (std::uint32_t w = 0; w < n; ++w) {
+      if (!suspects[w]) continue;
+      WorkerRecord& worker = st.workers[w];
+      if (!runnable[w]) {
+        worker.quiet_since.reset();  // waiting for inputs computed elsewhere: not its delay
+      } else if (!worker.quiet_since) {
+        worker.quiet_since = now;
+      }
+    }
+  }
+  std::vector<std::uint32_t> stalled;
+  for (std::uint32_t w = 0; w < n; ++w) {
+    WorkerRecord& worker = st.workers[w];
+    if (!worker.gone && worker.quiet_since && now - *worker.quiet_since >= timeout) {
+      stalled.push_back(w);
+    } else {
+      worker.stall_reported = false;
+    }
+  }
+  // Its work must have somewhere to go: with no other worker to take it (a lone worker, or every one
+  // quiet at once, as when all run long tasks), giving up on it would only stop the cluster. It is
+  // reported once and kept; it is declared stalled at the first check after another worker joins.
+  const bool somewhere_else = std::any_of(st.workers.begin(), st.workers.end(), [&](const WorkerRecord& w) {
+    return !w.gone && !w.retiring && !(w.quiet_since && now - *w.quiet_since >= timeout);
+  });
+  for (const std::uint32_t w : stalled) {
+    WorkerRecord& worker = st.workers[w];
+    if (!somewhere_else && worker.stall_reported) continue;
+    out.stalled.push_back(StalledWorker{w, worker.description.name, timeout, worker.occupancy, stream_jobs[w],
+                                        !somewhere_else});
+    worker.stall_reported = true;
+    if (somewhere_else) st.stats.workers_stalled += 1;
+  }
+  if (somewhere_else) st.lose_workers(stalled, out);
   return out;
+}
+
+void SchedulerCore::stream_report(std::uint64_t stream, const std::vector<StreamLoad>& loads) {
+  State& st = *state_;
+  auto& jobs = st.stream_jobs[stream];
+  jobs.clear();
+  for (const StreamLoad& load : loads) {
+    if (load.worker >= st.workers.size() || st.workers[load.worker].gone) continue;
+    st.workers[load.worker].progress += load.records_answered;
+    if (load.jobs_in_flight > 0) jobs.emplace_back(load.worker, load.jobs_in_flight);
+  }
+  if (jobs.empty()) st.stream_jobs.erase(stream);
+}
+
+void SchedulerCore::stream_ended(std::uint64_t stream) {
+  state_->stream_jobs.erase(stream);
 }
 
 }  // namespace tessera::scheduling

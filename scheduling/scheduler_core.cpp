@@ -129,7 +129,9 @@ Outbox SchedulerCore::done(const DoneBatch& batch) {
   State& st = *state_;
   Outbox out;
   OpRecord* rec = st.find(batch.op);
-  if (!rec || batch.worker >= st.workers.size()) return out;
+  // A worker declared lost or stalled has nothing placed any more: its late reports count for nothing,
+  // not even its durations.
+  if (!rec || batch.worker >= st.workers.size() || st.workers[batch.worker].gone) return out;
   if (batch.ran > 0) {
     const double per_task = batch.busy_seconds / batch.ran;
     rec->average_task_seconds =
@@ -143,6 +145,7 @@ Outbox SchedulerCore::done(const DoneBatch& batch) {
   for (std::size_t i = 0; i < batch.tasks.size(); ++i) {
     const std::uint32_t t = batch.tasks[i];
     if (!placed_here(t)) continue;
+    st.workers[batch.worker].progress += 1;
     st.end_on_worker(*rec, t, Placement::finished);
     st.stats.tasks_done += 1;
     st.stats.results_held += 1;
@@ -157,6 +160,7 @@ Outbox SchedulerCore::done(const DoneBatch& batch) {
   for (const auto& failure : batch.failures) {
     const std::uint32_t t = failure.task;
     if (!placed_here(t)) continue;
+    st.workers[batch.worker].progress += 1;
     st.end_on_worker(*rec, t, Placement::failed);
     st.stats.tasks_erred += 1;
     st.deliver(*rec, t, TaskState::erred, Value{}, failure.error);

@@ -2,7 +2,8 @@
 // operations, places their tasks on workers (data locality first, then load, in batches sized by how
 // long an operation's tasks take), tracks where every task is, delivers wanted results, cancels what
 // depends on a failure, frees results nobody needs, steals queued work for idle workers, recomputes
-// what a lost worker held from lineage, and moves results off retiring workers.
+// what a lost worker held from lineage, moves results off retiring workers, and gives up on workers that
+// hold work without finishing any of it (the progress watchdog).
 //
 // Every handler returns the Outbox of what must be said because of it; the scheduler actor sends it.
 // Every change of a task's placement goes through one transition function checked against
@@ -10,6 +11,7 @@
 // task. Not thread-safe: one owner (the scheduler actor, or a test) calls it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,6 +67,18 @@ class SchedulerCore {
   Outbox worker_lost(std::uint32_t worker);
   // A worker drains: no new tasks; once idle its held results move to others and it is shut down.
   Outbox retire(std::uint32_t worker);
+  // The progress watchdog, called on a timer with the time of the call (the core keeps no clock). A
+  // worker that holds work it can run (placed tasks whose inputs are all computed, or simulation jobs of
+  // a stream) and has finished none of it (no task ended there, no stream record answered) since a
+  // check at least progress_timeout ago is declared stalled: reported in Outbox::stalled, and lost
+  // (worker_lost). Unless no other usable worker would be left: then it is reported once as `kept`, and
+  // declared at the first check after another joins. Nothing happens while progress_timeout is 0.
+  Outbox check_progress(std::chrono::steady_clock::time_point now);
+  // A stream's latest word on its simulation jobs, keyed by any id unique per stream: what it has in
+  // flight per worker (replacing its previous report) and what each answered since then (progress).
+  void stream_report(std::uint64_t stream, const std::vector<StreamLoad>& loads);
+  // A stream ended: its jobs no longer count.
+  void stream_ended(std::uint64_t stream);
   // Every worker is told to shut down.
   Outbox shutdown();
 

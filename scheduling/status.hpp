@@ -17,7 +17,8 @@ struct SchedulerStatus {
   std::uint64_t tasks_erred = 0;
   std::uint64_t tasks_cancelled = 0;
   std::uint64_t tasks_stolen = 0;      // moved to an idle worker before they started
-  std::uint64_t workers_lost = 0;      // declared dead (no heartbeat)
+  std::uint64_t workers_lost = 0;      // declared dead (no heartbeat, or stalled)
+  std::uint64_t workers_stalled = 0;   // of those: held work without progress for progress_timeout
   std::uint64_t tasks_recomputed = 0;  // lost with a worker and run again from lineage
 };
 

@@ -109,6 +109,13 @@ struct StolenBatch {
   std::vector<std::uint32_t> tasks;
 };
 
+// Stream actor -> scheduler, when the progress watchdog asks: one worker's share of a stream.
+struct StreamLoad {
+  std::uint32_t worker = 0;
+  std::uint64_t jobs_in_flight = 0;    // simulation jobs sent to it and not answered yet
+  std::uint64_t records_answered = 0;  // parameter sets it answered since the stream's previous report
+};
+
 // Scheduler -> worker: how to reach another worker (an empty address: it left).
 struct PeerNotice {
   std::uint32_t id = 0;

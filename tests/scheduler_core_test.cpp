@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "graph/registry.hpp"
 #include "scheduling/scheduler_core.hpp"
@@ -355,6 +356,197 @@ TEST(SchedulerCore, HostileReportsAreIgnored) {
   core.done(finished(w, op, {0}));
   const auto held = core.locate(op->id(), 0, "glm: partition 0");
   EXPECT_EQ(held.worker, w);
+}
+
+// ---- The progress watchdog: explicit times, no clock ----
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+SchedulerOptions watched_for(milliseconds timeout) {
+  SchedulerOptions options;
+  options.progress_timeout = timeout;
+  return options;
+}
+
+TEST(SchedulerCore, AWorkerHoldingTasksWithoutProgressIsStalledAndItsTasksRunElsewhere) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto silent = core.register_worker(WorkerDescription{1, "black-hole", "", "", 0}).id;
+  auto op = independent(3);
+  auto sink = table();
+  ASSERT_EQ(assigned(core.submit(watching({op}, op, sink)), silent, op).size(), 3u);
+  const auto survivor = add_worker(core, 1);
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(core.check_progress(t0).empty());
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(299)).empty());
+
+  auto out = core.check_progress(t0 + milliseconds(300));
+  ASSERT_EQ(out.stalled.size(), 1u);
+  EXPECT_EQ(out.stalled[0].id, silent);
+  EXPECT_EQ(out.stalled[0].name, "black-hole");
+  EXPECT_EQ(out.stalled[0].timeout, milliseconds(300));
+  EXPECT_EQ(out.stalled[0].tasks, 3u);
+  // Treated as lost: streams and solvers hear it left, it is told to stop, its tasks go to the survivor.
+  EXPECT_EQ(out.workers_lost, std::vector<std::uint32_t>{silent});
+  EXPECT_EQ(messages_to<ShutdownWorker>(out, silent).size(), 1u);
+  EXPECT_EQ(assigned(out, survivor, op).size(), 3u);
+  for (std::uint32_t t = 0; t < 3; ++t) EXPECT_EQ(core.worker_of({op->id(), t}), survivor);
+  EXPECT_EQ(core.status().workers_stalled, 1u);
+  EXPECT_EQ(core.status().workers_lost, 1u);
+  EXPECT_EQ(core.usable_workers(), std::vector<std::uint32_t>{survivor});
+  // Declared once: later checks say nothing more about it, and nothing new is placed on it.
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(900)).stalled.empty());
+  auto more = independent(2);
+  EXPECT_TRUE(assigned(core.submit(watching({more}, more, table())), silent, more).empty());
+}
+
+TEST(SchedulerCore, AWorkerThatFinishesTasksIsNotStalled) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto w = add_worker(core, 1);
+  auto op = independent(3);
+  core.submit(watching({op}, op, table()));
+  add_worker(core, 1);  // somewhere for its work to go
+  const auto t0 = Clock::now();
+  core.check_progress(t0);
+  core.done(finished(w, op, {0}));
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(300)).empty());
+  core.done(finished(w, op, {1}));
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(550)).empty());
+  // Its last progress was seen at 550 ms; with task 2 still held it is quiet from there.
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(849)).stalled.empty());
+  EXPECT_EQ(core.check_progress(t0 + milliseconds(850)).workers_lost, std::vector<std::uint32_t>{w});
+}
+
+TEST(SchedulerCore, AnIdleWorkerIsNeverStalled) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto w = add_worker(core, 1);
+  add_worker(core, 1);
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(core.check_progress(t0).empty());
+  EXPECT_TRUE(core.check_progress(t0 + std::chrono::hours(1)).empty());
+  // Work that arrives after a long idle time gets the whole timeout, counted from the first check
+  // that sees it.
+  auto op = independent(1);
+  core.submit(watching({op}, op, table()));
+  EXPECT_TRUE(core.check_progress(t0 + std::chrono::hours(1) + milliseconds(1)).empty());
+  EXPECT_TRUE(core.check_progress(t0 + std::chrono::hours(1) + milliseconds(300)).empty());
+  EXPECT_EQ(core.check_progress(t0 + std::chrono::hours(1) + milliseconds(301)).workers_lost,
+            std::vector<std::uint32_t>{w});
+}
+
+TEST(SchedulerCore, ATimeoutOfZeroTurnsTheWatchdogOff) {
+  SchedulerCore core(watched_for(milliseconds(0)));
+  const auto w = add_worker(core, 1);
+  auto op = independent(3);
+  core.submit(watching({op}, op, table()));
+  core.stream_report(1, {StreamLoad{w, 4, 0}});
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(core.check_progress(t0).empty());
+  EXPECT_TRUE(core.check_progress(t0 + std::chrono::hours(24)).empty());
+  EXPECT_EQ(core.status().workers_stalled, 0u);
+  EXPECT_EQ(core.usable_workers(), std::vector<std::uint32_t>{w});
+}
+
+TEST(SchedulerCore, ALateResultFromAStalledWorkerIsIgnored) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto silent = add_worker(core, 1);
+  auto op = independent(1);
+  auto sink = table();
+  core.submit(watching({op}, op, sink));
+  const auto survivor = add_worker(core, 1);
+  const auto t0 = Clock::now();
+  core.check_progress(t0);
+  ASSERT_EQ(core.check_progress(t0 + milliseconds(300)).workers_lost, std::vector<std::uint32_t>{silent});
+  ASSERT_EQ(core.worker_of({op->id(), 0}), survivor);
+
+  DoneBatch late = finished(silent, op, {0});
+  late.busy_seconds = 1e6;  // a hostile duration would shrink every worker's capacity
+  auto out = core.done(late);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(core.placement({op->id(), 0}), Placement::placed);
+  EXPECT_EQ(core.worker_of({op->id(), 0}), survivor);
+  EXPECT_EQ(core.status().tasks_done, 0u);
+  out = core.done(finished(survivor, op, {0}));
+  ASSERT_EQ(deliveries(out, sink).size(), 1u);
+  EXPECT_EQ(core.status().tasks_done, 1u);
+}
+
+TEST(SchedulerCore, AWorkerWaitingForInputsComputedElsewhereIsNotBlamed) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto slow = add_worker(core, 1);
+  const auto waiting = add_worker(core, 1);
+  auto producer = independent(1);
+  core.submit(watching({producer}, producer, table()));
+  ASSERT_EQ(core.worker_of({producer->id(), 0}), slow);
+  // Its producer's worker takes no new work, so the consumer goes to the other worker and waits there.
+  core.retire(slow);
+  auto consumer = consumer_of(producer);
+  core.submit(watching({consumer}, consumer, table()));
+  ASSERT_EQ(core.worker_of({consumer->id(), 0}), waiting);
+
+  const auto t0 = Clock::now();
+  core.check_progress(t0);
+  auto out = core.check_progress(t0 + milliseconds(300));
+  // Only the worker sitting on a task it could run is blamed (retiring ones too); the producer runs
+  // again where its consumer waits.
+  ASSERT_EQ(out.stalled.size(), 1u);
+  EXPECT_EQ(out.stalled[0].id, slow);
+  EXPECT_EQ(core.worker_of({producer->id(), 0}), waiting);
+  EXPECT_EQ(core.status().retiring_workers, 0u);
+  // The waiting worker's clock starts when it has something to run.
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(301)).empty());
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(600)).empty());
+  // Now the last worker: reported, but kept (see ALoneStalledWorkerIsKeptUntilAnotherJoins).
+  out = core.check_progress(t0 + milliseconds(601));
+  ASSERT_EQ(out.stalled.size(), 1u);
+  EXPECT_EQ(out.stalled[0].id, waiting);
+  EXPECT_TRUE(out.stalled[0].kept);
+}
+
+TEST(SchedulerCore, ALoneStalledWorkerIsKeptUntilAnotherJoins) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto lone = add_worker(core, 1);
+  auto op = independent(2);
+  core.submit(watching({op}, op, table()));
+  const auto t0 = Clock::now();
+  core.check_progress(t0);
+  // Giving up on it would leave its work nowhere to run: it is reported once, and kept.
+  auto out = core.check_progress(t0 + milliseconds(300));
+  ASSERT_EQ(out.stalled.size(), 1u);
+  EXPECT_TRUE(out.stalled[0].kept);
+  EXPECT_TRUE(out.workers_lost.empty());
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(400)).empty());
+  EXPECT_EQ(core.status().workers_stalled, 0u);
+  EXPECT_EQ(core.usable_workers(), std::vector<std::uint32_t>{lone});
+  // Once another worker is there, the next check gives up on it.
+  const auto joined = add_worker(core, 1);
+  out = core.check_progress(t0 + milliseconds(500));
+  ASSERT_EQ(out.stalled.size(), 1u);
+  EXPECT_FALSE(out.stalled[0].kept);
+  EXPECT_EQ(out.workers_lost, std::vector<std::uint32_t>{lone});
+  EXPECT_EQ(assigned(out, joined, op).size(), 2u);
+  EXPECT_EQ(core.status().workers_stalled, 1u);
+}
+
+TEST(SchedulerCore, StreamJobsCountAsWorkAndAnsweredRecordsAsProgress) {
+  SchedulerCore core(watched_for(milliseconds(300)));
+  const auto answering = add_worker(core, 1);
+  const auto silent = add_worker(core, 1);
+  const auto t0 = Clock::now();
+  core.stream_report(7, {StreamLoad{answering, 2, 0}, StreamLoad{silent, 2, 0}});
+  core.check_progress(t0);
+  core.stream_report(7, {StreamLoad{answering, 2, 5}, StreamLoad{silent, 2, 0}});
+  auto out = core.check_progress(t0 + milliseconds(300));
+  ASSERT_EQ(out.stalled.size(), 1u);
+  EXPECT_EQ(out.stalled[0].id, silent);
+  EXPECT_EQ(out.stalled[0].stream_jobs, 2u);
+  EXPECT_EQ(out.stalled[0].tasks, 0u);
+  EXPECT_EQ(out.workers_lost, std::vector<std::uint32_t>{silent});
+  // A stream that ended no longer keeps its workers busy; reports naming a lost worker are ignored.
+  core.stream_report(7, {StreamLoad{answering, 1, 0}, StreamLoad{silent, 9, 9}});
+  core.stream_ended(7);
+  EXPECT_TRUE(core.check_progress(t0 + milliseconds(5000)).empty());
+  EXPECT_EQ(core.usable_workers(), std::vector<std::uint32_t>{answering});
 }
 
 TEST(SchedulerCore, TheTransitionTableHasExactlyTheDocumentedEdges) {

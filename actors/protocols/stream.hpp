@@ -1,9 +1,10 @@
 // The stream actor's protocol: the client's parameter sets and close, the simulation pools' outcomes,
-// and the scheduler's news of workers joining and leaving.
+// the scheduler's news of workers joining and leaving, and its progress watchdog's question.
 #pragma once
 
 #include <caf/all.hpp>
 #include <cstdint>
+#include <vector>
 
 #include "actors/messages.hpp"
 
@@ -13,6 +14,11 @@ using stream_actor_type =
     caf::typed_actor<caf::reacts_to<stream_push_atom, StreamBatch>, caf::reacts_to<stream_close_atom>,
                      caf::reacts_to<simulated_atom, SimulationOutcome>,
                      caf::reacts_to<worker_joined_atom, StreamWorker>,
-                     caf::reacts_to<worker_left_atom, std::uint32_t>>;
+                     caf::reacts_to<worker_left_atom, std::uint32_t>,
+                     // The scheduler's progress watchdog: simulation jobs in flight per worker, and
+                     // parameter sets each answered since it last asked.
+                     caf::replies_to<stream_progress_atom>::with<std::vector<StreamLoad>>>;
 
 }  // namespace tessera::protocols
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::StreamLoad>)
