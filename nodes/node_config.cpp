@@ -1,24 +1,60 @@
 #include "nodes/node_config.hpp"
 
+#include <arpa/inet.h>
+#include <unistd.h>
+#include <zmq.h>
+
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <sstream>
+#include <thread>
 
 namespace tessera {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct Context {
   std::string_view source;
-  std::filesystem::path base_dir;
+  fs::path base_dir;
 };
 
 [[noreturn]] void fail(const Context& cx, const toml::source_region& where, const std::string& message) {
   // A key that is missing has no line: the message names the file alone.
   const std::string line = where.begin.line ? ":" + std::to_string(where.begin.line) : "";
   throw ConfigError(std::string(cx.source) + line + ": " + message);
+}
+
+std::string quote_excerpt(std::string_view text) {
+  // Appended, not "\"" + ...: GCC 12 warns falsely (-Wrestrict) on operator+(const char*, string&&).
+  std::string out(1, '"');
+  out += config_excerpt(text);
+  out += '"';
+  return out;
+}
+
+std::string key_name(std::string_view key) {
+  return "key '" + std::string(key) + "'";
+}
+
+std::string format_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// 1073741824 -> "1GiB"; sizes that are no whole binary unit stay in bytes.
+std::string format_size(std::uint64_t bytes) {
+  static const std::pair<const char*, int> units[]{
+      {"PiB", 50}, {"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}};
+  for (const auto& [unit, shift] : units)
+    if (bytes != 0 && bytes % (std::uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  return std::to_string(bytes) + (bytes == 0 ? "" : "B");
 }
 
 std::string type_of(const toml::node& node) {
@@ -41,69 +77,98 @@ std::string type_of(const toml::node& node) {
 }
 
 std::string read_string(const toml::node& node, const Context& cx, std::string_view key) {
-  if (!node.is_string())
-    fail(cx, node.source(), "key '" + std::string(key) + "' must be a string, got " + type_of(node));
+  if (!node.is_string()) fail(cx, node.source(), key_name(key) + " must be a string, got " + type_of(node));
   return *node.value<std::string>();
 }
 
 std::int64_t read_integer(const toml::node& node, const Context& cx, std::string_view key, std::int64_t min,
                           std::int64_t max) {
   if (!node.is_integer())
-    fail(cx, node.source(), "key '" + std::string(key) + "' must be an integer, got " + type_of(node));
+    fail(cx, node.source(), key_name(key) + " must be an integer, got " + type_of(node));
   const std::int64_t v = *node.value<std::int64_t>();
   if (v < min || v > max)
     fail(cx, node.source(),
-         "key '" + std::string(key) + "' must be between " + std::to_string(min) + " and " +
-             std::to_string(max) + ", got " + std::to_string(v));
-  return v;
-}
-
-double read_seconds(const toml::node& node, const Context& cx, std::string_view key) {
-  if (!node.is_number())
-    fail(cx, node.source(),
-         "key '" + std::string(key) + "' must be a number of seconds, got " + type_of(node));
-  const double v = *node.value<double>();
-  if (!(v > 0)) fail(cx, node.source(), "key '" + std::string(key) + "' must be positive");
+         key_name(key) + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+             ", got " + std::to_string(v));
   return v;
 }
 
 bool read_bool(const toml::node& node, const Context& cx, std::string_view key) {
   if (!node.is_boolean())
-    fail(cx, node.source(), "key '" + std::string(key) + "' must be true or false, got " + type_of(node));
+    fail(cx, node.source(), key_name(key) + " must be true or false, got " + type_of(node));
   return *node.value<bool>();
 }
 
+// Each item checked as a string; a wrong one is named by its index.
 std::vector<std::string> read_strings(const toml::node& node, const Context& cx, std::string_view key) {
   const toml::array* array = node.as_array();
-  if (!array)
-    fail(cx, node.source(),
-         "key '" + std::string(key) + "' must be an array of strings, got " + type_of(node));
+  if (!array) fail(cx, node.source(), key_name(key) + " must be an array of strings, got " + type_of(node));
   std::vector<std::string> out;
-  for (const auto& item : *array) out.push_back(read_string(item, cx, std::string(key) + "[]"));
+  for (std::size_t i = 0; i < array->size(); ++i)
+    out.push_back(read_string((*array)[i], cx, std::string(key) + "[" + std::to_string(i) + "]"));
   return out;
 }
 
-// "4GiB", "512 MiB", "100MB" or a plain number of bytes.
-std::uint64_t read_size(const toml::node& node, const Context& cx, std::string_view key) {
-  if (node.is_integer()) return static_cast<std::uint64_t>(read_integer(node, cx, key, 0, INT64_MAX));
-  const std::string text = read_string(node, cx, key);
-  std::size_t used = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  unit.erase(0, unit.find_first_not_of(' '));
-  static const std::map<std::string, double> units{
-      {"", 1},      {"B", 1},        {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
-      {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
-  auto it = units.find(unit);
-  if (used == 0 || it == units.end() || number < 0)
-    fail(cx, node.source(),
-         "key '" + std::string(key) + "' must be a size such as \"4GiB\" or \"512MB\", got \"" + text + "\"");
-  return static_cast<std::uint64_t>(number * it->second);
+// Seconds are converted to milliseconds (and compared, added) by the runtime: each key has a finite
+// range, far from any overflow, that refuses inf, nan and values that would make the node useless.
+auto seconds_in(double min, double max, bool zero_means_off) {
+  return [=](const toml::node& node, const Context& cx, std::string_view key) {
+    if (!node.is_number())
+      fail(cx, node.source(), key_name(key) + " must be a number of seconds, got " + type_of(node));
+    const double v = node.is_integer() ? static_cast<double>(*node.value<std::int64_t>())
+                                       : node.as_floating_point()->get();
+    if (zero_means_off && v == 0) return 0.0;
+    if (!std::isfinite(v) || v < min || v > max)
+      fail(cx, node.source(),
+           key_name(key) + " must be between " + format_number(min) + " and " + format_number(max) +
+               " seconds" + (zero_means_off ? " (or 0: off)" : "") + ", got " + format_number(v));
+    return v;
+  };
+}
+
+// "4GiB", "512 MiB", "100MB", "1.5GB" or a plain number of bytes, within [min, max].
+auto size_in(std::uint64_t min, std::uint64_t max) {
+  return [=](const toml::node& node, const Context& cx, std::string_view key) -> std::uint64_t {
+    const std::string range = "between " + format_size(min) + " and " + format_size(max);
+    if (node.is_integer()) {
+      const std::int64_t v = *node.value<std::int64_t>();
+      if (v < 0 || static_cast<std::uint64_t>(v) < min || static_cast<std::uint64_t>(v) > max)
+        fail(cx, node.source(), key_name(key) + " must be " + range + ", got " + std::to_string(v));
+      return static_cast<std::uint64_t>(v);
+    }
+    const std::string text = read_string(node, cx, key);
+    std::string_view rest = text;
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+    double number = 0;
+    // A digit first: std::from_chars would also take "nan", "inf" and a sign.
+    const bool digit_first = !rest.empty() && rest.front() >= '0' && rest.front() <= '9';
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), number);
+    std::string_view unit = digit_first && error == std::errc{} ? rest.substr(end - rest.data()) : rest;
+    while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+    static const std::map<std::string, double, std::less<>> units{{"", 1},
+                                                                  {"B", 1},
+                                                                  {"KB", 1e3},
+                                                                  {"MB", 1e6},
+                                                                  {"GB", 1e9},
+                                                                  {"TB", 1e12},
+                                                                  {"PB", 1e15},
+                                                                  {"KiB", 1024.0},
+                                                                  {"MiB", 1048576.0},
+                                                                  {"GiB", 1073741824.0},
+                                                                  {"TiB", 1099511627776.0},
+                                                                  {"PiB", 1125899906842624.0}};
+    const auto factor = units.find(unit);
+    // from_chars reports out-of-range (1e999) as an error: not a size either.
+    if (!digit_first || error != std::errc{} || factor == units.end())
+      fail(cx, node.source(),
+           key_name(key) + " must be a size such as \"4GiB\" or \"512MB\", got " + quote_excerpt(text));
+    const double bytes = std::floor(number * factor->second);
+    // Compared as doubles before any conversion: "1e30GiB" must not wrap into a small size.
+    if (!(bytes >= static_cast<double>(min) && bytes <= static_cast<double>(max)))
+      fail(cx, node.source(), key_name(key) + " must be " + range + ", got " + quote_excerpt(text));
+    return static_cast<std::uint64_t>(bytes);
+  };
 }
 
 template <class E>
@@ -115,23 +180,132 @@ E read_choice(const toml::node& node, const Context& cx, std::string_view key,
     if (name == text) return value;
     names += (names.empty() ? "" : ", ") + name;
   }
-  fail(cx, node.source(),
-       "key '" + std::string(key) + "' must be one of " + names + ", got \"" + text + "\"");
+  fail(cx, node.source(), key_name(key) + " must be one of " + names + ", got " + quote_excerpt(text));
 }
 
+constexpr std::size_t kMaxNameLength = 128;
+
+// Names go into log lines and `tessera workers`: printable, non-empty, bounded.
+std::string read_name(const toml::node& node, const Context& cx, std::string_view key) {
+  std::string name = read_string(node, cx, key);
+  if (name.find_first_not_of(' ') == std::string::npos)
+    fail(cx, node.source(), key_name(key) + " must not be empty or blank");
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      fail(cx, node.source(),
+           key_name(key) + " must not contain control characters, got " + quote_excerpt(name));
+  if (name.size() > kMaxNameLength)
+    fail(cx, node.source(),
+         key_name(key) + " must be at most " + std::to_string(kMaxNameLength) + " bytes, got " +
+             std::to_string(name.size()));
+  return name;
+}
+
+enum class EndpointUse { bind, connect };
+
+// tcp://HOST:PORT or ipc://PATH, checked here so that a typo is named with its line rather than found
+// by ZeroMQ at bind time.
+std::string read_endpoint(const toml::node& node, const Context& cx, std::string_view key, EndpointUse use) {
+  const std::string text = read_string(node, cx, key);
+  const std::string expected = key_name(key) +
+                               " must be a ZeroMQ endpoint such as \"tcp://127.0.0.1:7070\" (" +
+                               (use == EndpointUse::bind ? "port 0 or *: any free port; " : "") +
+                               "tcp:// or ipc://), got " + quote_excerpt(text);
+  const std::string_view view = text;
+  if (view.starts_with("ipc://")) {
+    if (view.size() == 6) fail(cx, node.source(), expected);
+    return text;
+  }
+  if (!view.starts_with("tcp://")) fail(cx, node.source(), expected);
+  const std::string_view address = view.substr(6);
+  const auto colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) fail(cx, node.source(), expected);
+  const std::string_view host = address.substr(0, colon), port = address.substr(colon + 1);
+  for (const char c : host)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) fail(cx, node.source(), expected);
+  if (use == EndpointUse::bind && port == "*") return text;
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || error != std::errc{} || end != port.data() + port.size() || value > 65535 ||
+      (use == EndpointUse::connect && value == 0))
+    fail(cx, node.source(),
+         key_name(key) + " has an invalid port " + quote_excerpt(port) + " (" +
+             (use == EndpointUse::bind ? "0..65535 or *" : "1..65535") + ") in " + quote_excerpt(text));
+  return text;
+}
+
+// Loopback: 127.x.x.x, ::1, localhost, and ipc:// (a local socket file). "*", 0.0.0.0, any other address
+// and any interface name (even "lo") are not: they are taken as reachable from other machines.
+bool is_loopback_endpoint(std::string_view endpoint) {
+  if (endpoint.starts_with("ipc://")) return true;
+  std::string host(endpoint.substr(6, endpoint.rfind(':') - 6));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+bool is_z85_key(const std::string& key) {
+  std::uint8_t decoded[32];
+  return key.size() == 40 && zmq_z85_decode(decoded, key.c_str()) != nullptr;
+}
+
+std::string read_z85_key(const toml::node& node, const Context& cx, std::string_view key) {
+  std::string text = read_string(node, cx, key);
+  if (!text.empty() && !is_z85_key(text))
+    fail(cx, node.source(),
+         key_name(key) + " must be a 40-character Z85 CURVE public key (see `tessera keygen`), got " +
+             quote_excerpt(text));
+  return text;
+}
+
+fs::path relative_to_config(const Context& cx, const std::string& path) {
+  fs::path p = path;
+  return p.is_relative() ? (cx.base_dir / p).lexically_normal() : p;
+}
+
+// The first word of a key file made by `tessera keygen`; read bounded, whatever the file is.
+std::string read_key_file(const std::string& file, const Context& cx, const toml::source_region& where,
+                          std::string_view key) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(cx, where, key_name(key) + ": cannot read " + quote_excerpt(file));
+  char buffer[256];
+  in.read(buffer, sizeof buffer);
+  std::string text(buffer, static_cast<std::size_t>(in.gcount()));
+  const auto begin = text.find_first_not_of(" \t\r\n");
+  text = begin == std::string::npos ? "" : text.substr(begin, text.find_first_of(" \t\r\n", begin) - begin);
+  if (!is_z85_key(text))
+    fail(cx, where,
+         key_name(key) + ": " + quote_excerpt(file) +
+             " does not hold a 40-character Z85 CURVE key (see `tessera keygen`)");
+  return text;
+}
+
+using Apply = std::function<void(const toml::node&, NodeConfig&, const Context&, std::string_view key)>;
+
 struct KeySpec {
-  std::string_view path;
-  std::string_view type;
-  std::string_view default_text;
-  std::string_view doc;
-  std::function<void(const toml::node&, NodeConfig&, const Context&, std::string_view key)> apply;
+  std::string path;
+  std::string type;
+  std::string default_text;
+  std::string doc;
+  Apply apply;
 };
 
-// An apply function that stores what `read` makes of the node in one field.
+// An apply function that stores what `read` makes of the node in one field of the config.
 template <class T, class Read>
-auto store(T NodeConfig::*field, Read read) {
+Apply store(T NodeConfig::*field, Read read) {
   return [field, read](const toml::node& n, NodeConfig& c, const Context& cx, std::string_view key) {
     c.*field = static_cast<T>(read(n, cx, key));
+  };
+}
+
+template <class T, class Read>
+Apply store_limit(T NodeLimits::*field, Read read) {
+  return [field, read](const toml::node& n, NodeConfig& c, const Context& cx, std::string_view key) {
+    c.limits.*field = static_cast<T>(read(n, cx, key));
   };
 }
 
@@ -142,10 +316,58 @@ auto bounded(std::int64_t min, std::int64_t max) {
   };
 }
 
+auto endpoint(EndpointUse use) {
+  return [use](const toml::node& n, const Context& cx, std::string_view key) {
+    return read_endpoint(n, cx, key, use);
+  };
+}
+
+auto path_in_config_dir() {
+  return [](const toml::node& n, const Context& cx, std::string_view key) {
+    const std::string path = read_string(n, cx, key);
+    return path.empty() ? path : relative_to_config(cx, path).string();
+  };
+}
+
+std::string integer_type(std::int64_t min, std::int64_t max) {
+  return "integer " + std::to_string(min) + ".." + std::to_string(max);
+}
+
+std::string seconds_type(double min, double max, bool zero_means_off) {
+  return "seconds " + format_number(min) + ".." + format_number(max) + (zero_means_off ? ", or 0 (off)" : "");
+}
+
+std::string size_type(std::uint64_t min, std::uint64_t max) {
+  return "size (\"4GiB\", \"512MB\", bytes) " + format_size(min) + ".." + format_size(max);
+}
+
+KeySpec seconds_key(std::string path, double NodeConfig::*field, double min, double max, bool zero_means_off,
+                    std::string default_text, std::string doc) {
+  return {std::move(path), seconds_type(min, max, zero_means_off), std::move(default_text), std::move(doc),
+          store(field, seconds_in(min, max, zero_means_off))};
+}
+
+template <class T>
+KeySpec limit_integer_key(std::string path, T NodeLimits::*field, std::int64_t min, std::int64_t max,
+                          std::string doc) {
+  return {std::move(path), integer_type(min, max), std::to_string(NodeLimits{}.*field), std::move(doc),
+          store_limit(field, bounded(min, max))};
+}
+
+KeySpec limit_size_key(std::string path, std::uint64_t NodeLimits::*field, std::uint64_t min,
+                       std::uint64_t max, std::string doc) {
+  return {std::move(path), size_type(min, max), "\"" + format_size(NodeLimits{}.*field) + "\"",
+          std::move(doc), store_limit(field, size_in(min, max))};
+}
+
+constexpr std::uint64_t KiB = 1024, MiB = KiB << 10, GiB = MiB << 10, PiB = GiB << 20;
+constexpr std::int64_t kMaxWorkers = 1024, kMaxThreadsPerWorker = 1024;
+
 const std::vector<KeySpec>& key_specs() {
   static const std::vector<KeySpec> specs{
-      {"node.name", "string", "(required)", "this node's name, shown by `tessera workers`",
-       store(&NodeConfig::name, read_string)},
+      {"node.name", "string, printable, 1.." + std::to_string(kMaxNameLength) + " bytes", "(required)",
+       "this node's name, shown by `tessera workers` and in its log lines",
+       store(&NodeConfig::name, read_name)},
       {"node.role", "\"scheduler\" | \"worker\" | \"both\"", "(required)",
        "scheduler only, workers only, or both in one process (the embedded default)",
        [](auto& n, auto& c, auto& cx, std::string_view) {
@@ -162,95 +384,266 @@ const std::vector<KeySpec>& key_specs() {
                                               {"info", LogLevel::info},
                                               {"debug", LogLevel::debug}});
        }},
-      {"scheduler.listen", "string (ZeroMQ endpoint)", "\"tcp://127.0.0.1:7070\"",
-       "where the scheduler accepts clients and workers; binds 127.0.0.1 unless told otherwise",
-       store(&NodeConfig::listen, read_string)},
-      {"scheduler.heartbeat_interval", "seconds", "0.5", "how often workers report they are alive",
-       store(&NodeConfig::heartbeat_interval_seconds, read_seconds)},
-      {"scheduler.heartbeat_timeout", "seconds", "3.0",
-       "a worker silent this long is declared dead; its tasks are recomputed elsewhere",
-       store(&NodeConfig::heartbeat_timeout_seconds, read_seconds)},
-      {"scheduler.client_grace", "seconds", "30.0", "how long a disconnected client's futures are kept",
-       store(&NodeConfig::client_grace_seconds, read_seconds)},
+      seconds_key(
+          "node.shutdown_timeout", &NodeConfig::shutdown_timeout_seconds, 0.1, 3600, false, "10",
+          "after SIGINT or SIGTERM, the orderly shutdown may take this long; then the node exits with "
+          "code 3 whatever its actors are doing"),
+      {"scheduler.listen", "string (ZeroMQ endpoint tcp://HOST:PORT or ipc://PATH)",
+       "\"tcp://127.0.0.1:7070\"",
+       "where the scheduler accepts clients and workers. Beyond loopback (127.x.x.x, ::1, localhost) the "
+       "node "
+       "refuses to start unless security.curve = true (or security.allow_insecure = true)",
+       store(&NodeConfig::listen, endpoint(EndpointUse::bind))},
+      seconds_key(
+          "scheduler.heartbeat_interval", &NodeConfig::heartbeat_interval_seconds, 0.01, 3600, false, "0.5",
+          "how often workers report they are alive (a worker node: keep it well under its scheduler's "
+          "heartbeat_timeout)"),
+      seconds_key(
+          "scheduler.heartbeat_timeout", &NodeConfig::heartbeat_timeout_seconds, 0.05, 86400, false, "3.0",
+          "a worker silent this long is declared dead; its tasks are recomputed elsewhere. Must exceed "
+          "heartbeat_interval"),
+      seconds_key("scheduler.client_grace", &NodeConfig::client_grace_seconds, 0.1, 604800, false, "30.0",
+                  "how long a disconnected client's futures are kept"),
+      seconds_key("scheduler.progress_timeout", &NodeConfig::progress_timeout_seconds, 0.1, 604800, true,
+                  "300", "a worker holding work without progress this long has it re-run elsewhere"),
       {"worker.scheduler", "string (ZeroMQ endpoint)", "(required for role = \"worker\")",
-       "the scheduler to join", store(&NodeConfig::scheduler_address, read_string)},
+       "the scheduler to join", store(&NodeConfig::scheduler_address, endpoint(EndpointUse::connect))},
       {"worker.listen", "string (ZeroMQ endpoint)", "\"tcp://127.0.0.1:0\"",
-       "where other workers fetch this node's results (port 0: any free port)",
-       store(&NodeConfig::worker_listen, read_string)},
-      {"worker.workers", "integer 1..1024", "1",
-       "worker actors in this process, each with its own compute threads",
-       store(&NodeConfig::workers, bounded(1, 1024))},
-      {"worker.threads_per_worker", "integer 0..1024", "0 (the cores)", "compute threads per worker",
-       store(&NodeConfig::threads_per_worker, bounded(0, 1024))},
-      {"worker.memory_limit", "size (\"4GiB\", \"512MB\", bytes)", "0 (no limit)",
-       "results beyond this are spilled to data_dir", store(&NodeConfig::memory_limit_bytes, read_size)},
+       "where other workers fetch this node's results (port 0: any free port); beyond loopback, as for "
+       "scheduler.listen, security.curve = true is required",
+       store(&NodeConfig::worker_listen, endpoint(EndpointUse::bind))},
+      {"worker.workers", integer_type(1, kMaxWorkers), "1",
+       "worker actors in this process, each with its own compute threads; workers x threads_per_worker is at "
+       "most " +
+           std::to_string(kMaxComputeThreadsPerNode),
+       store(&NodeConfig::workers, bounded(1, kMaxWorkers))},
+      {"worker.threads_per_worker", integer_type(0, kMaxThreadsPerWorker), "0 (the cores)",
+       "compute threads per worker",
+       store(&NodeConfig::threads_per_worker, bounded(0, kMaxThreadsPerWorker))},
+      {"worker.memory_limit", size_type(0, PiB), "0 (no limit)",
+       "results beyond this are spilled to data_dir",
+       store(&NodeConfig::memory_limit_bytes, size_in(0, PiB))},
       {"worker.data_dir", "string (path)", "\"\" (a temporary directory, removed at exit)",
        "where this node keeps its RocksDB store: stream results (and later spilled chunks, checkpoints);"
-       " relative to the config file",
-       [](auto& n, auto& c, auto& cx, std::string_view key) {
-         c.data_dir = read_string(n, cx, key);
-         if (!c.data_dir.empty() && std::filesystem::path(c.data_dir).is_relative())
-           c.data_dir = (cx.base_dir / c.data_dir).lexically_normal().string();
-       }},
+       " relative to the config file. Created at start; a directory that cannot be written is refused",
+       store(&NodeConfig::data_dir, path_in_config_dir())},
       {"plugins.paths", "array of strings (paths)", "[]",
        "shared libraries of task functions and simulations, loaded at start (relative to the config file)",
-       [](auto& n, auto& c, auto& cx, std::string_view) {
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
          c.plugins.clear();
-         for (auto& path : read_strings(n, cx, "plugins.paths")) {
-           std::filesystem::path p = path;
-           if (p.is_relative()) p = cx.base_dir / p;
+         for (auto& path : read_strings(n, cx, key)) {
+           const fs::path p = relative_to_config(cx, path);
            std::ifstream probe(p, std::ios::binary);
            if (!probe)
              fail(cx, n.source(),
-                  "plugin '" + path + "' (key 'plugins.paths') cannot be read: " + p.string());
+                  "plugin '" + config_excerpt(path) +
+                      "' (key 'plugins.paths') cannot be read: " + quote_excerpt(p.string()));
            c.plugins.push_back(p.string());
          }
        }},
-      {"security.curve", "boolean", "false", "CURVE authentication and encryption on every connection",
+      {"security.curve", "boolean", "false",
+       "CURVE authentication and encryption on every connection; needs secret_key_file, public_key_file and "
+       "authorized_keys (or authorize_any), and for a worker scheduler_public_key",
        store(&NodeConfig::curve, read_bool)},
       {"security.secret_key_file", "string (path)", "\"\"",
-       "this node's CURVE secret key (made by `tessera keygen`)",
-       store(&NodeConfig::secret_key_file, read_string)},
-      {"security.public_key_file", "string (path)", "\"\"", "this node's CURVE public key",
-       store(&NodeConfig::public_key_file, read_string)},
+       "this node's CURVE secret key (made by `tessera keygen`), relative to the config file",
+       store(&NodeConfig::secret_key_file, path_in_config_dir())},
+      {"security.public_key_file", "string (path)", "\"\"",
+       "this node's CURVE public key (must match the secret key), relative to the config file",
+       store(&NodeConfig::public_key_file, path_in_config_dir())},
       {"security.scheduler_public_key", "string (Z85, 40 characters)", "\"\"",
-       "the scheduler's public key (workers, clients)",
-       store(&NodeConfig::scheduler_public_key, read_string)},
-      {"security.authorized_keys", "array of strings (Z85)", "[]", "public keys the scheduler accepts",
-       store(&NodeConfig::authorized_keys, read_strings)},
+       "the scheduler's public key (required for a worker with curve on)",
+       store(&NodeConfig::scheduler_public_key, read_z85_key)},
+      {"security.authorized_keys", "array of strings (Z85, 40 characters each)", "[]",
+       "the only public keys accepted: a scheduler's clients and workers; a worker's peer server accepts "
+       "inputs only from these (list the other workers' keys). Empty with curve on refuses to start unless "
+       "authorize_any = true",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         c.authorized_keys = read_strings(n, cx, key);
+         const toml::array& items = *n.as_array();
+         for (std::size_t i = 0; i < c.authorized_keys.size(); ++i)
+           if (!is_z85_key(c.authorized_keys[i]))
+             fail(cx, items[i].source(),
+                  key_name(std::string(key) + "[" + std::to_string(i) + "]") +
+                      " is not a 40-character Z85 CURVE public key: " + quote_excerpt(c.authorized_keys[i]));
+       }},
+      {"security.allow_insecure", "boolean", "false",
+       "true: listen beyond loopback without CURVE (anyone who reaches the port may join as a worker or "
+       "client); logged as a warning at every start",
+       store(&NodeConfig::allow_insecure, read_bool)},
+      {"security.authorize_any", "boolean", "false",
+       "true: with curve on and authorized_keys empty, accept any CURVE key (encrypted, not authenticated); "
+       "logged as a warning at every start",
+       store(&NodeConfig::authorize_any, read_bool)},
+      limit_integer_key("limits.max_slots_per_submission", &NodeLimits::max_slots_per_submission, 1,
+                        std::int64_t{1} << 26, "tasks one submission may ask for; a larger one is refused"),
+      limit_integer_key("limits.max_slots_per_client", &NodeLimits::max_slots_per_client, 1,
+                        std::int64_t{1} << 28,
+                        "tasks one client may hold at once, over all its submissions (at least "
+                        "max_slots_per_submission)"),
+      limit_integer_key("limits.max_histogram_bins", &NodeLimits::max_histogram_bins, 1, 1000000,
+                        "bins a results summary may ask for"),
+      limit_size_key("limits.max_answer_bytes", &NodeLimits::max_answer_bytes, KiB, GiB,
+                     "an answer larger than this is paged or refused"),
+      limit_size_key("limits.max_message_size", &NodeLimits::max_message_size, MiB, 4 * GiB,
+                     "the largest message (ZMQ_MAXMSGSIZE) every socket of this node accepts"),
+      limit_integer_key("limits.max_worker_threads", &NodeLimits::max_worker_threads, 1, 65536,
+                        "a worker claiming more compute threads in its hello is refused"),
+      limit_size_key("limits.max_worker_memory", &NodeLimits::max_worker_memory, MiB, PiB,
+                     "a worker claiming more memory in its hello is refused"),
   };
   return specs;
 }
 
+// Rules between keys, checked once every key is read. `at` gives a key's place (none: the file alone).
+void check_together(NodeConfig& c, const Context& cx,
+                    const std::function<toml::source_region(std::string_view)>& at) {
+  const bool scheduler = c.role != NodeRole::worker, worker = c.role != NodeRole::scheduler;
+  if (scheduler && !(c.heartbeat_timeout_seconds > c.heartbeat_interval_seconds)) {
+    const auto where = at("scheduler.heartbeat_timeout").begin.line ? at("scheduler.heartbeat_timeout")
+                                                                    : at("scheduler.heartbeat_interval");
+    fail(cx, where,
+         "key 'scheduler.heartbeat_timeout' (" + format_number(c.heartbeat_timeout_seconds) +
+             " s) must exceed key 'scheduler.heartbeat_interval' (" +
+             format_number(c.heartbeat_interval_seconds) + " s)");
+  }
+  if (worker) {
+    const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::uint64_t threads = c.threads_per_worker ? c.threads_per_worker : cores;
+    if (std::uint64_t{c.workers} * threads > kMaxComputeThreadsPerNode) {
+      const auto where = at("worker.threads_per_worker").begin.line > at("worker.workers").begin.line
+                             ? at("worker.threads_per_worker")
+                             : at("worker.workers");
+      fail(cx, where,
+           "keys 'worker.workers' (" + std::to_string(c.workers) + ") x 'worker.threads_per_worker' (" +
+               (c.threads_per_worker ? std::to_string(threads) : "0: " + std::to_string(cores) + " cores") +
+               ") make " + std::to_string(c.workers * threads) + " compute threads, more than the " +
+               std::to_string(kMaxComputeThreadsPerNode) + " one node may start");
+    }
+  }
+  if (c.limits.max_slots_per_submission > c.limits.max_slots_per_client)
+    fail(cx,
+         at("limits.max_slots_per_submission").begin.line ? at("limits.max_slots_per_submission")
+                                                          : at("limits.max_slots_per_client"),
+         "key 'limits.max_slots_per_submission' (" + std::to_string(c.limits.max_slots_per_submission) +
+             ") must not exceed key 'limits.max_slots_per_client' (" +
+             std::to_string(c.limits.max_slots_per_client) + ")");
+
+  // Security by default: nothing beyond loopback without CURVE, and CURVE that authenticates.
+  std::vector<std::string_view> listens;
+  if (scheduler) listens.push_back("scheduler.listen");
+  if (worker) listens.push_back("worker.listen");
+  for (const auto key : listens) {
+    const std::string& address = key == "scheduler.listen" ? c.listen : c.worker_listen;
+    if (c.curve || is_loopback_endpoint(address)) continue;
+    if (!c.allow_insecure)
+      fail(
+          cx, at(key),
+          key_name(key) + " (" + quote_excerpt(address) +
+              ") is not a loopback address, and security.curve is off: anyone who reaches it could join as a "
+              "worker or client. Set security.curve = true (with key files and authorized_keys), or "
+              "security.allow_insecure = true to accept that");
+    c.warnings.push_back(std::string(cx.source) + ":" + std::to_string(at(key).begin.line) + ": " +
+                         key_name(key) + " (" + quote_excerpt(address) +
+                         ") is not a loopback address and security.curve is off: connections are neither "
+                         "authenticated nor encrypted (security.allow_insecure = true)");
+  }
+  if (c.authorize_any && !c.authorized_keys.empty())
+    fail(cx, at("security.authorize_any"),
+         "key 'security.authorize_any' = true contradicts a non-empty key 'security.authorized_keys' (only "
+         "the "
+         "listed keys would be accepted): set one or the other");
+  if (!c.curve) return;
+  if (c.authorized_keys.empty()) {
+    if (!c.authorize_any)
+      fail(cx, at("security.curve"),
+           "key 'security.curve' = true with an empty key 'security.authorized_keys' would accept any CURVE "
+           "key "
+           "(encryption without authentication): list the public keys of the " +
+               std::string(scheduler ? "clients and workers" : "other workers") +
+               ", or set security.authorize_any = true to accept that");
+    c.warnings.push_back(std::string(cx.source) + ":" +
+                         std::to_string(at("security.authorize_any").begin.line) +
+                         ": key 'security.authorize_any' = true: any CURVE key is accepted (connections are "
+                         "encrypted but not authenticated)");
+  }
+  for (const std::string_view key : {"security.secret_key_file", "security.public_key_file"}) {
+    const std::string& file = key == "security.secret_key_file" ? c.secret_key_file : c.public_key_file;
+    if (file.empty())
+      fail(cx, at(key).begin.line ? at(key) : at("security.curve"),
+           key_name(key) + " is required when security.curve = true (make a key pair with `tessera keygen`)");
+  }
+  c.curve_secret_key =
+      read_key_file(c.secret_key_file, cx, at("security.secret_key_file"), "security.secret_key_file");
+  c.curve_public_key =
+      read_key_file(c.public_key_file, cx, at("security.public_key_file"), "security.public_key_file");
+  char derived[41];
+  if (zmq_curve_public(derived, c.curve_secret_key.c_str()) != 0)
+    fail(cx, at("security.curve"), "key 'security.curve' = true, but this libzmq has no CURVE support");
+  if (c.curve_public_key != derived)
+    fail(cx, at("security.public_key_file"),
+         "key 'security.public_key_file': " + quote_excerpt(c.public_key_file) +
+             " is not the public key of key 'security.secret_key_file' (" + quote_excerpt(c.secret_key_file) +
+             ")");
+  if (c.role == NodeRole::worker && c.scheduler_public_key.empty())
+    fail(cx, at("security.curve"),
+         "key 'security.scheduler_public_key' is required for a worker when security.curve = true (the "
+         "scheduler's public key)");
+}
+
 }  // namespace
 
-NodeConfig parse_node_config(std::string_view text, std::string_view source,
-                             const std::filesystem::path& base_dir) {
+std::string config_excerpt(std::string_view text, std::size_t limit) {
+  std::string out;
+  std::size_t taken = 0;
+  for (; taken < text.size() && out.size() < limit; ++taken) {
+    const auto c = static_cast<unsigned char>(text[taken]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  // Never end inside a UTF-8 sequence: drop continuation bytes and their lead.
+  if (taken < text.size()) {
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+    out += "...";
+  }
+  return out;
+}
+
+NodeConfig parse_node_config(std::string_view text, std::string_view source, const fs::path& base_dir) {
   const Context cx{source, base_dir};
   toml::table root;
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     throw ConfigError(std::string(source) + ":" + std::to_string(e.source().begin.line) + ": " +
-                      std::string(e.description()));
+                      config_excerpt(e.description(), 200));
   }
   std::map<std::string, const KeySpec*, std::less<>> by_path;
   std::map<std::string, std::string, std::less<>> sections;  // section -> its known keys, for messages
   for (const auto& spec : key_specs()) {
-    by_path.emplace(std::string(spec.path), &spec);
+    by_path.emplace(spec.path, &spec);
     const auto dot = spec.path.find('.');
-    auto& known = sections[std::string(spec.path.substr(0, dot))];
-    known += (known.empty() ? "" : ", ") + std::string(spec.path.substr(dot + 1));
+    auto& known = sections[spec.path.substr(0, dot)];
+    known += (known.empty() ? "" : ", ") + spec.path.substr(dot + 1);
   }
   NodeConfig config;
-  bool has_name = false, has_role = false, has_scheduler = false;
+  config.source = std::string(source);
+  std::map<std::string, toml::source_region, std::less<>> regions;  // the keys given, for later rules
   for (auto&& [section_key, section_node] : root) {
     const std::string section(section_key.str());
     auto known = sections.find(section);
     if (known == sections.end()) {
       std::string names;
       for (const auto& [name, keys] : sections) names += (names.empty() ? "" : ", ") + name;
-      fail(cx, section_key.source(), "unknown section '" + section + "' (known: " + names + ")");
+      fail(cx, section_key.source(),
+           "unknown section '" + config_excerpt(section) + "' (known: " + names + ")");
     }
     const toml::table* table = section_node.as_table();
     if (!table) fail(cx, section_node.source(), "'" + section + "' must be a table ([" + section + "])");
@@ -259,33 +652,86 @@ NodeConfig parse_node_config(std::string_view text, std::string_view source,
       auto spec = by_path.find(path);
       if (spec == by_path.end())
         fail(cx, key.source(),
-             "unknown key '" + path + "' (known keys in [" + section + "]: " + known->second + ")");
+             "unknown key '" + config_excerpt(path) + "' (known keys in [" + section + "]: " + known->second +
+                 ")");
       spec->second->apply(node, config, cx, path);
-      has_name |= path == "node.name";
-      has_role |= path == "node.role";
-      has_scheduler |= path == "worker.scheduler";
+      regions[path] = node.source();
+      config.key_lines[path] = node.source().begin.line;
     }
   }
-  const toml::source_region top{};
-  if (!has_name) fail(cx, top, "missing key 'node.name'");
-  if (!has_role) fail(cx, top, "missing key 'node.role'");
-  if (config.role == NodeRole::worker && !has_scheduler)
-    fail(cx, top, "missing key 'worker.scheduler' (required when node.role = \"worker\")");
+  const auto at = [&regions](std::string_view key) {
+    const auto it = regions.find(key);
+    return it == regions.end() ? toml::source_region{} : it->second;
+  };
+  if (!regions.contains("node.name")) fail(cx, {}, "missing key 'node.name'");
+  if (!regions.contains("node.role")) fail(cx, {}, "missing key 'node.role'");
+  if (config.role == NodeRole::worker && !regions.contains("worker.scheduler"))
+    fail(cx, {}, "missing key 'worker.scheduler' (required when node.role = \"worker\")");
+  check_together(config, cx, at);
   return config;
 }
 
-NodeConfig load_node_config(const std::filesystem::path& file) {
+NodeConfig load_node_config(const fs::path& file) {
+  constexpr std::size_t kMaxConfigBytes = 1 << 20;
+  std::error_code error;
+  if (fs::is_directory(file, error)) throw ConfigError(file.string() + ": is a directory, not a config file");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ConfigError(file.string() + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_node_config(text.str(), file.string(), file.parent_path().empty() ? "." : file.parent_path());
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError(file.string() + ": larger than 1 MiB; not a node config");
+  return parse_node_config(text, file.string(), file.parent_path().empty() ? "." : file.parent_path());
 }
+
+std::string config_key_location(const NodeConfig& config, std::string_view key) {
+  const auto line = config.key_lines.find(key);
+  return config.source + (line == config.key_lines.end() ? "" : ":" + std::to_string(line->second)) +
+         ": key '" + std::string(key) + "'";
+}
+
+void check_data_dir(const NodeConfig& config) {
+  if (config.data_dir.empty()) return;
+  const auto refuse = [&](const std::string& why) {
+    throw ConfigError(config_key_location(config, "worker.data_dir") + " (" + quote_excerpt(config.data_dir) +
+                      "): " + why);
+  };
+  std::error_code error;
+  fs::create_directories(config.data_dir, error);
+  if (error) refuse("cannot be created: " + error.message());
+  if (!fs::is_directory(config.data_dir, error)) refuse("is not a directory");
+  const fs::path probe = fs::path(config.data_dir) / (".tessera-probe-" + std::to_string(getpid()));
+  {
+    std::ofstream out(probe, std::ios::binary);
+    if (!(out << "probe" << std::flush)) refuse("cannot be written");
+  }
+  fs::remove(probe, error);
+}
+
+namespace {
+
+// `text` in lines of at most about 100 columns, each starting with `indent`.
+std::string wrapped(const std::string& text, const std::string& indent) {
+  constexpr std::size_t kColumns = 100;
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > kColumns) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return line.empty() ? out : out + indent + line + "\n";
+}
+
+}  // namespace
 
 std::string node_config_help() {
   std::ostringstream out;
-  out << "Configuration keys (TOML; unknown keys are an error):\n";
-  std::string_view section;
+  out << "Configuration keys (TOML; unknown keys are an error, and so is any value out of its range):\n";
+  std::string section;
   for (const auto& spec : key_specs()) {
     const auto dot = spec.path.find('.');
     if (spec.path.substr(0, dot) != section) {
@@ -293,8 +739,12 @@ std::string node_config_help() {
       out << "\n[" << section << "]\n";
     }
     out << "  " << spec.path.substr(dot + 1) << " = " << spec.type << "   default: " << spec.default_text
-        << "\n      " << spec.doc << "\n";
+        << "\n"
+        << wrapped(spec.doc, "      ");
   }
+  out << "\nA node whose scheduler.listen (scheduler, both) or worker.listen (worker, both) is not a "
+         "loopback\n"
+         "address refuses to start without security.curve = true, unless security.allow_insecure = true.\n";
   return out.str();
 }
 

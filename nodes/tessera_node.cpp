@@ -3,14 +3,20 @@
 // this process, accepting remote clients: the embedded default).
 #include <dlfcn.h>
 #include <signal.h>
+#include <unistd.h>
 
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 #include "actors/embedded_cluster.hpp"
@@ -24,52 +30,135 @@ namespace {
 constexpr const char* kUsage =
     "usage: tessera-node --config FILE.toml\n"
     "       tessera-node --help\n\n"
-    "Starts a Tessera node. On a bad config it prints one message naming the file, line and key, and\n"
-    "exits with code 2. It stops cleanly on SIGINT or SIGTERM.\n\n";
+    "Starts a Tessera node. It stops on SIGINT or SIGTERM: an orderly shutdown, bounded by\n"
+    "node.shutdown_timeout (10 s by default); a second signal during it exits at once.\n\n"
+    "Exit codes:\n"
+    "  0  stopped after SIGINT or SIGTERM, shutdown complete\n"
+    "  1  failed while starting or running, e.g. the scheduler refused this worker or did not answer\n"
+    "  2  bad command line or configuration, including a listen address that cannot be bound and an\n"
+    "     unusable data_dir: one message names the file, line and key\n"
+    "  3  stopped by force: the shutdown did not finish within node.shutdown_timeout, or a second\n"
+    "     signal came during it\n\n";
 
-std::string read_key(const std::string& file, const std::string& what) {
-  std::ifstream in(file);
-  std::string key;
-  if (!in || !(in >> key) || key.size() != 40)
-    throw tessera::ConfigError(file + ": cannot read a 40-character Z85 " + what + " key (key 'security." +
-                               what + "_key_file')");
-  return key;
+constexpr const char* kShortUsage =
+    "usage: tessera-node --config FILE.toml   (--help: usage, exit codes, every key)\n";
+
+constexpr int kExitForced = 3;
+
+// A failure at start that names its config key but is not the config's fault (exit 1).
+class StartError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What the signal thread and main share: the first stop signal, and whether the shutdown finished.
+struct StopState {
+  std::mutex mutex;
+  std::condition_variable signalled;
+  int signal = 0;
+  bool finished = false;
+};
+
+void write_stderr(const std::string& line) {
+  // One write: the line is not interleaved with another thread's output.
+  [[maybe_unused]] const auto written = write(STDERR_FILENO, line.data(), line.size());
+}
+
+// Takes SIGINT and SIGTERM (blocked in every thread) on its own thread. The first wakes main for the
+// orderly shutdown and arms the deadline; a second signal before it, or the deadline passing with the
+// shutdown unfinished, ends the process at once. The thread is detached: it ends with the process.
+void watch_stop_signals(const std::shared_ptr<StopState>& state, const sigset_t& signals,
+                        const tessera::NodeConfig& config) {
+  const auto timeout = std::chrono::duration<double>(config.shutdown_timeout_seconds);
+  std::ostringstream seconds;
+  seconds << config.shutdown_timeout_seconds;
+  const std::string name = config.name, timeout_text = seconds.str();
+  std::thread([state, signals, timeout, name, timeout_text] {
+    int first = 0;
+    while (sigwait(&signals, &first) != 0) {
+    }
+    {
+      std::lock_guard lock(state->mutex);
+      state->signal = first;
+    }
+    state->signalled.notify_all();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      const timespec wait{static_cast<time_t>(left.count() / 1000000000),
+                          static_cast<long>(left.count() % 1000000000)};
+      const int second = sigtimedwait(&signals, nullptr, &wait);
+      if (second > 0) {
+        write_stderr("tessera-node '" + name + "': second signal (" + std::to_string(second) +
+                     ") during shutdown; exiting at once\n");
+        _exit(kExitForced);
+      }
+      if (errno != EINTR && errno != EAGAIN) break;
+    }
+    {
+      std::lock_guard lock(state->mutex);
+      // The shutdown finished and only the process's exit is slow: what had to be done is done.
+      if (state->finished) _exit(0);
+    }
+    write_stderr("tessera-node '" + name + "': shutdown did not finish within " + timeout_text +
+                 " s; exiting\n");
+    _exit(kExitForced);
+  }).detach();
+}
+
+bool stop_requested(StopState& state) {
+  std::lock_guard lock(state.mutex);
+  return state.signal != 0;
+}
+
+// A ZeroMQ failure to bind a listen address is the config's: named by its key, exit 2.
+[[noreturn]] void refuse_listen(const tessera::NodeConfig& config, std::string_view key,
+                                const std::string& address, const zmq::error_t& e) {
+  throw tessera::ConfigError(tessera::config_key_location(config, key) + " (\"" +
+                             tessera::config_excerpt(address) + "\"): cannot listen there: " + e.what());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string config_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage << tessera::node_config_help();
-      return 0;
-    }
-    if (arg == "--config" && i + 1 < argc) {
-      config_path = argv[++i];
-    } else {
-      std::cerr << "tessera-node: unknown argument '" << arg << "'\n" << kUsage;
-      return 2;
-    }
+  bool help = false;
+  CLI::App app{"tessera-node", "tessera-node"};
+  app.set_help_flag();  // our own --help prints the usage and every config key
+  app.add_flag("-h,--help", help, "print this help and every configuration key");
+  app.add_option("--config", config_path, "the node's TOML configuration file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tessera-node: " << tessera::config_excerpt(e.what(), 200) << "\n" << kShortUsage;
+    return 2;
+  }
+  if (help) {
+    std::cout << kUsage << tessera::node_config_help();
+    return 0;
   }
   if (config_path.empty()) {
-    std::cerr << "tessera-node: --config FILE.toml is required\n" << kUsage;
+    std::cerr << "tessera-node: --config FILE.toml is required\n" << kShortUsage;
     return 2;
   }
   tessera::NodeConfig config;
   try {
     config = tessera::load_node_config(config_path);
+    tessera::check_data_dir(config);
     for (const auto& plugin : config.plugins)
       if (!dlopen(plugin.c_str(), RTLD_NOW | RTLD_GLOBAL))
-        throw tessera::ConfigError(config_path + ": plugin '" + plugin +
-                                   "' (key 'plugins.paths') cannot be loaded: " + dlerror());
+        throw tessera::ConfigError(tessera::config_key_location(config, "plugins.paths") + ": plugin \"" +
+                                   tessera::config_excerpt(plugin) +
+                                   "\" cannot be loaded: " + tessera::config_excerpt(dlerror(), 200));
   } catch (const tessera::ConfigError& e) {
     std::cerr << "tessera-node: " << e.what() << "\n";
     return 2;
   }
+  for (const auto& warning : config.warnings) std::cerr << "tessera-node: warning: " << warning << "\n";
 
-  // Signals are taken by sigwait below, not by whichever thread they happen to hit.
+  // Signals are taken by one thread of ours (sigwait), not by whichever thread they happen to hit.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -78,30 +167,42 @@ int main(int argc, char** argv) {
   // OpenBLAS started its thread pool before main, with these signals open: one landing there would kill
   // the process uncleanly. Its pool is started again, by threads that block them, when next needed.
   tessera::backends::restart_blas_threads();
+  const auto stop = std::make_shared<StopState>();
+  watch_stop_signals(stop, stop_signals, config);
 
   try {
     std::optional<tessera::transport::CurveKeys> keys;
-    if (config.curve)
-      keys = tessera::transport::CurveKeys{read_key(config.public_key_file, "public"),
-                                           read_key(config.secret_key_file, "secret")};
-    const auto seconds = [](double s) {
+    if (config.curve) keys = tessera::transport::CurveKeys{config.curve_public_key, config.curve_secret_key};
+    // Within each key's range (node_config.cpp), so this never overflows.
+    const auto milliseconds = [](double s) {
       return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
     };
     std::unique_ptr<tessera::EmbeddedCluster> cluster;
     std::unique_ptr<tessera::SchedulerGateway> gateway;
     std::vector<std::unique_ptr<tessera::WorkerNode>> workers;
     if (config.role == tessera::NodeRole::worker) {
-      for (std::uint32_t i = 0; i < config.workers; ++i) {
-        workers.push_back(std::make_unique<tessera::WorkerNode>(tessera::WorkerNodeOptions{
-            .scheduler = config.scheduler_address,
-            .listen = config.worker_listen,
-            .name = config.workers == 1 ? config.name : config.name + "-" + std::to_string(i),
-            .threads = config.threads_per_worker,
-            .memory_limit = config.memory_limit_bytes,
-            .curve = keys,
-            .scheduler_public_key = config.scheduler_public_key,
-            .authorized_keys = config.authorized_keys,
-            .heartbeat_interval = seconds(config.heartbeat_interval_seconds)}));
+      for (std::uint32_t i = 0; i < config.workers && !stop_requested(*stop); ++i) {
+        try {
+          workers.push_back(std::make_unique<tessera::WorkerNode>(tessera::WorkerNodeOptions{
+              .scheduler = config.scheduler_address,
+              .listen = config.worker_listen,
+              .name = config.workers == 1 ? config.name : config.name + "-" + std::to_string(i),
+              .threads = config.threads_per_worker,
+              .memory_limit = config.memory_limit_bytes,
+              .curve = keys,
+              .scheduler_public_key = config.scheduler_public_key,
+              .authorized_keys = config.authorized_keys,
+              .authorize_any = config.authorize_any,
+              .heartbeat_interval = milliseconds(config.heartbeat_interval_seconds),
+              .max_message_bytes = static_cast<std::size_t>(config.limits.max_message_size)}));
+        } catch (const zmq::error_t& e) {
+          // The scheduler's address was checked when parsed and is connected to asynchronously: a ZeroMQ
+          // error here is the bind of the peer server.
+          refuse_listen(config, "worker.listen", config.worker_listen, e);
+        } catch (const tessera::transport::ConnectionRefused& e) {
+          throw StartError(tessera::config_key_location(config, "worker.scheduler") + " (\"" +
+                           tessera::config_excerpt(config.scheduler_address) + "\"): " + e.what());
+        }
         const auto id = workers.back()->wait_for_id(std::chrono::seconds(10));
         std::cout << "tessera-node '" << config.name << "' worker "
                   << (id ? std::to_string(*id) : "(unregistered)") << " joined " << config.scheduler_address
@@ -114,25 +215,40 @@ int main(int argc, char** argv) {
       options.workers = with_workers ? config.workers : 0;
       options.threads_per_worker = config.threads_per_worker;
       options.data_dir = config.data_dir;  // stream results (RocksDB); empty: a temporary directory
+      options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
       cluster = std::make_unique<tessera::EmbeddedCluster>(options);
       tessera::transport::ServerOptions server;
       server.listen = config.listen;
       server.name = config.name;
+      server.max_message_bytes = static_cast<std::size_t>(config.limits.max_message_size);
       if (keys) {
         server.curve = keys;
         server.authorized_keys = config.authorized_keys;
+        server.authorize_any = config.authorize_any;
       }
-      gateway = std::make_unique<tessera::SchedulerGateway>(
-          cluster->scheduler(), cluster->link(), std::move(server),
-          tessera::GatewayOptions{
-              .worker_timeout = seconds(config.heartbeat_timeout_seconds),
-              .client_grace = seconds(config.client_grace_seconds),
-              .open_stream =
-                  [&cluster](const tessera::StreamSettings& settings,
-                             std::shared_ptr<tessera::StreamSink> sink) {
-                    return cluster->open_stream(settings, std::move(sink));
-                  },
-              .store = [&cluster] { return std::shared_ptr<const tessera::ResultStore>(cluster->store()); }});
+      const auto& limits = config.limits;
+      try {
+        gateway = std::make_unique<tessera::SchedulerGateway>(
+            cluster->scheduler(), cluster->link(), std::move(server),
+            tessera::GatewayOptions{
+                .worker_timeout = milliseconds(config.heartbeat_timeout_seconds),
+                .client_grace = milliseconds(config.client_grace_seconds),
+                .open_stream =
+                    [&cluster](const tessera::StreamSettings& settings,
+                               std::shared_ptr<tessera::StreamSink> sink) {
+                      return cluster->open_stream(settings, std::move(sink));
+                    },
+                .store = [&cluster] { return std::shared_ptr<const tessera::ResultStore>(cluster->store()); },
+                .limits = tessera::GatewayLimits{.max_slots_per_submission = static_cast<std::uint32_t>(
+                                                     limits.max_slots_per_submission),
+                                                 .max_slots_per_client = limits.max_slots_per_client,
+                                                 .max_histogram_bins = limits.max_histogram_bins,
+                                                 .max_answer_bytes = limits.max_answer_bytes,
+                                                 .max_worker_threads = limits.max_worker_threads,
+                                                 .max_worker_memory = limits.max_worker_memory}});
+      } catch (const zmq::error_t& e) {
+        refuse_listen(config, "scheduler.listen", config.listen, e);
+      }
       std::cout << "tessera-node '" << config.name << "' listening on " << gateway->endpoint();
       if (with_workers)
         std::cout << " with " << config.workers << " workers x " << cluster->threads_per_worker()
@@ -140,14 +256,23 @@ int main(int argc, char** argv) {
       std::cout << std::endl;
     }
     int signal = 0;
-    sigwait(&stop_signals, &signal);
+    {
+      std::unique_lock lock(stop->mutex);
+      stop->signalled.wait(lock, [&] { return stop->signal != 0; });
+      signal = stop->signal;
+    }
     std::cout << "tessera-node '" << config.name << "' stopping (signal " << signal << ")" << std::endl;
     workers.clear();
     gateway.reset();
     cluster.reset();
+  } catch (const tessera::ConfigError& e) {
+    std::cerr << "tessera-node: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "tessera-node: " << e.what() << "\n";
     return 1;
   }
+  std::lock_guard lock(stop->mutex);
+  stop->finished = true;
   return 0;
 }
