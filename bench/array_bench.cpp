@@ -12,6 +12,7 @@
 #include <tessera/tessera.hpp>
 
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
@@ -48,15 +49,19 @@ double read_bandwidth(const Eigen::VectorXd& data, int threads, int repeat) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const bench::Flags flags(argc, argv,
-                           {{"elements", "50000000"},
-                            {"chunk", "2500000"},
-                            {"threads", "2"},
-                            {"repeat", "5"},
-                            {"sparse-rows", "200000"},
-                            {"sparse-cols", "20000"},
-                            {"density", "0.0005"},
-                            {"dense-cols", "64"}});
+  tessera::cli::FlagTable flags(
+      "tessera-bench-arrays",
+      "array throughput against the machine's own limits: an elementwise reduction beside the read "
+      "bandwidth, and a sparse x dense product beside Eigen's. Prints one JSON line per measurement.");
+  flags.integer("elements", 50000000, 1, 1000000000, "elements of the dense array")
+      .integer("chunk", 2500000, 1, 1000000000, "elements per chunk")
+      .integer("threads", 2, 1, 1024, "compute threads")
+      .integer("repeat", 5, 1, 1000, "repetitions (the median is reported)")
+      .integer("sparse-rows", 200000, 1, 100000000, "rows of the sparse matrix")
+      .integer("sparse-cols", 20000, 1, 100000000, "columns of the sparse matrix")
+      .real("density", 0.0005, 1e-12, 1, "fraction of non-zero elements of the sparse matrix")
+      .integer("dense-cols", 64, 1, 100000, "columns of the dense factor");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const int repeat = static_cast<int>(flags.integer("repeat"));
   const int threads = static_cast<int>(flags.integer("threads"));
   LocalCluster cluster{{.workers = 1, .threads_per_worker = static_cast<std::uint32_t>(threads)}};

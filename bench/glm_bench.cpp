@@ -19,12 +19,13 @@
 #include <tessera/tessera.hpp>
 
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
 using namespace tessera;
 
-std::pair<Array, Array> load_data(const bench::Flags& flags, const std::string& family) {
+std::pair<Array, Array> load_data(const tessera::cli::FlagTable& flags, const std::string& family) {
   const std::int64_t chunk = flags.integer("chunk-rows");
   if (const std::string x = flags.str("x"); !x.empty())
     return {io::from_npy(x, {.chunk_rows = chunk}), io::from_npy(flags.str("y"), {.chunk_rows = chunk})};
@@ -57,26 +58,29 @@ std::unique_ptr<glm::GeneralizedLinearModel> make_model(const std::string& famil
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const bench::Flags flags(argc, argv,
-                           {{"x", ""},
-                            {"y", ""},
-                            {"rows", "100000"},
-                            {"cols", "100"},
-                            {"seed", "1"},
-                            {"family", "logistic"},
-                            {"solver", "lbfgs"},
-                            {"regularizer", "none"},
-                            {"lambda", "0"},
-                            {"l1-ratio", "0.5"},
-                            {"chunk-rows", "100000"},
-                            {"max-iter", "0"},
-                            {"tol", "1e-6"},
-                            {"workers", "1"},
-                            {"threads", "2"},
-                            {"repeat", "3"},
-                            {"scheduler", ""},
-                            {"out", ""},
-                            {"backend", "cpu"}});
+  tessera::cli::FlagTable flags(
+      "tessera-bench-glm",
+      "fits a GLM and times it; prints one JSON line (see the comment at the top of bench/glm_bench.cpp).");
+  flags.text("x", "", "X.npy (with --y); otherwise synthetic data")
+      .text("y", "", "y.npy")
+      .integer("rows", 100000, 1, 1000000000, "synthetic rows")
+      .integer("cols", 100, 1, 1000000, "synthetic columns")
+      .integer("seed", 1, 0, std::numeric_limits<std::uint64_t>::max(), "the synthetic data's seed")
+      .choice("family", "logistic", {"logistic", "normal", "poisson"}, "the model")
+      .text("solver", "lbfgs", "the solver (lbfgs, newton, admm, gradient_descent, proximal_grad)")
+      .text("regularizer", "none", "none, l1, l2 or elastic_net")
+      .real("lambda", 0, 0, 1e12, "the regularization strength")
+      .real("l1-ratio", 0.5, 0, 1, "elastic net: the share of l1")
+      .integer("chunk-rows", 100000, 1, 1000000000, "rows per partition")
+      .integer("max-iter", 0, 0, 100000000, "iterations at most (0: the solver's default)")
+      .real("tol", 1e-6, 0, 1e6, "the convergence tolerance")
+      .integer("workers", 1, 1, 1024, "embedded workers")
+      .integer("threads", 2, 1, 1024, "threads per embedded worker")
+      .integer("repeat", 3, 1, 1000, "fits (the median is reported)")
+      .text("scheduler", "", "fit on this tessera-node, tcp://HOST:PORT, instead of an embedded cluster")
+      .text("out", "", "write the intercept and the coefficients to this .npy file")
+      .text("backend", "cpu", "where X's chunks live: cpu, sparse or cuda");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const std::string family = flags.str("family");
   std::unique_ptr<LocalCluster> cluster;
   std::unique_ptr<Client> client;

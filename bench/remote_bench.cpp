@@ -18,6 +18,7 @@
 
 #include "bench_tasks.hpp"
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
@@ -66,18 +67,24 @@ class Node {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  tessera::bench::Flags flags(argc, argv,
-                              {{"topology", "processes"},
-                               {"tasks", "1000000"},
-                               {"worker-processes", "2"},
-                               {"workers", "1"},
-                               {"threads", "2"},
-                               {"repeat", "3"},
-                               {"latency-samples", "2000"},
-                               {"chunks", "64"},
-                               {"stream-sets", "1000000"},
-                               {"node", TESSERA_NODE_BINARY},
-                               {"plugin", TESSERA_BENCH_PLUGIN}});
+  tessera::cli::FlagTable flags(
+      "tessera-bench-remote",
+      "a client in this process and tessera-node processes on 127.0.0.1: no-op task throughput, submit "
+      "latency and (processes) chunk transfer rates. Prints one JSON line per measurement.");
+  flags
+      .choice("topology", "processes", {"processes", "both"},
+              "a scheduler process and worker processes, or one node with both")
+      .integer("tasks", 1000000, 1, 100000000, "no-op tasks per repetition")
+      .integer("worker-processes", 2, 1, 64, "worker processes (topology processes)")
+      .integer("workers", 1, 1, 1024, "workers (topology both)")
+      .integer("threads", 2, 1, 1024, "threads per worker")
+      .integer("repeat", 3, 1, 1000, "repetitions (the median is reported)")
+      .integer("latency-samples", 2000, 1, 10000000, "submits timed one at a time")
+      .integer("chunks", 64, 1, 100000, "8 MiB chunks moved between worker processes")
+      .integer("stream-sets", 1000000, 1, 100000000, "parameter sets of the remote stream")
+      .text("node", TESSERA_NODE_BINARY, "the tessera-node binary")
+      .text("plugin", TESSERA_BENCH_PLUGIN, "the benchmark plugin the nodes load");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const std::string topology = flags.str("topology");
   if (topology != "processes" && topology != "both")
     throw std::runtime_error("--topology must be processes or both, not " + topology);

@@ -4,16 +4,20 @@
 
 #include "../examples/embarrassingly_parallel/simulation.hpp"
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 int main(int argc, char** argv) try {
   using example::costly_simulation;
-  tessera::bench::Flags flags(argc, argv,
-                              {{"tasks", "500"},
-                               {"workers", "10"},
-                               {"threads", "4"},
-                               {"max-sleep", "0.05"},
-                               {"repeat", "5"},
-                               {"partitions", "100"}});
+  tessera::cli::FlagTable flags("tessera-bench-sims",
+                                "the seed notebook's workload timed through map + gather, delayed + compute "
+                                "and a bag. Prints one JSON line per API.");
+  flags.integer("tasks", 500, 1, 10000000, "simulations")
+      .integer("workers", 10, 1, 1024, "embedded workers")
+      .integer("threads", 4, 1, 1024, "threads per worker")
+      .real("max-sleep", 0.05, 0, 60, "seconds a simulation sleeps at most")
+      .integer("repeat", 5, 1, 1000, "repetitions (the median is reported)")
+      .integer("partitions", 100, 1, 10000000, "the bag's partitions");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const auto n = static_cast<std::size_t>(flags.integer("tasks"));
   const auto workers = static_cast<std::uint32_t>(flags.integer("workers"));
   const auto threads = static_cast<std::uint32_t>(flags.integer("threads"));

@@ -11,6 +11,7 @@
 #include <tessera/tessera.hpp>
 
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
@@ -44,14 +45,18 @@ double current_rss_mb() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  tessera::bench::Flags flags(argc, argv,
-                              {{"sets", "1000000"},
-                               {"workers", "1"},
-                               {"threads", "2"},
-                               {"max-in-flight", "65536"},
-                               {"repeat", "3"},
-                               {"latency-samples", "2000"},
-                               {"memory-sets", "2000000"}});
+  tessera::cli::FlagTable flags(
+      "tessera-bench-streams",
+      "a stream of parameter sets through a trivial simulation on an embedded cluster: throughput, latency "
+      "and memory. Prints one JSON line per measurement.");
+  flags.integer("sets", 1000000, 1, 1000000000, "parameter sets per repetition")
+      .integer("workers", 1, 1, 1024, "embedded workers")
+      .integer("threads", 2, 1, 1024, "threads per worker")
+      .integer("max-in-flight", 65536, 1, 1000000, "parameter sets pushed but not yet answered")
+      .integer("repeat", 3, 1, 1000, "repetitions (the median is reported)")
+      .integer("latency-samples", 2000, 1, 10000000, "sets timed one at a time")
+      .integer("memory-sets", 2000000, 1, 1000000000, "sets of the memory measurement");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   tessera::LocalCluster cluster{{.workers = static_cast<std::uint32_t>(flags.integer("workers")),
                                  .threads_per_worker = static_cast<std::uint32_t>(flags.integer("threads"))}};
   tessera::Client client{cluster};

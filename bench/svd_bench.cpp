@@ -17,12 +17,13 @@
 
 #include "backends/dispatch.hpp"
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
 using namespace tessera;
 
-Array load_input(const bench::Flags& flags) {
+Array load_input(const tessera::cli::FlagTable& flags) {
   const std::string input = flags.str("input");
   if (!input.empty()) return io::from_npy(input, {.chunk_rows = flags.integer("chunk-rows")});
   ArrayOptions o;
@@ -54,18 +55,23 @@ Timed time_svd(Client& client, const Array& x, int repeat) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const bench::Flags flags(argc, argv,
-                           {{"input", ""},
-                            {"rows", "10000"},
-                            {"cols", "1000"},
-                            {"seed", "1"},
-                            {"chunk-rows", "5000"},
-                            {"backend", "cpu"},
-                            {"workers", "1"},
-                            {"threads", "2"},
-                            {"repeat", "5"},
-                            {"output-dir", ""},
-                            {"check-against", ""}});
+  tessera::cli::FlagTable flags(
+      "tessera-bench-svd",
+      "the thin SVD of a tall-skinny matrix through TSQR, timed on an embedded cluster (see the comment at "
+      "the top of bench/svd_bench.cpp). Prints one JSON line per measurement.");
+  flags.text("input", "", "X.npy; otherwise a standard normal matrix")
+      .integer("rows", 10000, 1, 1000000000, "rows of the random matrix")
+      .integer("cols", 1000, 1, 100000, "columns of the random matrix")
+      .integer("seed", 1, 0, std::numeric_limits<std::uint64_t>::max(), "the random matrix's seed")
+      .integer("chunk-rows", 5000, 1, 1000000000, "rows per chunk")
+      .text("backend", "cpu", "cpu or cuda")
+      .integer("workers", 1, 1, 1024, "embedded workers")
+      .integer("threads", 2, 1, 1024, "threads per worker")
+      .integer("repeat", 5, 1, 1000, "repetitions (the median is reported)")
+      .text("output-dir", "", "also write U.npy, S.npy and Vt.npy there")
+      .text("check-against", "",
+            "also run the SVD on this backend and print the largest relative difference");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const std::string backend = flags.str("backend");
   const auto availability = backends::Dispatch::global().availability(
       backends::parse_backend(backend).value_or(backends::Backend::cpu));

@@ -11,6 +11,7 @@
 
 #include "bench_tasks.hpp"
 #include "bench_util.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
@@ -76,9 +77,15 @@ std::pair<double, std::int64_t> run_once(tessera::Client& client, const std::str
 }  // namespace
 
 int main(int argc, char** argv) try {
-  tessera::bench::Flags flags(
-      argc, argv,
-      {{"mode", "map"}, {"tasks", "1000000"}, {"workers", "1"}, {"threads", "2"}, {"repeat", "3"}});
+  tessera::cli::FlagTable flags(
+      "tessera-bench-tasks",
+      "throughput of no-op tasks through the whole runtime, in four graph shapes. Prints one JSON line.");
+  flags.choice("mode", "map", {"map", "delayed", "chain", "tree"}, "the graph's shape")
+      .integer("tasks", 1000000, 1, 100000000, "tasks per repetition")
+      .integer("workers", 1, 1, 1024, "embedded workers")
+      .integer("threads", 2, 1, 1024, "threads per worker")
+      .integer("repeat", 3, 1, 1000, "repetitions (the median is reported)");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const auto mode = flags.str("mode");
   const auto n = flags.integer("tasks");
   const auto workers = static_cast<std::uint32_t>(flags.integer("workers"));

@@ -1,89 +1,249 @@
 #include "cli_streams.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <tessera/tessera.hpp>
 #include <thread>
 
+#include "cli_options.hpp"
+
 namespace tessera::cli {
 namespace {
 
-std::string option(const Options& options, const std::string& name, const std::string& fallback = "") {
-  auto it = options.find(name);
-  return it == options.end() ? fallback : it->second;
-}
+// An input refused, with a message naming the file (and the line and cell where there is one).
+class CsvError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
-std::string trim(std::string_view s) {
+std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return std::string(s);
+  return s;
 }
 
-std::vector<std::string> cells_of(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) cells.push_back(trim(cell));
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-std::optional<double> number(const std::string& cell) {
+// A number as the CSV writes it: what from_chars reads (a leading '+' too), the whole cell. Infinities
+// and NaN count as numbers here, so the header rule never takes them for names; a row refuses them.
+std::optional<double> number(std::string_view cell) {
+  if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
   double value = 0;
   auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
-  if (error != std::errc() || end != cell.data() + cell.size() || cell.empty()) return std::nullopt;
+  if (cell.empty() || error != std::errc() || end != cell.data() + cell.size()) return std::nullopt;
   return value;
 }
 
+// Reads parameter sets from a CSV file, one row at a time (the file may be far larger than memory).
+// Rows are lines; cells are separated by commas and may be quoted ("1.5", "a ""name"""); blank lines are
+// skipped; a UTF-8 byte-order mark is dropped. Whether the first row is a header is the HeaderRule's.
+class CsvReader {
+ public:
+  CsvReader(const std::string& path, HeaderRule rule) : name_(excerpt(path, 300)), rule_(rule) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) throw CsvError(name_ + " is a directory, not a CSV file");
+    in_.open(path, std::ios::binary);
+    if (!in_) throw CsvError("cannot read " + name_ + ": " + std::strerror(errno));
+  }
+
+  // The next parameter set; nullopt at the end of the file. A malformed row is a CsvError naming it.
+  std::optional<std::vector<double>> next() {
+    std::string line;
+    while (read_line(line)) {
+      const auto cells = split(line);
+      if (first_row_) {
+        first_row_ = false;
+        if (is_header(cells)) {
+          header_line_ = line_;
+          columns_ = cells.size();
+          continue;
+        }
+      }
+      return parameters(cells);
+    }
+    if (in_.bad()) throw CsvError(name_ + ": a read error after line " + std::to_string(line_));
+    return std::nullopt;
+  }
+  std::size_t line() const { return line_; }
+  // The line of the header row; 0 when the file has none.
+  std::size_t header_line() const { return header_line_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  // The next line with anything on it, without its byte-order mark.
+  bool read_line(std::string& line) {
+    while (std::getline(in_, line)) {
+      ++line_;
+      if (line_ == 1) {
+        if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+        if (line.rfind("\xFF\xFE", 0) == 0 || line.rfind("\xFE\xFF", 0) == 0)
+          throw CsvError(name_ + " is UTF-16 (it starts with a UTF-16 byte-order mark): save it as UTF-8");
+      }
+      if (!trim(line).empty()) return true;
+    }
+    return false;
+  }
+
+  std::string where(std::size_t cell) const {
+    return name_ + ":" + std::to_string(line_) + ": cell " + std::to_string(cell + 1);
+  }
+
+  std::vector<std::string> split(const std::string& line) const {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::size_t i = 0;
+    while (true) {
+      const std::size_t start = i;
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+      if (i < line.size() && line[i] == '"') {
+        cell.clear();
+        for (++i;; ++i) {
+          if (i >= line.size())
+            throw CsvError(where(cells.size()) + ": a quote opened here is not closed on this line");
+          if (line[i] == '"') {
+            if (i + 1 < line.size() && line[i + 1] == '"') {
+              cell += '"';
+              ++i;
+              continue;
+            }
+            break;
+          }
+          cell += line[i];
+        }
+        ++i;  // past the closing quote; only blanks may follow it before the comma
+        const auto comma = line.find(',', i);
+        const auto rest =
+            trim(std::string_view(line).substr(i, comma == std::string::npos ? comma : comma - i));
+        if (!rest.empty())
+          throw CsvError(where(cells.size()) + ": '" + excerpt(rest) + "' follows the closing quote");
+        cells.push_back(cell);
+        if (comma == std::string::npos) break;
+        i = comma + 1;
+      } else {
+        const auto comma = line.find(',', start);
+        cells.emplace_back(
+            trim(std::string_view(line).substr(start, comma == std::string::npos ? comma : comma - start)));
+        if (comma == std::string::npos) break;
+        i = comma + 1;
+      }
+    }
+    return cells;
+  }
+
+  bool is_header(const std::vector<std::string>& cells) const {
+    if (rule_ == HeaderRule::yes) return true;
+    if (rule_ == HeaderRule::no) return false;
+    std::optional<std::size_t> a_number, not_a_number;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      auto& first = number(cells[c]) ? a_number : not_a_number;
+      if (!first) first = c;
+    }
+    if (!a_number) return true;
+    if (!not_a_number) return false;
+    // Neither a header nor a parameter set: say so rather than guess and drop a row of numbers.
+    throw CsvError(where(*not_a_number) + " '" + excerpt(cells[*not_a_number]) +
+                   "' is not a number, but cell " + std::to_string(*a_number + 1) +
+                   " of this first row is: with --header auto the first row is a header only when none of "
+                   "its cells is a number (say --header yes if it is a header)");
+  }
+
+  std::vector<double> parameters(const std::vector<std::string>& cells) {
+    std::vector<double> values;
+    values.reserve(cells.size());
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (cells[c].empty()) throw CsvError(where(c) + " is empty");
+      const auto value = number(cells[c]);
+      if (!value) throw CsvError(where(c) + " '" + excerpt(cells[c]) + "' is not a number");
+      if (!std::isfinite(*value))
+        throw CsvError(where(c) + " '" + excerpt(cells[c]) + "' is not a finite number");
+      values.push_back(*value);
+    }
+    if (columns_ == 0) {
+      columns_ = values.size();
+    } else if (values.size() != columns_) {
+      throw CsvError(name_ + ":" + std::to_string(line_) + ": " + std::to_string(values.size()) +
+                     " values, " + (header_line_ ? "the header has " : "the rows before have ") +
+                     std::to_string(columns_));
+    }
+    return values;
+  }
+
+  std::ifstream in_;
+  std::string name_;
+  HeaderRule rule_;
+  bool first_row_ = true;
+  std::size_t line_ = 0, header_line_ = 0, columns_ = 0;
+};
+
 // The CLI's connection: a client of the scheduler like any other, named so in the scheduler's log.
-tessera::Client connect(const std::string& scheduler) {
-  return tessera::Client(scheduler, tessera::ConnectOptions{.name = "tessera-cli"});
+tessera::Client connect(const Target& target) {
+  return tessera::Client(target.scheduler, target.connect);
 }
 
-// Writes the query's text answer to `path`, or to standard output without one. The answer is complete
-// before the file is opened, so a query the node refuses leaves no file behind.
-void write_text(const ResultQuery& query, const std::string& path, std::string_view format,
-                std::string_view field = "result", std::size_t bins = 10) {
+// The query's text answer. A summary of a stream the node does not know names no simulation ("?"):
+// that is an error too, as the other formats' answer already is.
+std::string query_text(const ResultQuery& query, std::uint64_t stream, std::string_view format,
+                       std::string_view field = "result", std::size_t bins = 10) {
   std::ostringstream text;
   query.to_text(text, format, field, bins);
+  if (format == "summary") {
+    const auto summary = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    if (summary.is_object() && summary.value("simulation", std::string()) == "?" &&
+        summary.value("count", std::uint64_t{1}) == 0)
+      throw std::runtime_error("no stream " + std::to_string(stream) + " in this node's store");
+  }
+  return text.str();
+}
+
+// Writes the answer to `path`, or to standard output without one. The answer is complete before the
+// file is opened, so a query the node refuses leaves no file behind.
+void write_text(const std::string& text, const std::string& path) {
   if (path.empty()) {
-    std::cout << text.str();
+    std::cout << text;
     return;
   }
   std::ofstream out(path);
-  out << text.str();
+  out << text;
   out.close();
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace
 
-int stream_push(const std::string& scheduler, const Options& options) {
-  const std::string simulation = option(options, "simulation"), input = option(options, "input");
-  if (simulation.empty() || input.empty()) {
-    std::cerr << "tessera: stream push needs --simulation NAME and --input FILE.csv\n";
+int stream_push(const Target& target, const PushOptions& options) {
+  const std::string& input = options.input;
+  // The file is checked, and its first parameter set read, before anything is opened on the node.
+  std::optional<CsvReader> reader;
+  std::optional<std::vector<double>> row;
+  try {
+    reader.emplace(input, options.header);
+    row = reader->next();
+    if (!row && reader->header_line())
+      throw CsvError(reader->name() + ": only a header (line " + std::to_string(reader->header_line()) +
+                     "), no parameter sets");
+    if (!row) throw CsvError(reader->name() + ": no parameter sets (the file is empty)");
+  } catch (const CsvError& e) {
+    std::cerr << "tessera: " << e.what() << "; nothing was pushed\n";
     return 2;
   }
-  std::ifstream in(input);
-  if (!in) {
-    std::cerr << "tessera: cannot read " << input << "\n";
-    return 2;
-  }
-  auto client = connect(scheduler);
+  auto client = connect(target);
   tessera::StreamOptions stream_options;
-  stream_options.max_in_flight = std::stoull(option(options, "max-in-flight", "4096"));
-  stream_options.pool_size = static_cast<std::uint32_t>(std::stoul(option(options, "pool-size", "0")));
-  auto stream = client.stream(simulation, std::move(stream_options));
+  stream_options.max_in_flight = options.max_in_flight;
+  stream_options.pool_size = options.pool_size.value_or(0);
+  auto stream = client.stream(options.simulation, std::move(stream_options));
   std::atomic<std::uint64_t> stored{0}, failed{0};
   stream.on_result([&](const StreamRecord& r) {
     stored += 1;
     if (r.failed) failed += 1;
   });
-  const bool quiet = options.count("quiet") > 0;
+  const bool quiet = options.quiet;
   std::atomic<bool> pushing{true};
   std::thread progress([&] {
     auto next = std::chrono::steady_clock::now();
@@ -97,38 +257,18 @@ int stream_push(const std::string& scheduler, const Options& options) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the progress line's refresh period
     }
   });
-  std::string line, problem;
-  std::size_t line_number = 0, columns = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (trim(line).empty()) continue;
-    const auto cells = cells_of(line);
-    std::vector<double> parameters;
-    for (std::size_t c = 0; c < cells.size() && problem.empty(); ++c) {
-      auto value = number(cells[c]);
-      if (!value) {
-        if (stream.pushed() == 0 && columns == 0) break;  // a header row
-        problem = input + ":" + std::to_string(line_number) + ": cell " + std::to_string(c + 1) + " '" +
-                  cells[c] + "' is not a number";
-      } else {
-        parameters.push_back(*value);
-      }
-    }
-    if (!problem.empty()) break;
-    if (parameters.size() != cells.size()) {
-      columns = cells.size();  // the header says how many
-      continue;
-    }
-    if (columns == 0) columns = parameters.size();
-    if (parameters.size() != columns) {
-      problem = input + ":" + std::to_string(line_number) + ": " + std::to_string(parameters.size()) +
-                " values, the rows before have " + std::to_string(columns);
+  std::string problem;
+  while (row) {
+    try {
+      stream.push(*row);
+    } catch (const SubmissionError& e) {
+      problem = reader->name() + ":" + std::to_string(reader->line()) + ": " + bounded_message(e.what());
       break;
     }
     try {
-      stream.push(parameters);
-    } catch (const SubmissionError& e) {
-      problem = input + ":" + std::to_string(line_number) + ": " + e.what();
+      row = reader->next();
+    } catch (const CsvError& e) {
+      problem = e.what();
       break;
     }
   }
@@ -137,40 +277,40 @@ int stream_push(const std::string& scheduler, const Options& options) {
   progress.join();
   stream.wait();
   if (!quiet) std::cerr << "\n";
-  std::cout << "stream " << stream.id() << ": " << stream.pushed() << " parameter sets, " << stored.load()
+  // Every result the client was given is durable in the node's store: it is stored first, then sent.
+  const std::uint64_t pushed = stream.pushed(), answered = stream.completed();
+  std::cout << "stream " << stream.id() << ": " << pushed << " parameter sets, " << answered
             << " results stored (" << failed.load() << " failed)" << std::endl;
   if (!stream.error().empty())
-    std::cerr << "tessera: stream " << stream.id() << " failed: " << stream.error() << "\n";
+    std::cerr << "tessera: stream " << stream.id() << " failed: " << bounded_message(stream.error()) << "\n";
+  const bool missing = answered < pushed;
+  if (missing)
+    std::cerr << "tessera: stream " << stream.id() << ": " << pushed - answered << " of the " << pushed
+              << " parameter sets pushed have no stored result\n";
   bool written = true;
-  if (auto output = option(options, "output"); !output.empty()) {
+  if (!options.output.empty()) {
     try {
-      write_text(client.results(stream.id()), output, "csv");
-      std::cout << "results written to " << output << std::endl;
+      write_text(query_text(client.results(stream.id()), stream.id(), "csv"), options.output);
+      std::cout << "results written to " << options.output << std::endl;
     } catch (const std::exception& e) {  // still say below what the push itself ran into
-      std::cerr << "tessera: the results of stream " << stream.id() << " were not written to " << output
-                << ": " << e.what() << "\n";
+      std::cerr << "tessera: the results of stream " << stream.id() << " were not written to "
+                << options.output << ": " << bounded_message(e.what()) << "\n";
       written = false;
     }
   }
   if (!problem.empty()) {
-    std::cerr << "tessera: " << problem << "; the " << stream.pushed()
+    std::cerr << "tessera: " << problem << "; the " << pushed
               << " parameter sets before it were pushed and their results kept\n";
     return 2;
   }
-  return stream.error().empty() && written ? 0 : 1;
+  return stream.error().empty() && !missing && written ? 0 : 1;
 }
 
-int results(const std::string& scheduler, const Options& options) {
-  const std::string stream = option(options, "stream");
-  if (stream.empty()) {
-    std::cerr << "tessera: results needs --stream ID\n";
-    return 2;
-  }
-  auto client = connect(scheduler);
-  auto query = client.results(std::stoull(stream));
-  if (auto filter = option(options, "where"); !filter.empty()) query = query.where(filter);
-  write_text(query, option(options, "output"), option(options, "format", "summary"),
-             option(options, "field", "result"), std::stoul(option(options, "bins", "10")));
+int results(const Target& target, const ResultsOptions& options) {
+  auto client = connect(target);
+  auto query = client.results(options.stream);
+  if (!options.where.empty()) query = query.where(options.where);
+  write_text(query_text(query, options.stream, options.format, options.field, options.bins), options.output);
   return 0;
 }
 

@@ -3,17 +3,47 @@
 // library (tessera::Client, ResultQuery), so the CLI prints what the library answers.
 #pragma once
 
-#include <map>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <tessera/client.hpp>
 
 namespace tessera::cli {
 
-using Options = std::map<std::string, std::string>;
+// Where a command connects: the scheduler's address and the client's options (name, CURVE keys).
+struct Target {
+  std::string scheduler;
+  ConnectOptions connect;
+};
 
-// --simulation NAME --input FILE.csv [--pool-size N] [--max-in-flight N] [--output FILE.csv] [--quiet]
-int stream_push(const std::string& scheduler, const Options& options);
-// --stream ID [--where FILTER] [--format summary|count|csv|json] [--field result[i]] [--bins N] [--output
-// FILE]
-int results(const std::string& scheduler, const Options& options);
+// How `stream push --header` decides whether the first row of the CSV names the columns.
+enum class HeaderRule {
+  automatic,  // a header only when none of its cells is a number; a row of numbers with one other cell
+              // is an error, never a header silently dropped
+  yes,        // the first row is a header, whatever it holds
+  no,         // every row is a parameter set
+};
+
+struct PushOptions {
+  std::string simulation, input, output;
+  HeaderRule header = HeaderRule::automatic;
+  std::optional<std::uint32_t> pool_size;  // unset: one simulation actor per compute thread
+  std::size_t max_in_flight = 4096;
+  bool quiet = false;
+};
+
+struct ResultsOptions {
+  std::uint64_t stream = 0;
+  std::string where, format = "summary", field = "result", output;
+  std::size_t bins = 10;
+};
+
+// Pushes every row of the CSV and waits for their results. Exit codes: 0 when every set has a stored
+// result; 2 for an input refused before (empty, header only, a directory, unreadable) or during the push
+// (a malformed row: the sets before it were pushed); 1 when fewer results were stored than sets pushed,
+// the stream failed or --output could not be written.
+int stream_push(const Target& target, const PushOptions& options);
+// Prints (or writes to --output) the answer; an unknown stream is an error in every format (exit 1).
+int results(const Target& target, const ResultsOptions& options);
 
 }  // namespace tessera::cli

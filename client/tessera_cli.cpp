@@ -1,54 +1,59 @@
-// tessera: the command line over a scheduler node.
+// tessera: the command line over a scheduler node (`tessera --help`, `tessera COMMAND --help`).
 //   tessera keygen [--out PREFIX]                 a CURVE key pair: PREFIX.key (secret), PREFIX.pub
 //   tessera --scheduler ADDR status [--json]      what the scheduler is doing
 //   tessera --scheduler ADDR workers [--json]     its workers: name, address, threads, memory, tasks
 //   tessera --scheduler ADDR stream push --simulation NAME --input FILE.csv [--output FILE.csv]
 //   tessera --scheduler ADDR results --stream ID [--where FILTER] [--format summary|count|csv|json]
+// With CURVE on the node: --public-key FILE --secret-key FILE --scheduler-key KEY_OR_FILE, or
+// --client-config FILE.toml. Exit codes: 0 done, 1 the command failed, 2 bad usage or a refused input.
 #include <sys/stat.h>
+#include <zmq.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
+#include "cli_options.hpp"
 #include "cli_session.hpp"
 #include "cli_streams.hpp"
 #include "nodes/transport.hpp"
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: tessera keygen [--out PREFIX]\n"
-    "       tessera --scheduler tcp://HOST:PORT status [--json]\n"
-    "       tessera --scheduler tcp://HOST:PORT workers [--json]\n"
-    "       tessera --scheduler tcp://HOST:PORT stream push --simulation NAME --input FILE.csv\n"
-    "               [--pool-size N] [--max-in-flight N] [--output FILE.csv] [--quiet]\n"
-    "       tessera --scheduler tcp://HOST:PORT results --stream ID [--where 'result > 2']\n"
-    "               [--format summary|count|csv|json] [--field 'result[0]'] [--bins N] [--output FILE]\n";
+using tessera::cli::excerpt;
+using tessera::cli::Session;
+using Json = nlohmann::ordered_json;
+
+// Text a peer chose (a node's or a worker's name) is shown escaped and bounded.
+std::string shown(std::string_view text) {
+  return excerpt(text, 256);
+}
+
+// Names are the peers' bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
+void print_json(const Json& json) {
+  std::cout << json.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+}
+
+void write_key_file(const std::string& path, const std::string& key) {
+  std::ofstream file(path);
+  file << key << "\n";
+  file.close();
+  if (!file) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+}
 
 int keygen(const std::string& prefix) {
   const auto keys = tessera::transport::generate_curve_keys();
-  {
-    std::ofstream secret(prefix + ".key");
-    if (!secret) throw std::runtime_error("cannot write " + prefix + ".key");
-    secret << keys.secret_key << "\n";
-  }
+  write_key_file(prefix + ".key", keys.secret_key);
   chmod((prefix + ".key").c_str(), S_IRUSR | S_IWUSR);  // the secret stays private
-  std::ofstream(prefix + ".pub") << keys.public_key << "\n";
+  write_key_file(prefix + ".pub", keys.public_key);
   std::cout << "wrote " << prefix << ".key (secret) and " << prefix << ".pub; public key " << keys.public_key
             << "\n";
   return 0;
-}
-
-using tessera::cli::Session;
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string bytes_text(std::uint64_t bytes) {
@@ -62,8 +67,7 @@ std::string bytes_text(std::uint64_t bytes) {
   return text;
 }
 
-int workers(const std::string& scheduler, bool json) {
-  Session session(scheduler);
+int workers(Session& session, const std::string& scheduler, bool json) {
   tessera::transport::Outgoing request;
   request.envelope().setWorkersRequest();
   auto answer = session.ask(request, "a list of workers");
@@ -71,43 +75,49 @@ int workers(const std::string& scheduler, bool json) {
     throw std::runtime_error(scheduler + " did not answer with its workers");
   auto list = answer.envelope().getWorkers();
   if (json) {
-    std::cout << "[";
-    for (unsigned i = 0; i < list.size(); ++i) {
-      auto w = list[i];
-      std::cout << (i ? "," : "") << "{\"id\":" << w.getWorkerId() << ",\"name\":" << json_string(w.getName())
-                << ",\"address\":" << json_string(w.getAddress()) << ",\"threads\":" << w.getThreads()
-                << ",\"memory_limit\":" << w.getMemoryLimit() << ",\"tasks\":" << w.getTasksAssigned()
-                << ",\"retiring\":" << (w.getRetiring() ? "true" : "false") << "}";
-    }
-    std::cout << "]\n";
+    auto out = Json::array();
+    for (auto w : list)
+      out.push_back(Json{{"id", w.getWorkerId()},
+                         {"name", std::string(w.getName())},
+                         {"address", std::string(w.getAddress())},
+                         {"threads", w.getThreads()},
+                         {"memory_limit", w.getMemoryLimit()},
+                         {"tasks", w.getTasksAssigned()},
+                         {"retiring", w.getRetiring()}});
+    print_json(out);
     return 0;
   }
   std::printf("%-4s %-16s %-28s %7s %12s %8s\n", "id", "name", "address", "threads", "memory", "tasks");
   for (auto w : list)
-    std::printf("%-4u %-16s %-28s %7u %12s %8llu%s\n", w.getWorkerId(), std::string(w.getName()).c_str(),
-                std::string(w.getAddress()).c_str(), w.getThreads(), bytes_text(w.getMemoryLimit()).c_str(),
+    std::printf("%-4u %-16s %-28s %7u %12s %8llu%s\n", w.getWorkerId(),
+                shown(std::string(w.getName())).c_str(), shown(std::string(w.getAddress())).c_str(),
+                w.getThreads(), bytes_text(w.getMemoryLimit()).c_str(),
                 static_cast<unsigned long long>(w.getTasksAssigned()), w.getRetiring() ? " (retiring)" : "");
   return 0;
 }
 
-int status(const std::string& scheduler, bool json) {
-  Session session(scheduler);
+int status(Session& session, const std::string& scheduler, bool json) {
   tessera::transport::Outgoing request;
   request.envelope().setStatusRequest();
   auto answer = session.ask(request, "a status");
   if (!answer.envelope().isStatus()) throw std::runtime_error(scheduler + " did not answer with a status");
   auto s = answer.envelope().getStatus();
   if (json) {
-    std::cout << "{\"name\":\"" << std::string(s.getName()) << "\",\"workers\":" << s.getWorkers()
-              << ",\"retiring_workers\":" << s.getRetiringWorkers() << ",\"operations\":" << s.getOperations()
-              << ",\"tasks_pending\":" << s.getTasksPending() << ",\"results_held\":" << s.getResultsHeld()
-              << ",\"tasks_done\":" << s.getTasksDone() << ",\"tasks_erred\":" << s.getTasksErred()
-              << ",\"tasks_cancelled\":" << s.getTasksCancelled()
-              << ",\"tasks_stolen\":" << s.getTasksStolen() << ",\"clients\":" << s.getClients()
-              << ",\"workers_lost\":" << s.getWorkersLost()
-              << ",\"tasks_recomputed\":" << s.getTasksRecomputed() << "}\n";
+    print_json(Json{{"name", std::string(s.getName())},
+                    {"workers", s.getWorkers()},
+                    {"retiring_workers", s.getRetiringWorkers()},
+                    {"operations", s.getOperations()},
+                    {"tasks_pending", s.getTasksPending()},
+                    {"results_held", s.getResultsHeld()},
+                    {"tasks_done", s.getTasksDone()},
+                    {"tasks_erred", s.getTasksErred()},
+                    {"tasks_cancelled", s.getTasksCancelled()},
+                    {"tasks_stolen", s.getTasksStolen()},
+                    {"clients", s.getClients()},
+                    {"workers_lost", s.getWorkersLost()},
+                    {"tasks_recomputed", s.getTasksRecomputed()}});
   } else {
-    std::cout << "scheduler " << std::string(s.getName()) << " at " << scheduler << "\n"
+    std::cout << "scheduler " << shown(std::string(s.getName())) << " at " << scheduler << "\n"
               << "  workers         " << s.getWorkers() << " (" << s.getRetiringWorkers() << " retiring)\n"
               << "  clients         " << s.getClients() << "\n"
               << "  operations      " << s.getOperations() << "\n"
@@ -121,65 +131,147 @@ int status(const std::string& scheduler, bool json) {
   return 0;
 }
 
+// A public key that is not the secret key's half fails only as a handshake that never ends: say so now.
+void check_key_pair(const tessera::ConnectOptions& keys) {
+  if (keys.secret_key.empty()) return;
+  char derived[41] = {};
+  if (zmq_curve_public(derived, keys.secret_key.c_str()) == 0 && keys.public_key != derived)
+    throw std::invalid_argument("--public-key does not hold the public key of the --secret-key pair");
+}
+
+constexpr const char* kHeaderHelp =
+    "whether the first row names the columns: 'yes', 'no', or 'auto' (default): a header only when none "
+    "of its cells is a number. A first row of numbers with another cell is an error naming the cell, so "
+    "a row of numbers is never dropped";
+
 }  // namespace
 
-int main(int argc, char** argv) try {
-  std::string scheduler, command, out = "tessera";
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: the command line over a Tessera scheduler node (tessera-node)", "tessera"};
+  app.fallthrough();  // options of `tessera` may also follow the command
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 done; 1 the command failed (the node refused, fewer results stored than pushed); 2 bad "
+      "usage or a refused input.\nExample: tessera --scheduler tcp://127.0.0.1:7070 stream push --simulation "
+      "costly_simulation --input params.csv");
+  std::string scheduler;
+  double timeout_seconds = 10;
+  tessera::cli::KeyOptions keys;
+  app.add_option("--scheduler", scheduler, "the scheduler node, tcp://HOST:PORT")
+      ->check(tessera::cli::text_at_most(1024));
+  app.add_option("--timeout", timeout_seconds,
+                 "seconds status and workers wait for the node's handshake and answer (default 10)")
+      ->check(tessera::cli::real_in(0.1, 3600));
+  keys.add_to(app);
+
+  std::string prefix = "tessera";
+  auto* keygen_command =
+      app.add_subcommand("keygen", "write a CURVE key pair: PREFIX.key (secret) and PREFIX.pub");
+  keygen_command->add_option("--out", prefix, "the files' PREFIX (default tessera)")
+      ->check(tessera::cli::text_at_most(4096));
+
   bool json = false;
-  tessera::cli::Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    } else if (arg == "--scheduler" && i + 1 < argc) {
-      scheduler = argv[++i];
-    } else if (arg == "--out" && i + 1 < argc) {
-      out = argv[++i];
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--quiet") {
-      options.emplace("quiet", "1");
-    } else if (arg.rfind("--", 0) == 0 && i + 1 < argc &&
-               (arg == "--simulation" || arg == "--input" || arg == "--output" || arg == "--stream" ||
-                arg == "--where" || arg == "--format" || arg == "--field" || arg == "--bins" ||
-                arg == "--pool-size" || arg == "--max-in-flight")) {
-      options[arg.substr(2)] = argv[++i];
-    } else if (arg.rfind("--", 0) != 0 && (command.empty() || command == "stream")) {
-      command = command.empty() ? arg : command + " " + arg;
-    } else {
-      std::cerr << "tessera: unknown argument '" << arg << "'\n" << kUsage;
+  auto* status_command = app.add_subcommand("status", "what the scheduler is doing");
+  status_command->add_flag("--json", json, "one JSON object");
+  auto* workers_command =
+      app.add_subcommand("workers", "the scheduler's workers: name, address, threads, memory, tasks");
+  workers_command->add_flag("--json", json, "one JSON array");
+
+  auto* stream_command = app.add_subcommand("stream", "streams of parameter sets");
+  stream_command->require_subcommand(1);
+  tessera::cli::PushOptions push;
+  std::string header = "auto";
+  std::uint32_t pool_size = 0;
+  auto* push_command = stream_command->add_subcommand(
+      "push", "push each row of a CSV file as a parameter set into a simulation, and wait for the results");
+  push_command->add_option("--simulation", push.simulation, "the simulation's registered name")
+      ->required()
+      ->check(tessera::cli::text_at_most(256));
+  push_command->add_option("--input", push.input, "the CSV file, one parameter set per row")->required();
+  push_command->add_option("--header", header, kHeaderHelp)->check(CLI::IsMember({"auto", "yes", "no"}));
+  auto* pool_option = push_command
+                          ->add_option("--pool-size", pool_size,
+                                       "simulation actors per worker (default: one per compute thread)")
+                          ->check(tessera::cli::unsigned_in(1, 1024));
+  push_command
+      ->add_option("--max-in-flight", push.max_in_flight,
+                   "parameter sets pushed but not yet answered (default 4096)")
+      ->check(tessera::cli::unsigned_in(1, 1'000'000));
+  push_command->add_option("--output", push.output, "also write the stored results there as CSV");
+  push_command->add_flag("--quiet", push.quiet, "no progress line");
+
+  tessera::cli::ResultsOptions results;
+  auto* results_command = app.add_subcommand("results", "query a stream's stored results");
+  results_command->add_option("--stream", results.stream, "the stream's id (tessera stream push prints it)")
+      ->required()
+      ->check(tessera::cli::unsigned_in(1, std::numeric_limits<std::uint64_t>::max()));
+  results_command->add_option("--where", results.where, "a filter, e.g. 'result > 2 and not failed'")
+      ->check(tessera::cli::text_at_most(65536));
+  results_command->add_option("--format", results.format, "summary (default), count, csv or json")
+      ->check(CLI::IsMember({"summary", "count", "csv", "json"}));
+  results_command->add_option("--field", results.field, "the summary's field: result or result[i]")
+      ->check(tessera::cli::text_at_most(256));
+  results_command->add_option("--bins", results.bins, "the summary's histogram bins (default 10)")
+      ->check(tessera::cli::unsigned_in(0, 1'000'000));
+  results_command->add_option("--output", results.output, "write the answer there instead of printing it");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 says only "A subcommand is required" for these two: name what was wrong.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && stream_command->parsed() && !push_command->parsed()) {
+      std::cerr << "tessera: stream needs a command: push (see tessera stream push --help)\n";
       return 2;
     }
-  }
-  if (command == "keygen") return keygen(out);
-  if (command == "workers") {
-    if (scheduler.empty()) {
-      std::cerr << "tessera: workers needs --scheduler tcp://HOST:PORT\n";
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
+        !app.remaining().empty()) {
+      std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
+                << "' (keygen, status, workers, stream push, results; see tessera --help)\n";
       return 2;
     }
-    return workers(scheduler, json);
+    return tessera::cli::parse_failure(app, e);
   }
-  if (command == "stream push" || command == "results") {
+
+  try {
+    if (keygen_command->parsed()) return keygen(prefix);
+    const std::string command =
+        push_command->parsed() ? "stream push" : app.get_subcommands().front()->get_name();
     if (scheduler.empty()) {
       std::cerr << "tessera: " << command << " needs --scheduler tcp://HOST:PORT\n";
       return 2;
     }
-    return command == "results" ? tessera::cli::results(scheduler, options)
-                                : tessera::cli::stream_push(scheduler, options);
-  }
-  if (command == "status") {
-    if (scheduler.empty()) {
-      std::cerr << "tessera: status needs --scheduler tcp://HOST:PORT\n";
+    tessera::cli::Target target{scheduler, {}};
+    try {
+      target.connect = keys.connect_options("tessera-cli");
+      check_key_pair(target.connect);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tessera: " << e.what() << "\n";
       return 2;
     }
-    return status(scheduler, json);
+    try {
+      if (status_command->parsed() || workers_command->parsed()) {
+        Session session(scheduler, target.connect,
+                        std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
+        return status_command->parsed() ? status(session, scheduler, json)
+                                        : workers(session, scheduler, json);
+      }
+      if (push_command->parsed()) {
+        push.header = header == "yes"  ? tessera::cli::HeaderRule::yes
+                      : header == "no" ? tessera::cli::HeaderRule::no
+                                       : tessera::cli::HeaderRule::automatic;
+        if (pool_option->count()) push.pool_size = pool_size;
+        return tessera::cli::stream_push(target, push);
+      }
+      return tessera::cli::results(target, results);
+    } catch (const tessera::ConnectionError& e) {
+      std::cerr << "tessera: " << tessera::cli::bounded_message(e.what()) << "\n";
+      if (!keys.given())
+        std::cerr << "tessera: if the node has CURVE on, give --public-key, --secret-key and --scheduler-key "
+                     "(or --client-config)\n";
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tessera: " << tessera::cli::bounded_message(e.what()) << "\n";
+    return 1;
   }
-  std::cerr << (command.empty() ? "tessera: no command given\n"
-                                : "tessera: unknown command '" + command + "'\n")
-            << kUsage;
-  return 2;
-} catch (const std::exception& e) {
-  std::cerr << "tessera: " << e.what() << "\n";
-  return 1;
 }

@@ -1,16 +1,18 @@
 // The embarrassingly parallel notebook in C++: 500 parameter sets through costly_simulation, computed
 // three ways (delayed, futures, a bag), checked against each other, summarised and written to CSV.
 #include <unistd.h>
-#include <charconv>
-#include <fstream>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
+#include <variant>
 
+#include "cli_options.hpp"
 #include "simulation.hpp"
 
 namespace {
@@ -20,45 +22,45 @@ struct Options {
   double max_sleep = 0.05;
   std::uint32_t workers = 10, threads = 4;
   std::string output = "results.csv";
-  std::string scheduler;  // empty: an embedded local cluster
+  std::string scheduler;          // empty: an embedded local cluster
+  tessera::cli::KeyOptions keys;  // CURVE keys for --scheduler
   std::uint64_t seed = 0;
   std::string params_csv;  // set: only write the parameter sets there (for `tessera stream push`)
 };
 
-Options parse(int argc, char** argv) {
+// The options, or the exit code: 0 after --help, 2 for a bad flag (named, with its accepted range).
+std::variant<Options, int> parse(int argc, char** argv) {
+  using tessera::cli::real_in;
+  using tessera::cli::unsigned_in;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help") {
-      std::cout
-          << "usage: embarrassingly_parallel [--sets N] [--max-sleep S] [--workers W] [--threads T]\n"
-             "                              [--output FILE.csv] [--seed N] [--scheduler tcp://HOST:PORT]\n"
-             "       embarrassingly_parallel --params-csv FILE.csv [--sets N] [--seed N]\n"
-             "With --scheduler it runs on a tessera-node that loads the examples plugin\n"
-             "(build/lib/libtessera_examples.so; the node's own max sleep applies, 0.05 s);\n"
-             "otherwise on an embedded cluster of W workers x T threads.\n";
-      std::exit(0);
-    }
-    if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--sets")
-      o.sets = std::stoul(value);
-    else if (flag == "--max-sleep")
-      o.max_sleep = std::stod(value);
-    else if (flag == "--workers")
-      o.workers = static_cast<std::uint32_t>(std::stoul(value));
-    else if (flag == "--threads")
-      o.threads = static_cast<std::uint32_t>(std::stoul(value));
-    else if (flag == "--output")
-      o.output = value;
-    else if (flag == "--seed")
-      o.seed = std::stoull(value);
-    else if (flag == "--scheduler")
-      o.scheduler = value;
-    else if (flag == "--params-csv")
-      o.params_csv = value;
-    else
-      throw std::invalid_argument("unknown flag " + flag + " (see --help)");
+  CLI::App app{
+      "The seed notebook: N parameter sets through costly_simulation, three ways (delayed, futures, a bag), "
+      "checked against each other and written to CSV. With --scheduler it runs on a tessera-node that loads "
+      "the examples plugin (build/lib/libtessera_examples.so; the node's own max sleep applies, 0.05 s); "
+      "otherwise on an embedded cluster of W workers x T threads. --params-csv only writes the parameter "
+      "sets "
+      "(for `tessera stream push`).",
+      "embarrassingly_parallel"};
+  app.add_option("--sets", o.sets, "parameter sets (default 500)")->check(unsigned_in(1, 10'000'000));
+  app.add_option("--max-sleep", o.max_sleep, "seconds a simulation sleeps at most (default 0.05)")
+      ->check(real_in(0, 60));
+  app.add_option("--workers", o.workers, "embedded workers (default 10)")->check(unsigned_in(1, 1024));
+  app.add_option("--threads", o.threads, "threads per embedded worker (default 4)")
+      ->check(unsigned_in(1, 1024));
+  app.add_option("--output", o.output, "the results' CSV file (default results.csv)");
+  app.add_option("--seed", o.seed, "the parameter sets' seed (default 0)")
+      ->check(unsigned_in(0, std::numeric_limits<std::uint64_t>::max()));
+  app.add_option("--scheduler", o.scheduler, "run on this tessera-node, tcp://HOST:PORT");
+  app.add_option("--params-csv", o.params_csv, "only write the parameter sets to this CSV file");
+  o.keys.add_to(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return tessera::cli::parse_failure(app, e);
+  }
+  if (o.keys.given() && o.scheduler.empty()) {
+    std::cerr << "embarrassingly_parallel: the CURVE key options need --scheduler\n";
+    return 2;
   }
   return o;
 }
@@ -76,12 +78,15 @@ void progress(std::size_t done, std::size_t total) {
 
 int main(int argc, char** argv) try {
   using example::costly_simulation;
-  const Options o = parse(argc, argv);
+  const auto parsed = parse(argc, argv);
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const Options& o = std::get<Options>(parsed);
   example::max_sleep_seconds = o.max_sleep;
   const auto params = example::random_rows(o.sets, 4, o.seed);
   if (!o.params_csv.empty()) {
     // The shortest text that reads back as the same double, so a stream of these gives these results.
     std::ofstream out(o.params_csv);
+    if (!out) throw std::runtime_error("cannot write " + o.params_csv);
     out << "a,b,c,d\n";
     for (const auto& row : params) {
       for (std::size_t i = 0; i < row.size(); ++i) {
@@ -99,7 +104,9 @@ int main(int argc, char** argv) try {
   std::optional<tessera::LocalCluster> cluster;
   if (o.scheduler.empty())
     cluster.emplace(tessera::ClusterOptions{.workers = o.workers, .threads_per_worker = o.threads});
-  tessera::Client client = o.scheduler.empty() ? tessera::Client(*cluster) : tessera::Client(o.scheduler);
+  tessera::Client client =
+      o.scheduler.empty() ? tessera::Client(*cluster)
+                          : tessera::Client(o.scheduler, o.keys.connect_options("embarrassingly_parallel"));
   const bool terminal = isatty(STDOUT_FILENO);
 
   // 1. delayed + compute

@@ -2,6 +2,7 @@
 // regression fitted with L-BFGS on the cluster, predictions on a linspace, and a PNG of the data and the
 // line.
 //   build/bin/glm_example [out.png]
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -10,11 +11,23 @@
 #include <tessera/glm.hpp>
 #include <tessera/tessera.hpp>
 
+#include "cli_options.hpp"
 #include "scatter_png.hpp"
 
 int main(int argc, char** argv) try {
   using namespace tessera;
-  const std::string out = argc > 1 ? argv[1] : "glm_example.png";
+  std::string out = "glm_example.png";
+  CLI::App app{
+      "The scikit-learn example with Tessera: 40000 points y = 0.5 x + 1 + noise, a linear regression fitted "
+      "with L-BFGS on an embedded cluster, predictions on a linspace, and a PNG of the data and the line.",
+      "glm_example"};
+  app.add_option("out", out, "the PNG to write (default glm_example.png)")
+      ->check(tessera::cli::text_at_most(4096));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return tessera::cli::parse_failure(app, e);
+  }
   LocalCluster cluster;
   Client client{cluster};
 

@@ -2,10 +2,9 @@
 // backend, then — the only change — on the cuda backend when a GPU is present. Prints both times and
 // the largest singular values.
 //   build/bin/svd_example [--rows 10000] [--cols 1000] [--chunk-rows 5000]
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include <tessera/array.hpp>
@@ -13,6 +12,7 @@
 #include <tessera/tessera.hpp>
 
 #include "backends/dispatch.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
@@ -25,21 +25,28 @@ std::pair<double, Eigen::VectorXd> timed_svd(tessera::Client& client, const tess
   return {seconds, S.col(0)};
 }
 
-std::int64_t flag(int argc, char** argv, const char* name, std::int64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return std::atoll(argv[i + 1]);
-  return fallback;
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::int64_t rows = flag(argc, argv, "--rows", 10000), cols = flag(argc, argv, "--cols", 1000);
+int main(int argc, char** argv) try {
+  using tessera::cli::unsigned_in;
+  std::int64_t rows = 10000, cols = 1000, chunk_rows = 5000;
+  CLI::App app{
+      "The SVD article: the thin SVD of a random rows x cols array in chunks of chunk-rows rows, on the cpu "
+      "backend, then on the cuda backend when a GPU is present.",
+      "svd_example"};
+  app.add_option("--rows", rows, "the array's rows (default 10000)")->check(unsigned_in(1, 100'000'000));
+  app.add_option("--cols", cols, "the array's columns (default 1000)")->check(unsigned_in(1, 100'000));
+  app.add_option("--chunk-rows", chunk_rows, "rows per chunk (default 5000)")
+      ->check(unsigned_in(1, 100'000'000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return tessera::cli::parse_failure(app, e);
+  }
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
 
-  auto x = tessera::Array::random({rows, cols},
-                                  {.chunks = {flag(argc, argv, "--chunk-rows", 5000), cols}, .seed = 1})
+  auto x = tessera::Array::random({rows, cols}, {.chunks = {chunk_rows, cols}, .seed = 1})
                .persist(client);  // the article leaves out making and copying the array too
   std::printf("%s\n", x.describe().c_str());
   auto [cpu_seconds, cpu_s] = timed_svd(client, x);
@@ -58,4 +65,7 @@ int main(int argc, char** argv) {
               cuda_seconds, cuda_s(0), cuda_s(1), cuda_s(2),
               ((cuda_s - cpu_s).cwiseAbs().array() / cpu_s.array()).maxCoeff());
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "svd_example: %s\n", e.what());
+  return 1;
 }
