@@ -1,4 +1,4 @@
-// Small helpers shared by the benchmark programs: flags, timing, medians, peak RSS.
+// Small helpers shared by the benchmark programs: timing, medians, peak RSS (flags: client/cli_options.hpp).
 #pragma once
 
 #include <sys/resource.h>
@@ -6,31 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tessera::bench {
-
-// --name value flags; unknown flags are an error that names them.
-class Flags {
- public:
-  Flags(int argc, char** argv, std::map<std::string, std::string> defaults) : values_(std::move(defaults)) {
-    for (int i = 1; i < argc; ++i) {
-      std::string name = argv[i];
-      if (name.rfind("--", 0) != 0 || !values_.count(name.substr(2)) || i + 1 >= argc)
-        throw std::invalid_argument("unknown flag or missing value: " + name);
-      values_[name.substr(2)] = argv[++i];
-    }
-  }
-  std::string str(const std::string& name) const { return values_.at(name); }
-  long long integer(const std::string& name) const { return std::stoll(values_.at(name)); }
-  double real(const std::string& name) const { return std::stod(values_.at(name)); }
-
- private:
-  std::map<std::string, std::string> values_;
-};
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -45,6 +45,12 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   StreamSettings settings;
   settings.simulation = st.simulation;
   settings.config = std::make_shared<const Config>(std::move(options.config));
+  static_assert(StreamOptions::kMaxPoolSize == StreamSettings::kMaxPoolSize);
+  if (options.pool_size > StreamOptions::kMaxPoolSize)
+    throw std::invalid_argument("stream of '" + st.simulation + "': pool_size " +
+                                std::to_string(options.pool_size) + " exceeds the limit of " +
+                                std::to_string(StreamOptions::kMaxPoolSize) +
+                                " simulation actors per worker");
   settings.pool_size = options.pool_size;
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
   auto stream_id = std::make_shared<std::uint64_t>(0);

@@ -1,5 +1,6 @@
 #include "nodes/scheduler_gateway.hpp"
 
+#include <atomic>
 #include <iostream>
 #include <sstream>
 #include <unordered_map>
@@ -64,6 +65,7 @@ class RemoteStreamSink final : public StreamSink {
       : StreamSink(1), server_(std::move(server)), peer_(std::move(peer)) {}
   void set_stream(std::uint64_t id) { stream_ = id; }
   void deliver(std::vector<StreamRecord>& records) override {
+    delivered_ += records.size();
     auto server = server_.lock();
     if (!server || records.empty()) return;
     transport::Outgoing message;
@@ -83,11 +85,14 @@ class RemoteStreamSink final : public StreamSink {
     out.setError(error);
     server->send(peer_, message);
   }
+  // Results sent back so far (any thread), against the sets the client pushed.
+  std::uint64_t delivered() const { return delivered_.load(); }
 
  private:
   std::weak_ptr<transport::Server> server_;
   std::string peer_;
   std::uint64_t stream_ = 0;
+  std::atomic<std::uint64_t> delivered_{0};
 };
 
 // A results query copied out of its message, to be answered off the I/O thread.
@@ -186,7 +191,12 @@ struct SchedulerGateway::State {
     std::unordered_map<std::uint64_t, std::shared_ptr<RemoteSink>> sinks;
     Clock::time_point last_seen = Clock::now();
     std::unordered_map<std::uint64_t, caf::actor> streams;  // its open streams
-    std::uint64_t slots_held = 0;                           // against limits.max_slots_per_client
+    struct Pushed {
+      std::shared_ptr<RemoteStreamSink> sink;
+      std::uint64_t sets = 0;
+    };
+    std::unordered_map<std::uint64_t, Pushed> pushed;  // per open stream, against limits.max_slots_per_client
+    std::uint64_t slots_held = 0;                      // against limits.max_slots_per_client
     // Its queries waiting or being answered (the executor's threads count them down).
     std::shared_ptr<std::atomic<std::uint32_t>> queries = std::make_shared<std::atomic<std::uint32_t>>(0);
   };
@@ -226,6 +236,11 @@ struct SchedulerGateway::State {
                              " (registered on the scheduler: " + (known.empty() ? "none" : known) + ")",
                          0);
     }
+    if (open.getPoolSize() > StreamSettings::kMaxPoolSize)
+      return answer_open(peer, open.getRequestId(), 0,
+                         "pool size " + std::to_string(open.getPoolSize()) + " exceeds the limit of " +
+                             std::to_string(StreamSettings::kMaxPoolSize) + " simulation actors per worker",
+                         0);
     StreamSettings settings;
     settings.simulation = simulation;
     settings.config = wire::decode(open.getConfig(), frames);
@@ -235,6 +250,7 @@ struct SchedulerGateway::State {
       auto [id, actor] = options.open_stream(settings, sink);
       sink->set_stream(id);
       client.streams[id] = actor;
+      client.pushed[id] = Client::Pushed{sink, 0};
       streams[id] = actor;
       answer_open(peer, open.getRequestId(), id, "", static_cast<std::uint32_t>(type->arity.value_or(0)));
     } catch (const std::exception& e) {
@@ -588,6 +604,21 @@ struct SchedulerGateway::State {
         if (it == client.streams.end())
           throw wire::WireError("push to stream " + std::to_string(push.getStreamId()) +
                                 ", which this client has not open");
+        auto& pushed = client.pushed[push.getStreamId()];
+        const std::uint64_t ahead =
+            pushed.sets + push.getParameters().size() - (pushed.sink ? pushed.sink->delivered() : 0);
+        if (ahead > options.limits.max_slots_per_client) {
+          const std::string reason = "stream " + std::to_string(push.getStreamId()) + ": " +
+                                     std::to_string(ahead) +
+                                     " parameter sets pushed ahead of their results exceed the limit of " +
+                                     std::to_string(options.limits.max_slots_per_client) +
+                                     " (limits.max_slots_per_client); the push was refused";
+          transport::Outgoing error;
+          error.envelope().initError().setReason(reason);
+          if (auto target = server.lock()) target->send(peer.id, error);
+          throw wire::WireError(reason);
+        }
+        pushed.sets += push.getParameters().size();
         StreamBatch batch{push.getFirstId(), {}};
         batch.parameters.reserve(push.getParameters().size());
         for (auto p : push.getParameters()) batch.parameters.push_back(wire::decode(p, message.frames()));
@@ -599,6 +630,7 @@ struct SchedulerGateway::State {
         if (it == client.streams.end()) return;
         caf::anon_send(it->second, stream_close_atom::value);
         client.streams.erase(it);
+        client.pushed.erase(envelope.getStreamClose());
         return;
       }
       case wire::Envelope::RESULTS_QUERY:

@@ -46,7 +46,7 @@ struct carried<Direction, Row, Rows...> {
   using type = std::conditional_t<keep, typename prepend<Row, rest>::type, rest>;
 };
 
-#define TESSERA_WIRE_ROUTE(KIND, NAME, DIRECTIONS, ATOM, PAYLOAD) \
+#define TESSERA_WIRE_ROUTE(KIND, NAME, DIRECTIONS, COST, ATOM, PAYLOAD) \
   , Route<Envelope::KIND, static_cast<std::uint8_t>(DIRECTIONS), ATOM, PAYLOAD>
 template <std::uint8_t Direction, class Unused, class... Rows>
 struct carried_rows {

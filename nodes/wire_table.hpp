@@ -31,58 +31,75 @@ inline constexpr std::uint8_t kFromServer = kSchedulerToClient | kSchedulerToWor
 struct no_atom {};
 struct NoPayload {};
 
-// X(KIND, "log name", directions, atom, payload): KIND names wire::Envelope::KIND.
+// What bounds the work and memory a message costs its receiver, checked before anything is allocated
+// for it. Every row declares one.
+enum class Cost : std::uint8_t {
+  constant,  // fixed size: no count in it makes the receiver allocate
+  frame,     // linear in its bytes, each frame bounded by limits.max_message_size (kDefaultMaxFrameBytes);
+             // from a scheduler or worker the receiver joined, or a client's own data
+  hello,     // a peer's claims: a name of at most kMaxPeerNameBytes, a worker's threads and memory within
+             // limits.max_worker_threads and limits.max_worker_memory
+  slots,     // result slots and tasks: limits.max_slots_per_submission and limits.max_slots_per_client
+  query,     // histogram bins (limits.max_histogram_bins), answers paged at limits.max_answer_bytes,
+             // limits.max_queries_per_client waiting; answered off the I/O thread
+  stream,    // a stream's pool size (StreamSettings::kMaxPoolSize), its parameter sets pushed ahead of their
+             // results (limits.max_slots_per_client)
+};
+
+// X(KIND, "log name", directions, cost, atom, payload): KIND names wire::Envelope::KIND.
 #define TESSERA_WIRE_MESSAGES(X)                                                                             \
-  X(HELLO, "hello", kToServer, no_atom, NoPayload)                                                           \
-  X(WELCOME, "welcome", kFromServer, no_atom, NoPayload)                                                     \
-  X(REFUSE, "refuse", kFromServer, no_atom, NoPayload)                                                       \
-  X(HEARTBEAT, "heartbeat", kToServer, no_atom, NoPayload)                                                   \
-  X(ERROR, "error", kSchedulerToClient | kSchedulerToWorker, no_atom, NoPayload)                             \
-  X(VALUE, "value", kClientToScheduler | kSchedulerToClient, no_atom, NoPayload)                             \
-  X(SUBMIT, "submit", kClientToScheduler, no_atom, NoPayload)                                                \
-  X(RESULTS, "results", kSchedulerToClient, no_atom, NoPayload)                                              \
-  X(RELEASE, "release", kClientToScheduler, no_atom, NoPayload)                                              \
-  X(CANCEL, "cancel", kClientToScheduler, no_atom, NoPayload)                                                \
-  X(STATUS_REQUEST, "status request", kClientToScheduler, no_atom, NoPayload)                                \
-  X(STATUS, "status", kSchedulerToClient, no_atom, NoPayload)                                                \
-  X(WORKER_WELCOME, "worker welcome", kSchedulerToWorker, welcome_atom, std::uint32_t)                       \
-  X(PEER, "peer", kSchedulerToWorker, peer_atom, PeerNotice)                                                 \
-  X(ASSIGN, "assign", kSchedulerToWorker, assign_atom, AssignBatch)                                          \
-  X(SUBSCRIBE, "subscribe", kSchedulerToWorker, subscribe_atom, SubscribeBatch)                              \
-  X(DROP, "drop", kSchedulerToWorker, drop_atom, SlotBatch)                                                  \
-  X(CANCEL_SLOTS, "cancel slots", kSchedulerToWorker, cancel_slots_atom, SlotBatch)                          \
-  X(STEAL, "steal", kSchedulerToWorker, steal_atom, StealRequest)                                            \
-  X(FORGET, "forget", kSchedulerToWorker, forget_atom, OpId)                                                 \
-  X(SHUTDOWN, "shutdown", kSchedulerToWorker | kClientToScheduler, shutdown_atom, NoPayload)                 \
-  X(DONE, "done", kWorkerToScheduler, done_atom, DoneBatch)                                                  \
-  X(STOLEN, "stolen", kWorkerToScheduler, stolen_atom, StolenBatch)                                          \
-  X(INPUTS, "inputs", kWorkerToWorker, input_atom, InputBatch)                                               \
-  X(WORKERS_REQUEST, "workers request", kClientToScheduler, no_atom, NoPayload)                              \
-  X(WORKERS, "workers", kSchedulerToClient, no_atom, NoPayload)                                              \
-  X(STREAM_OPEN, "stream open", kClientToScheduler, no_atom, NoPayload)                                      \
-  X(STREAM_OPENED, "stream opened", kSchedulerToClient, no_atom, NoPayload)                                  \
-  X(STREAM_PUSH, "stream push", kClientToScheduler, no_atom, NoPayload)                                      \
-  X(STREAM_CLOSE, "stream close", kClientToScheduler, no_atom, NoPayload)                                    \
-  X(STREAM_RESULTS, "stream results", kSchedulerToClient, no_atom, NoPayload)                                \
-  X(STREAM_FINISHED, "stream finished", kSchedulerToClient, no_atom, NoPayload)                              \
-  X(SIMULATE, "simulate", kSchedulerToWorker, simulate_atom, SimulationJob)                                  \
-  X(SIMULATED, "simulated", kWorkerToScheduler, simulated_atom, SimulationOutcome)                           \
-  X(RESULTS_QUERY, "results query", kClientToScheduler, no_atom, NoPayload)                                  \
-  X(RESULTS_ANSWER, "results answer", kSchedulerToClient, no_atom, NoPayload)                                \
-  X(SIMULATION_SETUP, "simulation setup", kSchedulerToWorker, simulation_setup_atom,                         \
+  X(HELLO, "hello", kToServer, Cost::hello, no_atom, NoPayload)                                              \
+  X(WELCOME, "welcome", kFromServer, Cost::constant, no_atom, NoPayload)                                     \
+  X(REFUSE, "refuse", kFromServer, Cost::frame, no_atom, NoPayload)                                          \
+  X(HEARTBEAT, "heartbeat", kToServer, Cost::constant, no_atom, NoPayload)                                   \
+  X(ERROR, "error", kSchedulerToClient | kSchedulerToWorker, Cost::frame, no_atom, NoPayload)                \
+  X(VALUE, "value", kClientToScheduler | kSchedulerToClient, Cost::frame, no_atom, NoPayload)                \
+  X(SUBMIT, "submit", kClientToScheduler, Cost::slots, no_atom, NoPayload)                                   \
+  X(RESULTS, "results", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                                 \
+  X(RELEASE, "release", kClientToScheduler, Cost::frame, no_atom, NoPayload)                                 \
+  X(CANCEL, "cancel", kClientToScheduler, Cost::frame, no_atom, NoPayload)                                   \
+  X(STATUS_REQUEST, "status request", kClientToScheduler, Cost::constant, no_atom, NoPayload)                \
+  X(STATUS, "status", kSchedulerToClient, Cost::constant, no_atom, NoPayload)                                \
+  X(WORKER_WELCOME, "worker welcome", kSchedulerToWorker, Cost::constant, welcome_atom, std::uint32_t)       \
+  X(PEER, "peer", kSchedulerToWorker, Cost::frame, peer_atom, PeerNotice)                                    \
+  X(ASSIGN, "assign", kSchedulerToWorker, Cost::frame, assign_atom, AssignBatch)                             \
+  X(SUBSCRIBE, "subscribe", kSchedulerToWorker, Cost::frame, subscribe_atom, SubscribeBatch)                 \
+  X(DROP, "drop", kSchedulerToWorker, Cost::frame, drop_atom, SlotBatch)                                     \
+  X(CANCEL_SLOTS, "cancel slots", kSchedulerToWorker, Cost::frame, cancel_slots_atom, SlotBatch)             \
+  X(STEAL, "steal", kSchedulerToWorker, Cost::constant, steal_atom, StealRequest)                            \
+  X(FORGET, "forget", kSchedulerToWorker, Cost::constant, forget_atom, OpId)                                 \
+  X(SHUTDOWN, "shutdown", kSchedulerToWorker | kClientToScheduler, Cost::constant, shutdown_atom, NoPayload) \
+  X(DONE, "done", kWorkerToScheduler, Cost::frame, done_atom, DoneBatch)                                     \
+  X(STOLEN, "stolen", kWorkerToScheduler, Cost::frame, stolen_atom, StolenBatch)                             \
+  X(INPUTS, "inputs", kWorkerToWorker, Cost::frame, input_atom, InputBatch)                                  \
+  X(WORKERS_REQUEST, "workers request", kClientToScheduler, Cost::constant, no_atom, NoPayload)              \
+  X(WORKERS, "workers", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                                 \
+  X(STREAM_OPEN, "stream open", kClientToScheduler, Cost::stream, no_atom, NoPayload)                        \
+  X(STREAM_OPENED, "stream opened", kSchedulerToClient, Cost::constant, no_atom, NoPayload)                  \
+  X(STREAM_PUSH, "stream push", kClientToScheduler, Cost::stream, no_atom, NoPayload)                        \
+  X(STREAM_CLOSE, "stream close", kClientToScheduler, Cost::constant, no_atom, NoPayload)                    \
+  X(STREAM_RESULTS, "stream results", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                   \
+  X(STREAM_FINISHED, "stream finished", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                 \
+  X(SIMULATE, "simulate", kSchedulerToWorker, Cost::frame, simulate_atom, SimulationJob)                     \
+  X(SIMULATED, "simulated", kWorkerToScheduler, Cost::frame, simulated_atom, SimulationOutcome)              \
+  X(RESULTS_QUERY, "results query", kClientToScheduler, Cost::query, no_atom, NoPayload)                     \
+  X(RESULTS_ANSWER, "results answer", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                   \
+  X(SIMULATION_SETUP, "simulation setup", kSchedulerToWorker, Cost::frame, simulation_setup_atom,            \
     ::tessera::SimulationSetup)                                                                              \
-  X(SIMULATION_END, "simulation end", kSchedulerToWorker, simulation_end_atom, std::uint64_t)                \
-  X(GLM, "glm", kClientToScheduler | kSchedulerToClient | kWorkerToScheduler | kSchedulerToWorker, glm_atom, \
-    ::tessera::GlmMessage)
+  X(SIMULATION_END, "simulation end", kSchedulerToWorker, Cost::constant, simulation_end_atom,               \
+    std::uint64_t)                                                                                           \
+  X(GLM, "glm", kClientToScheduler | kSchedulerToClient | kWorkerToScheduler | kSchedulerToWorker,           \
+    Cost::frame, glm_atom, ::tessera::GlmMessage)
 
 struct KindInfo {
   Envelope::Which kind;
   std::string_view name;
   std::uint8_t directions;
+  Cost cost;
 };
 
-#define TESSERA_WIRE_KIND_INFO(KIND, NAME, DIRECTIONS, ATOM, PAYLOAD) \
-  KindInfo{Envelope::KIND, NAME, static_cast<std::uint8_t>(DIRECTIONS)},
+#define TESSERA_WIRE_KIND_INFO(KIND, NAME, DIRECTIONS, COST, ATOM, PAYLOAD) \
+  KindInfo{Envelope::KIND, NAME, static_cast<std::uint8_t>(DIRECTIONS), COST},
 inline constexpr KindInfo kWireKinds[] = {TESSERA_WIRE_MESSAGES(TESSERA_WIRE_KIND_INFO)};
 #undef TESSERA_WIRE_KIND_INFO
 

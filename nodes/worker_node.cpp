@@ -100,7 +100,8 @@ struct WorkerNode::State {
                                      .memory_limit = options.memory_limit,
                                      .listen = peer_server->endpoint(),
                                      .curve = options.curve,
-                                     .server_public_key = options.scheduler_public_key});
+                                     .server_public_key = options.scheduler_public_key,
+                                     .max_message_bytes = options.max_message_bytes});
   }
 
   // Inputs from a peer, on the peer server's I/O thread.
@@ -264,6 +265,7 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
   server.curve = st.options.curve;
   server.authorized_keys = st.options.authorized_keys;
   server.authorize_any = st.options.authorize_any;
+  server.max_message_bytes = st.options.max_message_bytes;
   server.defer_start = true;
   State* raw = state_.get();
   st.peer_server = std::make_unique<transport::Server>(

@@ -29,7 +29,8 @@ struct WorkerNodeOptions {
   std::vector<std::string> authorized_keys{};  // peers accepted by this worker's peer server
   bool authorize_any = false;                  // with curve: any peer key (security.authorize_any)
   std::chrono::milliseconds heartbeat_interval{500};
-  transport::LogFunction log{};  // default: stderr
+  std::size_t max_message_bytes = transport::kDefaultMaxFrameBytes;  // limits.max_message_size
+  transport::LogFunction log{};                                      // default: stderr
 };
 
 class WorkerNode {

@@ -102,7 +102,7 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
   }
 }
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // keys in the order written: "id" or "stream" first
 
 // A value as JSON: numbers, text, arrays; non-finite numbers are null, what JSON cannot spell "(kind)".
 Json json_of(const Value& v) {

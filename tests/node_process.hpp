@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 // Starts tessera-node with a config and reads the endpoint it prints; stops it (SIGTERM) at the end.
 class NodeProcess {
  public:
-  explicit NodeProcess(const std::string& config_text) {
+  // With `capture_log`, what the node writes to stderr goes to a file that log() reads.
+  explicit NodeProcess(const std::string& config_text, bool capture_log = false) {
     static int instances = 0;
     dir_ = fs::temp_directory_path() /
            ("tessera-node-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
@@ -29,8 +31,13 @@ class NodeProcess {
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe");
     pid_ = fork();
+    const fs::path log_path = dir_ / "stderr.log";
+    if (capture_log) log_path_ = log_path;
     if (pid_ == 0) {
       dup2(out[1], STDOUT_FILENO);
+      if (capture_log) {
+        if (FILE* log = fopen(log_path.c_str(), "w")) dup2(fileno(log), STDERR_FILENO);
+      }
       close(out[0]);
       execl(TESSERA_NODE_BINARY, TESSERA_NODE_BINARY, "--config", config.c_str(),
             static_cast<char*>(nullptr));
@@ -71,10 +78,16 @@ class NodeProcess {
     pid_ = -1;
   }
   const std::string& endpoint() const { return endpoint_; }
+  pid_t pid() const { return pid_; }
+  // What the node wrote to stderr so far (with capture_log).
+  std::string log() const {
+    std::ifstream in(log_path_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
   const std::string& first_line() const { return first_line_; }
 
  private:
-  fs::path dir_;
+  fs::path dir_, log_path_;
   pid_t pid_ = -1;
   FILE* stdout_ = nullptr;
   std::string first_line_, endpoint_;

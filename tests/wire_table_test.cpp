@@ -5,6 +5,7 @@
 
 #include <capnp/schema.h>
 
+#include <map>
 #include <set>
 
 #include "nodes/stream_codec.hpp"
@@ -104,6 +105,37 @@ TEST(WireTable, ASimulationSetupRoundTrips) {
   ASSERT_TRUE(back.config);
   EXPECT_EQ(back.config->entries().size(), 1u);
   EXPECT_EQ(back.config->entries().begin()->second, Value(2.5));
+}
+
+// What a client may send is what a stranger may send: each such kind's cost is reviewed here, so a new
+// one cannot arrive with a count in it that nothing bounds.
+TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
+  const std::map<wire::Envelope::Which, wire::Cost> reviewed{
+      {wire::Envelope::HELLO, wire::Cost::hello},
+      {wire::Envelope::HEARTBEAT, wire::Cost::constant},
+      {wire::Envelope::VALUE, wire::Cost::frame},
+      {wire::Envelope::SUBMIT, wire::Cost::slots},
+      {wire::Envelope::RELEASE, wire::Cost::frame},
+      {wire::Envelope::CANCEL, wire::Cost::frame},
+      {wire::Envelope::STATUS_REQUEST, wire::Cost::constant},
+      {wire::Envelope::SHUTDOWN, wire::Cost::constant},
+      {wire::Envelope::WORKERS_REQUEST, wire::Cost::constant},
+      {wire::Envelope::STREAM_OPEN, wire::Cost::stream},
+      {wire::Envelope::STREAM_PUSH, wire::Cost::stream},
+      {wire::Envelope::STREAM_CLOSE, wire::Cost::constant},
+      {wire::Envelope::RESULTS_QUERY, wire::Cost::query},
+      {wire::Envelope::GLM, wire::Cost::frame},
+  };
+  std::size_t from_clients = 0;
+  for (const auto& info : wire::kWireKinds) {
+    if (!(info.directions & wire::kClientToScheduler)) continue;
+    ++from_clients;
+    auto it = reviewed.find(info.kind);
+    ASSERT_NE(it, reviewed.end()) << "'" << info.name
+                                  << "' may come from a client: review its cost bound here";
+    EXPECT_EQ(static_cast<int>(info.cost), static_cast<int>(it->second)) << info.name;
+  }
+  EXPECT_EQ(from_clients, reviewed.size());
 }
 
 }  // namespace

@@ -32,8 +32,9 @@ class ClusterBackend;  // where the stream runs: this process's cluster or a sch
 struct StreamOptions {
   // Parameter sets pushed but not yet answered; a push waits beyond this. Default 4096.
   std::size_t max_in_flight = 4096;
-  // Simulation actors per worker; 0 (default): one per compute thread.
+  // Simulation actors per worker; 0 (default): one per compute thread. At most kMaxPoolSize.
   std::uint32_t pool_size = 0;
+  static constexpr std::uint32_t kMaxPoolSize = 1024;
   // Given to each simulation actor's constructor.
   Config config{};
 };

@@ -1,0 +1,351 @@
+// Well-formed messages that ask a real tessera-node for too much, sent by hand (a DEALER speaking the
+// protocol, no client library): each is refused at once with a reason naming the limit, the node's memory
+// does not grow, and it goes on serving. Also what peers write into the node's log cannot forge a line.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "node_process.hpp"
+#include "nodes/transport.hpp"
+#include "tessera/tessera.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using tessera::testing::NodeProcess;
+using namespace tessera::transport;
+using Clock = std::chrono::steady_clock;
+
+// A node with its own worker and the test plugin's simulations; `scheduler` and `rest` add keys.
+std::string node_config(const std::string& scheduler = "", const std::string& rest = "") {
+  return "[node]\nname = \"target\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
+         scheduler +
+         "[worker]\nworkers = 1\nthreads_per_worker = 1\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n" +
+         rest;
+}
+
+Connection connect_client(const NodeProcess& node, const std::string& name = "hostile") {
+  return Connection(ConnectionOptions{.address = node.endpoint(), .name = name});
+}
+
+// A process that joins as a worker and keeps heartbeating, but never answers the work it is sent.
+class BlackHoleWorker {
+ public:
+  explicit BlackHoleWorker(ConnectionOptions options) : connection_(std::move(options)) {
+    thread_ = std::thread([this] {
+      auto next_heartbeat = Clock::now();
+      while (!stop_) {
+        if (Clock::now() >= next_heartbeat) {
+          Outgoing heartbeat;
+          heartbeat.envelope().initHeartbeat();
+          connection_.send(heartbeat);
+          next_heartbeat = Clock::now() + std::chrono::milliseconds(100);
+        }
+        if (auto message = connection_.receive(std::chrono::milliseconds(20)))
+          if (message->envelope().isSimulate()) swallowed_ += 1;
+      }
+    });
+  }
+  ~BlackHoleWorker() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::uint64_t swallowed() const { return swallowed_.load(); }
+
+ private:
+  Connection connection_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> swallowed_{0};
+  std::thread thread_;
+};
+
+std::uint32_t workers_of(const NodeProcess& node) {
+  auto client = connect_client(node, "observer");
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  client.send(status);
+  for (int i = 0; i < 20; ++i)
+    if (auto answer = client.receive(std::chrono::milliseconds(100)); answer && answer->envelope().isStatus())
+      return answer->envelope().getStatus().getWorkers();
+  return 0;
+}
+
+// Pushes `n` parameter sets to pause_square and waits for the stream to finish; how many results came,
+// and whether each id came exactly once with the right value.
+std::pair<std::uint64_t, bool> run_stream(tessera::Client& client, int n) {
+  auto stream = client.stream("pause_square");
+  std::vector<int> seen(static_cast<std::size_t>(n), 0);
+  bool right = true;
+  std::mutex mutex;
+  stream.on_result([&](const tessera::StreamRecord& r) {
+    std::lock_guard lock(mutex);
+    if (r.id >= static_cast<std::uint64_t>(n)) {
+      right = false;
+      return;
+    }
+    seen[r.id] += 1;
+    const double x = static_cast<double>(r.id);
+    // pause_square refuses 13 and squares the rest.
+    right = right && (x == 13 ? r.failed : !r.failed && r.value == tessera::Value(x * x));
+  });
+  for (int i = 0; i < n; ++i) stream.push(double(i));
+  stream.close();
+  EXPECT_TRUE(stream.wait(Clock::now() + std::chrono::seconds(60))) << "the stream did not finish";
+  std::lock_guard lock(mutex);
+  std::uint64_t answered = 0;
+  for (int count : seen) {
+    answered += static_cast<std::uint64_t>(count);
+    right = right && count == 1;
+  }
+  return {answered, right};
+}
+
+// The node's resident memory, from /proc.
+std::uint64_t resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      std::uint64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+
+// Sends `message` and waits (2 s at most) for the first answer of the kind `is`; how long it took.
+template <class Is>
+std::pair<std::optional<Received>, Clock::duration> ask(Connection& connection, Outgoing& message, Is is) {
+  const auto start = Clock::now();
+  connection.send(message);
+  while (Clock::now() - start < std::chrono::seconds(2)) {
+    auto answer = connection.receive(std::chrono::milliseconds(100));
+    if (answer && is(answer->envelope())) return {std::move(answer), Clock::now() - start};
+  }
+  return {std::nullopt, Clock::now() - start};
+}
+
+// A refusal is a message, not work: well under this (the issue's target is 10 ms; sanitizer builds and a
+// loaded CI machine get slack).
+constexpr auto kPromptly = std::chrono::milliseconds(500);
+constexpr std::uint64_t kRssSlack = 10u << 20;
+
+TEST(HostilePeer, HugeSubmissionsAreRefusedByOneErrorNamingTheLimit) {
+  NodeProcess node(node_config());
+  auto client = connect_client(node);
+  const auto rss_before = resident_bytes(node.pid());
+  for (std::uint32_t slots : {1u << 28, ~0u}) {
+    Outgoing submit;
+    auto s = submit.envelope().initSubmit();
+    s.setSinkId(slots);
+    s.setSlots(slots);
+    auto [answer, took] = ask(client, submit, [](auto e) { return e.isResults(); });
+    ASSERT_TRUE(answer) << slots << " slots: no answer within 2 s";
+    EXPECT_LT(took, kPromptly);
+    std::cout << slots << " slots refused in "
+              << std::chrono::duration_cast<std::chrono::microseconds>(took).count() << " us\n";
+    auto results = answer->envelope().getResults();
+    EXPECT_EQ(results.getSinkId(), slots);
+    EXPECT_EQ(results.getDeliveries().size(), 0u) << "one error, not one per slot";
+    EXPECT_NE(std::string(results.getRefused()).find("limits.max_slots_per_submission"), std::string::npos)
+        << results.getRefused().cStr();
+  }
+  EXPECT_LT(resident_bytes(node.pid()), rss_before + kRssSlack);
+}
+
+TEST(HostilePeer, ManySlotsOfAnUnknownFunctionAreOneError) {
+  NodeProcess node(node_config());
+  auto client = connect_client(node);
+  const auto rss_before = resident_bytes(node.pid());
+  Outgoing submit;
+  auto s = submit.envelope().initSubmit();
+  s.setSinkId(7);
+  s.setSlots(1u << 20);
+  auto op = s.initOperations(1)[0];
+  op.setId(1);
+  op.setFunction("no_such_function");
+  op.setSize(1u << 20);
+  auto [answer, took] = ask(client, submit, [](auto e) { return e.isResults(); });
+  ASSERT_TRUE(answer);
+  EXPECT_LT(took, kPromptly);
+  auto results = answer->envelope().getResults();
+  EXPECT_EQ(results.getDeliveries().size(), 0u);
+  EXPECT_NE(std::string(results.getRefused()).find("no_such_function"), std::string::npos)
+      << results.getRefused().cStr();
+  EXPECT_LT(resident_bytes(node.pid()), rss_before + kRssSlack);
+}
+
+TEST(HostilePeer, HugeHistogramsAreRefusedAndOtherRequestsGoOn) {
+  NodeProcess node(node_config());
+  auto client = connect_client(node);
+  const auto rss_before = resident_bytes(node.pid());
+  Outgoing query;
+  auto q = query.envelope().initResultsQuery();
+  q.setRequestId(3);
+  q.setStreamId(1);
+  q.setFormat("summary");
+  q.setBins(1u << 27);
+  auto [answer, took] = ask(client, query, [](auto e) { return e.isResultsAnswer(); });
+  ASSERT_TRUE(answer);
+  EXPECT_LT(took, kPromptly);
+  EXPECT_NE(std::string(answer->envelope().getResultsAnswer().getError()).find("limits.max_histogram_bins"),
+            std::string::npos);
+  EXPECT_LT(resident_bytes(node.pid()), rss_before + kRssSlack);
+
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  auto [status_answer, status_took] = ask(client, status, [](auto e) { return e.isStatus(); });
+  ASSERT_TRUE(status_answer) << "the node stopped answering after the refusal";
+  EXPECT_EQ(std::string(status_answer->envelope().getStatus().getName()), "target");
+}
+
+TEST(HostilePeer, WorkersClaimingAbsurdResourcesAreRefusedAtHello) {
+  NodeProcess node(node_config());
+  for (auto [threads, memory] :
+       {std::pair<std::uint32_t, std::uint64_t>{~0u, 0}, {0, 0}, {4, ~std::uint64_t{0}}}) {
+    try {
+      Connection fake(ConnectionOptions{.address = node.endpoint(),
+                                        .role = tessera::wire::Role::WORKER,
+                                        .name = "greedy",
+                                        .threads = threads,
+                                        .memory_limit = memory,
+                                        .listen = "tcp://127.0.0.1:1"});
+      ADD_FAILURE() << "a worker claiming " << threads << " threads and " << memory << " bytes was welcomed";
+    } catch (const ConnectionRefused& e) {
+      EXPECT_NE(std::string(e.what()).find("limits.max_worker_"), std::string::npos) << e.what();
+    }
+  }
+  // Nobody joined: the node still has only its own worker.
+  auto client = connect_client(node);
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  auto [answer, took] = ask(client, status, [](auto e) { return e.isStatus(); });
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->envelope().getStatus().getWorkers(), 1u);
+}
+
+// A raw TCP peer that speaks ZMTP 3.0 just far enough to announce one frame of 1 GiB: ZeroMQ must drop
+// the connection instead of reserving the gigabyte (limits.max_message_size).
+TEST(HostilePeer, AFrameAnnouncingAGigabyteReservesNothing) {
+  NodeProcess node(node_config());
+  const auto port = std::stoi(node.endpoint().substr(node.endpoint().rfind(':') + 1));
+  const auto rss_before = resident_bytes(node.pid());
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    std::string greeting(64, '\0');
+    greeting[0] = '\xff';
+    greeting[9] = '\x7f';
+    greeting[10] = 3;  // ZMTP 3.0
+    greeting.replace(12, 4, "NULL");
+    std::string ready = "\x05READY\x0bSocket-Type";
+    ready += std::string("\0\0\0\x06", 4) + "DEALER";
+    std::string command = std::string("\x04", 1) + static_cast<char>(ready.size()) + ready;
+    // A long message frame (flag 0x02) of 2^30 bytes, of which only the first few are sent.
+    std::string frame = std::string("\x02\0\0\0\0\x40\0\0\0", 9) + std::string(64, 'x');
+    const std::string bytes = greeting + command + frame;
+    ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    // The node closes the connection (read returns 0 or fails) rather than waiting for the gigabyte.
+    char sink[256];
+    timeval timeout{2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    ssize_t got = 0;
+    do got = read(fd, sink, sizeof sink);
+    while (got > 0);
+    const bool timed_out = got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    close(fd);
+    EXPECT_FALSE(timed_out) << "the node kept a connection that announced a 1 GiB frame";
+  }
+  EXPECT_LT(resident_bytes(node.pid()), rss_before + kRssSlack);
+  auto client = connect_client(node);  // still serving
+  SUCCEED();
+}
+
+TEST(HostilePeer, NamesCannotForgeLogLines) {
+  NodeProcess node(node_config(), /*capture_log=*/true);
+  const std::string forged = "x\n[tessera] worker 'evil' joined as worker 99 (8 threads)\x1b[2J\xff";
+  {
+    auto client = connect_client(node, forged);
+    Outgoing status;
+    status.envelope().setStatusRequest();
+    ASSERT_TRUE(ask(client, status, [](auto e) { return e.isStatus(); }).first);
+  }
+  const std::string log = node.log();
+  EXPECT_EQ(log.find("\n[tessera] worker 'evil'"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos);
+  EXPECT_EQ(log.find('\xff'), std::string::npos);
+  EXPECT_NE(log.find("x\\x0a[tessera] worker 'evil'"), std::string::npos) << log;
+}
+
+TEST(HostilePeer, AWorkerThatBlackHolesItsWorkIsRoutedAroundWithinTheProgressTimeout) {
+  NodeProcess node(node_config("progress_timeout = 0.5\n"), /*capture_log=*/true);
+  BlackHoleWorker hole(ConnectionOptions{.address = node.endpoint(),
+                                         .role = tessera::wire::Role::WORKER,
+                                         .name = "black-hole",
+                                         .threads = 4,
+                                         .listen = "tcp://127.0.0.1:1"});
+  ASSERT_TRUE(tessera::testing::eventually([&] { return workers_of(node) == 2; }, std::chrono::seconds(10)));
+  tessera::Client client(node.endpoint());
+  const auto start = Clock::now();
+  const auto [answered, right] = run_stream(client, 400);
+  EXPECT_EQ(answered, 400u);
+  EXPECT_TRUE(right) << "a result came twice, or was wrong";
+  EXPECT_GT(hole.swallowed(), 0u) << "the black hole was sent nothing: the test proves nothing";
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+  EXPECT_NE(node.log().find("progress"), std::string::npos) << node.log();
+}
+
+// CURVE with authorized keys: a worker with a key of its own making cannot join, so it can neither
+// receive parameter sets nor forge their results.
+TEST(HostilePeer, AForgerCannotJoinACurveCluster) {
+  const auto node_keys = generate_curve_keys();
+  const auto client_keys = generate_curve_keys();
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-curve-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "node.pub") << node_keys.public_key << "\n";
+  std::ofstream(dir / "node.key") << node_keys.secret_key << "\n";
+  NodeProcess node(node_config("", "[security]\ncurve = true\npublic_key_file = \"" +
+                                       (dir / "node.pub").string() + "\"\nsecret_key_file = \"" +
+                                       (dir / "node.key").string() + "\"\nauthorized_keys = [\"" +
+                                       client_keys.public_key + "\"]\n"));
+  EXPECT_THROW(BlackHoleWorker(ConnectionOptions{.address = node.endpoint(),
+                                                 .role = tessera::wire::Role::WORKER,
+                                                 .name = "forger",
+                                                 .threads = 4,
+                                                 .listen = "tcp://127.0.0.1:1",
+                                                 .curve = generate_curve_keys(),
+                                                 .server_public_key = node_keys.public_key,
+                                                 .handshake_timeout = std::chrono::milliseconds(1000)}),
+               ConnectionRefused);
+  tessera::ConnectOptions options;
+  options.public_key = client_keys.public_key;
+  options.secret_key = client_keys.secret_key;
+  options.scheduler_public_key = node_keys.public_key;
+  tessera::Client client(node.endpoint(), options);
+  const auto [answered, right] = run_stream(client, 200);
+  EXPECT_EQ(answered, 200u);
+  EXPECT_TRUE(right);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
