@@ -285,7 +285,8 @@ TEST_F(CliStreams, EmptyHeaderOnlyAndDirectoryInputsAreRefused) {
 TEST_F(CliStreams, EchoedCellsAreCutToABoundedExcerpt) {
   const auto outcome = push(scratch.write("long.csv", "1\n" + std::string(1 << 20, 'z') + "\n"));
   EXPECT_EQ(outcome.code, 2);
-  EXPECT_TRUE(mentions(outcome, "long.csv:2: cell 1 '" + std::string(80, 'z') + "... (1048576 bytes)' is not a number"));
+  EXPECT_TRUE(mentions(
+      outcome, "long.csv:2: cell 1 '" + std::string(80, 'z') + "... (1048576 bytes)' is not a number"));
   EXPECT_TRUE(mentions(outcome, "the 1 parameter sets before it were pushed"));
   EXPECT_LT(outcome.err.size(), 600u);
 }

@@ -127,7 +127,6 @@ std::uint64_t resident_bytes(pid_t pid) {
   return 0;
 }
 
-
 // Sends `message` and waits (2 s at most) for the first answer of the kind `is`; how long it took.
 template <class Is>
 std::pair<std::optional<Received>, Clock::duration> ask(Connection& connection, Outgoing& message, Is is) {
