@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "graph/printable.hpp"
+
 namespace tessera {
 namespace {
 
@@ -594,26 +596,7 @@ void check_together(NodeConfig& c, const Context& cx,
 }  // namespace
 
 std::string config_excerpt(std::string_view text, std::size_t limit) {
-  std::string out;
-  std::size_t taken = 0;
-  for (; taken < text.size() && out.size() < limit; ++taken) {
-    const auto c = static_cast<unsigned char>(text[taken]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  // Never end inside a UTF-8 sequence: drop continuation bytes and their lead.
-  if (taken < text.size()) {
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
-    out += "...";
-  }
-  return out;
+  return printable(text, limit);  // the rule every log line and error of a node follows
 }
 
 NodeConfig parse_node_config(std::string_view text, std::string_view source, const fs::path& base_dir) {
