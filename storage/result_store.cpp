@@ -91,15 +91,11 @@ void check(const rocksdb::Status& status, const std::string& what, const std::fi
 
 }  // namespace
 
-ResultStore::ResultStore(const std::filesystem::path& directory) : directory_(directory) {
-  std::error_code ignored;
-  std::filesystem::create_directories(directory_, ignored);
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  rocksdb::DB* db = nullptr;
-  check(rocksdb::DB::Open(options, directory_.string(), &db), "cannot open", directory_);
-  db_.reset(db);
-}
+ResultStore::ResultStore(const std::filesystem::path& directory)
+    : ResultStore(std::make_shared<NodeDatabase>(directory)) {}
+
+ResultStore::ResultStore(std::shared_ptr<NodeDatabase> database)
+    : database_(std::move(database)), directory_(database_->directory()), db_(&database_->db()) {}
 
 ResultStore::~ResultStore() = default;
 

@@ -16,16 +16,9 @@
 #include "graph/stream_record.hpp"
 #include "graph/value.hpp"
 
-namespace rocksdb {
-class DB;
-}
+#include "storage/node_database.hpp"
 
 namespace tessera {
-
-class StoreError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct StreamInfo {
   std::uint64_t id = 0;
@@ -38,6 +31,8 @@ class ResultStore {
  public:
   // Opens (creating it if needed) the store in `directory`. Throws StoreError naming the directory.
   explicit ResultStore(const std::filesystem::path& directory);
+  // Keeps its results in the default column family of a node's database shared with its spilled chunks.
+  explicit ResultStore(std::shared_ptr<NodeDatabase> database);
   ~ResultStore();
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
@@ -64,8 +59,9 @@ class ResultStore {
   std::uint64_t count(std::uint64_t stream) const;
 
  private:
+  std::shared_ptr<NodeDatabase> database_;
   std::filesystem::path directory_;
-  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::DB* db_;
 };
 
 }  // namespace tessera

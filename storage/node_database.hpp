@@ -1,0 +1,44 @@
+// NodeDatabase: a node's one RocksDB, with a column family per concern: the default one for stream
+// results (ResultStore) and "spill" for the chunks its workers spilled past their memory target
+// (SpillStore). RocksDB locks its directory, so a process opens it once and the stores share it.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace tessera {
+
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class NodeDatabase {
+ public:
+  // Opens (creating it if needed) the database in `directory`. Spilled chunks left by an earlier run are
+  // deleted: nothing refers to them any more. Throws StoreError naming the directory and RocksDB's reason.
+  explicit NodeDatabase(const std::filesystem::path& directory);
+  ~NodeDatabase();
+  NodeDatabase(const NodeDatabase&) = delete;
+  NodeDatabase& operator=(const NodeDatabase&) = delete;
+
+  const std::filesystem::path& directory() const { return directory_; }
+  rocksdb::DB& db() { return *db_; }
+  rocksdb::ColumnFamilyHandle* results() const { return results_; }
+  rocksdb::ColumnFamilyHandle* spill() const { return spill_; }
+
+ private:
+  std::filesystem::path directory_;
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* results_ = nullptr;  // owned by db_
+  rocksdb::ColumnFamilyHandle* spill_ = nullptr;
+};
+
+}  // namespace tessera
