@@ -17,11 +17,12 @@
 #include "actors/messages.hpp"
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
+#include "graph/fetch_task.hpp"
 #include "storage/result_source.hpp"
 
 namespace tessera {
 
-class ClusterBackend {
+class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
  public:
   virtual ~ClusterBackend() = default;
   // Sends operations to run; the returned sink receives the results of the watched tasks.
@@ -42,6 +43,29 @@ class ClusterBackend {
   virtual std::shared_ptr<ResultSource> results() = 0;
   // Runs a GLM fit and waits for its answer (an error in it when the fit failed).
   virtual GlmFitted fit_glm(GlmFitRequest request) = 0;
+
+  // Brings a result held on its worker back: runs tessera.fetch on it (where it is) and waits.
+  Value fetch(TaskRef held) {
+    auto op = std::make_shared<const Operation>(fetch_function(), 1,
+                                                std::vector<Column>{Column::broadcast(held)}, "fetch");
+    const OpId id = op->id();
+    auto sink = submit({std::move(op)}, {Watch{id, 0, 1, 0}}, 1);
+    struct Release {
+      ResultSink& sink;
+      ~Release() { sink.release(0); }
+    } release{*sink};
+    return sink->result(0);
+  }
+
+ protected:
+  // What a sink of this backend fetches held values with.
+  ResultSink::Fetcher fetcher() {
+    return [backend = weak_from_this()](TaskRef held) -> Value {
+      auto self = backend.lock();
+      if (!self) throw std::runtime_error("the cluster connection that held this result is gone");
+      return self->fetch(held);
+    };
+  }
 };
 
 // The scheduler actor of this process.
@@ -59,6 +83,7 @@ class LocalBackend final : public ClusterBackend {
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
+    sink->set_fetcher(fetcher());
     caf::anon_send(scheduler_, submit_atom::value,
                    Submission{std::move(operations), std::move(watches), sink});
     return sink;

@@ -40,6 +40,26 @@ void ComputePool::submit(std::function<void()> job) {
   wake_.notify_one();
 }
 
+void ComputePool::set_admission(Admission admission) {
+  {
+    std::lock_guard lock(mutex_);
+    if (admission_.exchange(admission) == admission) return;
+  }
+  wake_.notify_all();
+}
+
+bool ComputePool::admits() const {
+  switch (admission_.load(std::memory_order_relaxed)) {
+    case Admission::open:
+      return true;
+    case Admission::one_at_a_time:
+      return running_ == 0;
+    case Admission::closed:
+      return false;
+  }
+  return true;
+}
+
 void ComputePool::run() {
   for (;;) {
     std::function<void()> job;
@@ -54,13 +74,22 @@ void ComputePool::run() {
     }
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      wake_.wait(lock, [this] { return stopping_ || (!jobs_.empty() && admits()); });
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
+      ++running_;
     }
     job();
+    job = nullptr;  // what the job captured goes before the next one may start
+    bool wake_next = false;
+    {
+      std::lock_guard lock(mutex_);
+      --running_;
+      wake_next = admission_.load(std::memory_order_relaxed) == Admission::one_at_a_time && !jobs_.empty();
+    }
+    if (wake_next) wake_.notify_one();
   }
 }
 

@@ -15,9 +15,24 @@ namespace {
 std::uint32_t cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+void check_fraction(double value, const char* name) {
+  if (!(value > 0 && value <= 1))
+    throw std::invalid_argument(std::string("ClusterOptions::") + name + " must be in (0, 1], got " +
+                                std::to_string(value));
+}
 }  // namespace
 
+void check_memory_options(const ClusterOptions& options) {
+  check_fraction(options.memory_target_fraction, "memory_target_fraction");
+  check_fraction(options.memory_pause_fraction, "memory_pause_fraction");
+  if (options.memory_limit > (1ull << 50))
+    throw std::invalid_argument("ClusterOptions::memory_limit must be at most 1 PiB, got " +
+                                std::to_string(options.memory_limit));
+}
+
 EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
+  check_memory_options(options_);
   if (options_.threads_per_worker == 0) options_.threads_per_worker = cores();
   if (options_.actor_threads == 0) options_.actor_threads = std::max(2u, cores());
   config_ = std::make_unique<caf::actor_system_config>();
@@ -35,15 +50,16 @@ EmbeddedCluster::~EmbeddedCluster() {
   system_->await_all_actors_done();
   system_.reset();
   store_.reset();
+  database_.reset();
   if (!temporary_store_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(temporary_store_, ignored);
   }
 }
 
-std::shared_ptr<ResultStore> EmbeddedCluster::store() {
+std::shared_ptr<NodeDatabase> EmbeddedCluster::database() {
   std::lock_guard lock(store_mutex_);
-  if (!store_) {
+  if (!database_) {
     std::filesystem::path dir = options_.data_dir;
     if (dir.empty()) {
       static std::atomic<int> instances{0};
@@ -51,8 +67,15 @@ std::shared_ptr<ResultStore> EmbeddedCluster::store() {
             ("tessera-store-" + std::to_string(::getpid()) + "-" + std::to_string(++instances));
       temporary_store_ = dir;
     }
-    store_ = std::make_shared<ResultStore>(dir);
+    database_ = std::make_shared<NodeDatabase>(dir);
   }
+  return database_;
+}
+
+std::shared_ptr<ResultStore> EmbeddedCluster::store() {
+  auto opened = database();
+  std::lock_guard lock(store_mutex_);
+  if (!store_) store_ = std::make_shared<ResultStore>(std::move(opened));
   return store_;
 }
 
@@ -72,10 +95,14 @@ void EmbeddedCluster::scale(std::uint32_t workers) {
   while (active_.size() < workers) {
     WorkerOptions worker_options{options_.threads_per_worker, directory_};
     worker_options.gpu_index = static_cast<std::uint32_t>(active_.size());
+    worker_options.memory = MemoryOptions{options_.memory_limit, options_.memory_target_fraction,
+                                          options_.memory_pause_fraction, [this] { return database(); }};
     auto worker = spawn_worker(*system_, scheduler_, std::move(worker_options));
     std::uint32_t id = 0;
     self->request(scheduler_, caf::infinite, register_atom::value,
-                  WorkerRegistration{.actor = worker, .threads = options_.threads_per_worker})
+                  WorkerRegistration{.actor = worker,
+                                     .threads = options_.threads_per_worker,
+                                     .memory_limit = options_.memory_limit})
         .receive(
             [&](std::uint32_t assigned) { id = assigned; },
             [&](const caf::error& e) {

@@ -22,6 +22,9 @@
 
 namespace tessera {
 
+// Throws std::invalid_argument naming a memory option out of range (a fraction outside (0, 1]).
+void check_memory_options(const ClusterOptions& options);
+
 class EmbeddedCluster {
  public:
   explicit EmbeddedCluster(ClusterOptions options = {});
@@ -46,6 +49,8 @@ class EmbeddedCluster {
   caf::actor_system& system() { return *system_; }
   // The result store, opened on first use (in data_dir).
   std::shared_ptr<ResultStore> store();
+  // The node's database (stream results and spilled chunks), opened on first use.
+  std::shared_ptr<NodeDatabase> database();
   // Opens a stream on this cluster: its id in the store and its stream actor.
   std::pair<std::uint64_t, caf::actor> open_stream(const StreamSettings& settings,
                                                    std::shared_ptr<StreamSink> sink);
@@ -61,6 +66,7 @@ class EmbeddedCluster {
   mutable std::mutex mutex_;
   std::vector<std::uint32_t> active_;  // worker ids in the order they joined
   std::mutex store_mutex_;
+  std::shared_ptr<NodeDatabase> database_;
   std::shared_ptr<ResultStore> store_;
   std::filesystem::path temporary_store_;  // removed at destruction when the store lives there
 };

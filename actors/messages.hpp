@@ -105,6 +105,10 @@ using idle_atom = caf::atom_constant<caf::atom("idle")>;
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // scheduler -> itself: check progress
 // scheduler -> stream: its simulation jobs in flight per worker, and what each answered since last asked
 using stream_progress_atom = caf::atom_constant<caf::atom("sprogress")>;
+using memory_atom = caf::atom_constant<caf::atom("memory")>;       // worker -> scheduler: WorkerMemory
+using results_lost_atom = caf::atom_constant<caf::atom("rlost")>;  // worker -> scheduler: LostInputs
+using spill_atom = caf::atom_constant<caf::atom("spill")>;         // -> chunk store actor: work to do
+using tick_atom = caf::atom_constant<caf::atom("tick")>;  // chunk store actor -> itself: watch memory
 
 }  // namespace tessera
 
@@ -117,11 +121,13 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SlotBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StolenBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::LostInputs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StealRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::CancelRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerRegistration)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PeerNotice)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerInfo)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerMemory)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::WorkerInfo>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationJob)

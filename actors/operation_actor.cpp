@@ -6,10 +6,13 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <iostream>
 #include <unordered_map>
 
 #include "actors/glm/messages.hpp"
 #include "actors/held_results.hpp"
+#include "actors/outgoing_bytes.hpp"
+#include "graph/fetch_task.hpp"
 
 namespace tessera {
 namespace {
@@ -22,9 +25,17 @@ constexpr bool is_final(SlotState s) {
   return s == SlotState::done || s == SlotState::failed || s == SlotState::withdrawn;
 }
 
+// One argument that arrived: inline (no payload), or held in the worker's chunk store under `key` (its
+// producer's result on this worker, or the copy that came from another worker), read when the task runs.
+struct Input {
+  Value value;
+  ChunkKey key{};
+  bool stored = false;
+};
+
 // Inputs and subscribers of a slot; allocated only for tasks that have references or dependents.
 struct SlotExtra {
-  std::vector<Value> inputs;  // indexed by column
+  std::vector<Input> inputs;  // indexed by column
   // Which columns arrived: after a worker is lost, a recomputed producer may send an input again.
   std::vector<bool> arrived;
   std::vector<Destination> subscribers;
@@ -38,10 +49,10 @@ struct Slot {
   // Packed so a slot takes 40 bytes: a map of ten million tasks keeps ten million of them.
   bool assigned : 1 = false;
   bool adopt : 1 = false;         // receives a finished result instead of running
-  bool holds_result : 1 = false;  // counted in HeldResults
+  bool holds_result : 1 = false;  // in the chunk store, and counted in HeldResults
   bool report : 1 = true;         // the result goes back to the scheduler, not just the fact
   std::uint16_t missing = 0;      // inputs still expected, once assigned
-  Value result;                   // written by the compute thread that ran the task
+  Value result;                   // written by the compute thread that ran the task; then in the store
   std::unique_ptr<SlotExtra> extra;
 
   SlotExtra& more() {
@@ -56,12 +67,32 @@ using SlotTable = std::deque<Slot>;
 
 }  // namespace
 
-// What a compute job reports back: which slots finished and which threw.
+// An input that could not be read back for a task: its record was damaged, or it is gone.
+struct LostArgument {
+  std::uint32_t slot;
+  std::uint16_t column;
+  ChunkKey key;
+};
+
+// What a compute job reports back: which slots finished, which threw, and which could not start because
+// an input was lost (they wait for it again).
 struct RanReport {
   std::vector<std::uint32_t> finished;
   std::vector<TaskFailure> failures;  // TaskFailure::task holds the slot here
+  std::vector<LostArgument> lost;
   double seconds = 0;
 };
+
+struct InputLost : std::runtime_error {
+  InputLost(std::uint16_t column, ChunkKey key, const std::string& why)
+      : std::runtime_error(why), column(column), key(key) {}
+  std::uint16_t column;
+  ChunkKey key;
+};
+
+ChunkKey result_key(OpId op, std::uint32_t slot) {
+  return ChunkKey{op, slot, kResultPart};
+}
 
 }  // namespace tessera
 
@@ -88,6 +119,25 @@ struct OperationState {
     auto& held = HeldResults::instance();
     held.count -= held_count;
     held.bytes -= held_bytes;
+    if (args.store && args.store->erase_operation(args.op->id()))
+      caf::anon_send(args.store_actor, spill_atom::value);
+  }
+
+  OpId id() const { return args.op->id(); }
+
+  // Tells the store actor when memory passed the target or records on disk were let go.
+  void store_work(bool wanted) {
+    if (wanted) caf::anon_send(args.store_actor, spill_atom::value);
+  }
+
+  // Lets go of the input copies a slot held (not its producers' results: those are theirs).
+  void release_inputs(std::uint32_t index, Slot& s) {
+    if (!s.extra) return;
+    bool disk = false;
+    for (auto& input : s.extra->inputs)
+      if (input.stored && input.key.op == id() && input.key.slot == index)
+        disk |= args.store->erase(input.key);
+    store_work(disk);
   }
 
   Slot& slot(std::uint32_t index) {
@@ -95,24 +145,29 @@ struct OperationState {
     return (*slots)[index];
   }
 
-  void keep_result(Slot& s) {
+  // Moves a finished slot's result into the chunk store.
+  void keep_result(std::uint32_t index, Slot& s, Value result) {
     s.holds_result = true;
-    const auto bytes = static_cast<std::int64_t>(s.result.payload_bytes());
+    s.result = Value{};
+    const auto bytes = static_cast<std::int64_t>(result.payload_bytes());
     held_count += 1;
     held_bytes += bytes;
     HeldResults::instance().count += 1;
     HeldResults::instance().bytes += bytes;
+    store_work(args.store->put(result_key(id(), index), std::move(result)));
   }
 
-  void drop_result(Slot& s) {
+  void drop_result(std::uint32_t index, Slot& s) {
     if (s.holds_result) {
-      const auto bytes = static_cast<std::int64_t>(s.result.payload_bytes());
+      const auto bytes = static_cast<std::int64_t>(args.store->bytes(result_key(id(), index)));
       held_count -= 1;
       held_bytes -= bytes;
       HeldResults::instance().count -= 1;
       HeldResults::instance().bytes -= bytes;
       s.holds_result = false;
     }
+    store_work(args.store->erase(result_key(id(), index)));
+    release_inputs(index, s);
     s.result = Value{};
     s.extra.reset();
   }
@@ -126,17 +181,37 @@ void mark_ready(OperationState& st, std::uint32_t index, Slot& s) {
 }
 
 // An input (or, for an adopt slot, the whole result) arrives for one slot.
-void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, Value value);
+void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, InputDelivery& delivery);
 
 using Outgoing = std::unordered_map<std::uint32_t, InputBatch>;  // by destination worker id
 
-void send_result(OperationActor* self, const Value& result, const Destination& to, Outgoing& outgoing) {
+// Sends the result of slot `from` to one destination: on this worker, as a reference into the chunk
+// store; to another worker, as its value (`result`, or read from the store when not at hand).
+void send_result(OperationActor* self, std::uint32_t from, const Value* result, const Destination& to,
+                 Outgoing& outgoing) {
   auto& st = self->state;
-  if (to.op == st.args.op->id() && to.worker == st.args.worker_id) {
-    accept_input(self, to.slot, to.column, result);  // same operation on this worker: no message
-  } else {
-    outgoing[to.worker].inputs.push_back(InputDelivery{to.op, to.slot, to.column, result});
+  if (to.worker == st.args.worker_id && to.column != kAdoptColumn) {
+    InputDelivery delivery{to.op, to.slot, to.column, Value{}, true, st.id(), from};
+    if (to.op == st.id()) {
+      accept_input(self, to.slot, to.column, delivery);  // same operation on this worker: no message
+    } else {
+      outgoing[to.worker].inputs.push_back(std::move(delivery));
+    }
+    return;
   }
+  Value value;
+  if (result) {
+    value = *result;
+  } else {
+    try {
+      value = st.args.store->peek(result_key(st.id(), from));
+    } catch (const std::exception& e) {
+      std::cerr << "[tessera] " << st.args.store->name() << ": cannot send the result of task "
+                << st.args.op->key((*st.slots)[from].task) << ": " << e.what() << std::endl;
+      return;
+    }
+  }
+  outgoing[to.worker].inputs.push_back(InputDelivery{to.op, to.slot, to.column, std::move(value)});
 }
 
 void flush_outgoing(OperationActor* self, Outgoing& outgoing) {
@@ -150,18 +225,18 @@ void flush_outgoing(OperationActor* self, Outgoing& outgoing) {
   outgoing.clear();
 }
 
-void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, Value value) {
+void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t column, InputDelivery& delivery) {
   auto& st = self->state;
   Slot& s = st.slot(index);
   if (is_final(s.state.load())) return;
   if (column == kAdoptColumn) {
     // A result moved here from a retiring worker: it is done without running.
-    s.result = std::move(value);
+    Value value = std::move(delivery.value);
     s.state.store(SlotState::done);
-    st.keep_result(s);
+    st.keep_result(index, s, value);
     if (s.extra && !s.extra->subscribers.empty()) {
       Outgoing outgoing;
-      for (const auto& to : s.extra->subscribers) send_result(self, s.result, to, outgoing);
+      for (const auto& to : s.extra->subscribers) send_result(self, index, &value, to, outgoing);
       s.extra->subscribers.clear();
       flush_outgoing(self, outgoing);
     }
@@ -173,9 +248,23 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
     extra.inputs.resize(st.args.op->columns().size());
     extra.arrived.resize(st.args.op->columns().size());
   }
-  if (extra.arrived[column]) return;  // sent again by a recomputed producer
+  Input& input = extra.inputs[column];
+  // Sent again by a recomputed producer: taken only when the copy held here was lost.
+  if (extra.arrived[column] && !(input.stored && !st.args.store->contains(input.key))) return;
+  const bool again = extra.arrived[column];
   extra.arrived[column] = true;
-  extra.inputs[column] = std::move(value);
+  if (delivery.held) {
+    input.key = result_key(delivery.held_op, delivery.held_slot);
+    input.stored = true;
+  } else if (delivery.value.payload_bytes() > 0) {
+    // A copy from another worker: held, counted and spilled like a result of this worker.
+    input.key = ChunkKey{st.id(), index, column};
+    input.stored = true;
+    st.store_work(st.args.store->put(input.key, std::move(delivery.value)));
+  } else {
+    input = Input{std::move(delivery.value)};
+  }
+  if (again) return;  // counted when it first arrived
   if (!s.assigned) {
     ++extra.received;
   } else if (--s.missing == 0) {
@@ -183,15 +272,24 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
   }
 }
 
-// The arguments of one task: its literals and the inputs that arrived.
-void gather_arguments(const Operation& op, const Slot& s, std::vector<Value>& arguments) {
+// The arguments of one task: its literals and the inputs that arrived (read from the chunk store, from
+// disk if they were spilled). Throws what the store throws for an input it cannot give back.
+void gather_arguments(const Operation& op, ChunkStore& store, const Slot& s, std::vector<Value>& arguments) {
   const std::size_t arity = op.columns().size();
   arguments.resize(arity);
   for (std::size_t j = 0; j < arity; ++j) {
     if (const Value* literal = op.columns()[j].literal(s.task)) {
       arguments[j] = *literal;
+    } else if (const Input& input = s.extra->inputs[j]; input.stored) {
+      try {
+        arguments[j] = store.get(input.key);
+      } catch (const ChunkLost& e) {
+        throw InputLost(static_cast<std::uint16_t>(j), input.key, e.what());
+      } catch (const std::out_of_range& e) {  // its producer's record was lost by another consumer's read
+        throw InputLost(static_cast<std::uint16_t>(j), input.key, e.what());
+      }
     } else {
-      arguments[j] = s.extra->inputs[j];
+      arguments[j] = input.value;
     }
   }
 }
@@ -214,12 +312,12 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
   auto start = std::make_shared<std::chrono::steady_clock::time_point>();
   auto ran = std::make_shared<bool>(false);
   GpuJob job;
-  job.enqueue = [op, slots = st.slots, target, start, ran] {
+  job.enqueue = [op, slots = st.slots, store = st.args.store, target, start, ran] {
     *start = std::chrono::steady_clock::now();
     SlotState expected = SlotState::ready;
     if (!target->state.compare_exchange_strong(expected, SlotState::running)) return;  // cancelled meanwhile
     std::vector<Value> arguments;
-    gather_arguments(*op, *target, arguments);
+    gather_arguments(*op, *store, *target, arguments);
     target->result = op->function().invoke(arguments);
     *ran = true;
   };
@@ -268,6 +366,7 @@ void start_ready(OperationActor* self) {
         std::clamp(kTargetJobSeconds / std::max(st.average_task_seconds, 1e-9), 1.0, double(kMaxJobTasks)));
   const auto op = st.args.op;
   const auto slots = st.slots;
+  const auto store = st.args.store;
   const caf::actor me = caf::actor_cast<caf::actor>(self);
   for (std::size_t begin = 0; begin < st.ready.size(); begin += per_job) {
     const std::size_t end = std::min(st.ready.size(), begin + per_job);
@@ -276,7 +375,7 @@ void start_ready(OperationActor* self) {
     std::vector<Slot*> targets;
     targets.reserve(indexes.size());
     for (auto i : indexes) targets.push_back(&(*slots)[i]);
-    st.args.pool->submit([op, slots, me, indexes = std::move(indexes), targets = std::move(targets)] {
+    st.args.pool->submit([op, slots, store, me, indexes = std::move(indexes), targets = std::move(targets)] {
       const TaskFunction& fn = op->function();
       const std::size_t arity = op->columns().size();
       thread_local std::vector<Value> arguments;
@@ -287,10 +386,14 @@ void start_ready(OperationActor* self) {
         Slot& s = *targets[k];
         SlotState expected = SlotState::ready;
         if (!s.state.compare_exchange_strong(expected, SlotState::running)) continue;  // cancelled meanwhile
-        gather_arguments(*op, s, arguments);
         try {
+          // Memory above the pause fraction with nowhere to spill: failing now beats waiting for ever.
+          if (auto refusal = store->refusal()) throw std::runtime_error(*refusal);
+          gather_arguments(*op, *store, s, arguments);
           s.result = fn.invoke(arguments);
           report.finished.push_back(indexes[k]);
+        } catch (const InputLost& lost) {
+          report.lost.push_back(LostArgument{indexes[k], lost.column, lost.key});
         } catch (const std::exception& e) {
           report.failures.push_back(TaskFailure{
               indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), e.what(), false)});
@@ -325,11 +428,38 @@ void steal(OperationActor* self, std::uint32_t most) {
     Slot& s = (*st.slots)[index];
     SlotState expected = SlotState::ready;
     if (s.state.compare_exchange_strong(expected, SlotState::withdrawn)) {
+      st.release_inputs(index, s);
       s.extra.reset();
       stolen.tasks.push_back(s.task);
     }
   }
   self->send(st.args.scheduler, stolen_atom::value, std::move(stolen));
+}
+
+// Tasks whose input could not be read back wait for it again; the scheduler has it computed again (or
+// sent again by the worker holding it). An input that was replaced meanwhile lets the task run now.
+void wait_for_lost_inputs(OperationActor* self, const std::vector<LostArgument>& lost) {
+  if (lost.empty()) return;
+  auto& st = self->state;
+  LostInputs report{st.args.worker_id, {}};
+  for (const auto& l : lost) {
+    Slot& s = (*st.slots)[l.slot];
+    s.state.store(SlotState::waiting);
+    Input& input = s.extra->inputs[l.column];
+    if (!(input.key == l.key)) {
+      mark_ready(st, l.slot, s);
+      continue;
+    }
+    std::cerr << "[tessera] " << st.args.store->name() << ": task " << st.args.op->key(s.task)
+              << " waits for input " << l.column << " again: it could not be read back" << std::endl;
+    s.extra->arrived[l.column] = false;
+    input = Input{};
+    s.missing = 1;
+    if (const TaskRef* producer = st.args.op->columns()[l.column].reference(s.task))
+      report.inputs.push_back(
+          LostInput{*producer, Destination{st.args.worker_id, st.id(), l.slot, l.column}});
+  }
+  if (!report.inputs.empty()) self->send(st.args.scheduler, results_lost_atom::value, std::move(report));
 }
 
 void on_ran(OperationActor* self, RanReport& report) {
@@ -348,28 +478,45 @@ void on_ran(OperationActor* self, RanReport& report) {
   done.ran = static_cast<std::uint32_t>(ran);
   done.tasks.reserve(report.finished.size());
   done.results.reserve(report.finished.size());
+  const bool keeps_large_results =
+      st.args.store->options().limit > 0 && !st.args.op->function().always_delivered;
   Outgoing outgoing;
   for (auto index : report.finished) {
     Slot& s = (*st.slots)[index];
     s.state.store(SlotState::done);
-    st.keep_result(s);
+    Value result = std::move(s.result);
     done.tasks.push_back(s.task);
-    done.results.push_back(s.report ? s.result : Value{});
+    if (s.report && keeps_large_results && result.payload_bytes() >= kHeldResultBytes) {
+      // Stays here, spillable, until a client asks for it: what the client holds is not unbounded memory.
+      done.held.push_back(static_cast<std::uint32_t>(done.tasks.size() - 1));
+      done.results.emplace_back();
+    } else {
+      done.results.push_back(s.report ? result : Value{});
+    }
+    st.release_inputs(index, s);
     if (s.extra) {
       s.extra->inputs.clear();
       s.extra->inputs.shrink_to_fit();
-      for (const auto& to : s.extra->subscribers) send_result(self, s.result, to, outgoing);
+    }
+    // In the store before any local consumer can ask for it.
+    const bool subscribed = s.extra && !s.extra->subscribers.empty();
+    st.keep_result(index, s, subscribed ? result : std::move(result));
+    if (subscribed) {
+      for (const auto& to : s.extra->subscribers) send_result(self, index, &result, to, outgoing);
       s.extra->subscribers.clear();
     }
   }
   for (auto& failure : report.failures) {
     Slot& s = (*st.slots)[failure.task];
     s.state.store(SlotState::failed);
+    s.result = Value{};
+    st.release_inputs(failure.task, s);
     s.extra.reset();
     done.failures.push_back(TaskFailure{s.task, std::move(failure.error)});
   }
   flush_outgoing(self, outgoing);
   self->send(st.args.scheduler, done_atom::value, std::move(done));
+  wait_for_lost_inputs(self, report.lost);
 }
 
 protocols::operation_actor_type::behavior_type operation_actor(OperationActor* self,
@@ -397,29 +544,48 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
         start_ready(self);
       },
       [=](input_atom, InputBatch& batch) {
-        for (auto& input : batch.inputs) accept_input(self, input.slot, input.column, std::move(input.value));
+        for (auto& input : batch.inputs) accept_input(self, input.slot, input.column, input);
         start_ready(self);
       },
       [=](subscribe_atom, SubscribeBatch& batch) {
         auto& st = self->state;
         Outgoing outgoing;
+        // Spilled results read back to go to another worker wait while the transport still holds more
+        // than a budget of results not yet sent: reading them all at once would undo the spilling.
+        SubscribeBatch later;
+        const auto limit = static_cast<std::int64_t>(st.args.store->options().limit);
+        const std::int64_t budget = std::max<std::int64_t>(4 << 20, limit / 8);
+        std::int64_t loaded = 0;
         for (auto& sub : batch.subscriptions) {
           Slot& s = st.slot(sub.slot);
           const SlotState state = s.state.load();
           if (state == SlotState::done) {
-            send_result(self, s.result, sub.to, outgoing);
+            if (!s.holds_result) continue;
+            const auto key = result_key(st.id(), sub.slot);
+            const bool away = sub.to.worker != st.args.worker_id || sub.to.column == kAdoptColumn;
+            if (limit > 0 && away && !st.args.store->in_memory(key)) {
+              const auto queued = outgoing_bytes().load(std::memory_order_relaxed);
+              if (queued > budget || (loaded > 0 && queued + loaded > budget)) {
+                later.subscriptions.push_back(std::move(sub));
+                continue;
+              }
+              loaded += static_cast<std::int64_t>(st.args.store->bytes(key));
+            }
+            send_result(self, sub.slot, nullptr, sub.to, outgoing);
           } else if (!is_final(state)) {
             s.more().subscribers.push_back(std::move(sub.to));
           }  // failed or withdrawn: the scheduler cancels the subscriber itself
         }
         flush_outgoing(self, outgoing);
+        if (!later.subscriptions.empty())
+          self->delayed_send(self, std::chrono::milliseconds(1), subscribe_atom::value, std::move(later));
         start_ready(self);
       },
       [=](drop_atom, const SlotBatch& batch) {
         auto& st = self->state;
         for (auto index : batch.slots)
           if (index < st.slots->size() && (*st.slots)[index].state.load() == SlotState::done)
-            st.drop_result((*st.slots)[index]);
+            st.drop_result(index, (*st.slots)[index]);
       },
       [=](cancel_slots_atom, const SlotBatch& batch) {
         auto& st = self->state;
@@ -428,6 +594,7 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
           for (SlotState from : {SlotState::waiting, SlotState::ready}) {
             SlotState expected = from;
             if (s.state.compare_exchange_strong(expected, SlotState::withdrawn)) {
+              st.release_inputs(index, s);
               s.extra.reset();
               break;
             }
@@ -446,8 +613,18 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
         std::vector<Value> out;
         out.reserve(wanted.size());
         for (std::uint32_t index : wanted) {
-          const bool done = index < st.slots->size() && (*st.slots)[index].state.load() == SlotState::done;
-          out.push_back(done ? (*st.slots)[index].result : Value{});
+          const bool held = index < st.slots->size() && (*st.slots)[index].state.load() == SlotState::done &&
+                            (*st.slots)[index].holds_result;
+          Value value;
+          if (held) {
+            try {
+              value = st.args.store->peek(result_key(st.id(), index));
+            } catch (const std::exception& e) {
+              std::cerr << "[tessera] " << st.args.store->name()
+                        << ": cannot read a held result: " << e.what() << std::endl;
+            }
+          }
+          out.push_back(std::move(value));
         }
         return out;
       },

@@ -35,6 +35,10 @@ void ResultSink::deliver(std::vector<Delivery>& batch) {
       states_[d.slot] = d.state;
       if (d.state == TaskState::done) {
         values_[d.slot] = std::move(d.value);
+        if (d.held) {
+          if (held_.empty()) held_.resize(size_);
+          held_[d.slot] = true;
+        }
       } else {
         if (errors_.empty()) errors_.resize(size_);
         errors_[d.slot] = std::move(d.error);
@@ -73,7 +77,17 @@ Value ResultSink::result(std::uint32_t slot) const {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return is_final(states_[slot]); });
   if (states_[slot] != TaskState::done) throw TaskFailed(*errors_[slot]);
-  return values_[slot];
+  if (held_.empty() || !held_[slot]) return values_[slot];
+  lock.unlock();
+  if (!fetch_)
+    throw std::logic_error("result slot " + std::to_string(slot) +
+                           " is held on a worker, and nothing fetches it");
+  return fetch_(task(slot));
+}
+
+bool ResultSink::held(std::uint32_t slot) const {
+  std::lock_guard lock(mutex_);
+  return !held_.empty() && held_[slot];
 }
 
 std::shared_ptr<const TaskFailed> ResultSink::error(std::uint32_t slot) const {

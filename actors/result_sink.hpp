@@ -63,8 +63,14 @@ class ResultSink : public std::enable_shared_from_this<ResultSink> {
   // Waits until the slot is final; false when the deadline passed first.
   bool wait(std::uint32_t slot, std::chrono::steady_clock::time_point deadline =
                                     std::chrono::steady_clock::time_point::max()) const;
-  // Waits for the slot; returns its value or throws its TaskFailed.
+  // Waits for the slot; returns its value or throws its TaskFailed. A value held on its worker is
+  // fetched from there, each time it is asked for (the client keeps no copy).
   Value result(std::uint32_t slot) const;
+  // Whether a done slot's value stayed on its worker.
+  bool held(std::uint32_t slot) const;
+  // How held values are fetched; set by the backend that made the sink, before it is shared.
+  using Fetcher = std::function<Value(TaskRef)>;
+  void set_fetcher(Fetcher fetch) { fetch_ = std::move(fetch); }
   std::shared_ptr<const TaskFailed> error(std::uint32_t slot) const;
   void hold(std::uint32_t slot);
   void release(std::uint32_t slot);
@@ -83,6 +89,8 @@ class ResultSink : public std::enable_shared_from_this<ResultSink> {
   std::vector<TaskState> states_;
   std::vector<Value> values_;
   std::vector<std::shared_ptr<const TaskFailed>> errors_;  // sized on first failure
+  std::vector<bool> held_;                                 // sized on first held value
+  Fetcher fetch_;
   std::vector<std::weak_ptr<CompletionQueue>> listeners_;
 
   std::mutex release_mutex_;

@@ -33,9 +33,20 @@ struct SchedulerActorState {
   // report it asked for and has not had yet (one question at a time per stream).
   std::chrono::milliseconds watchdog_interval{0};
   std::unordered_set<caf::actor_id> reports_pending;
+  // Each worker's latest memory report, by id.
+  std::unordered_map<std::uint32_t, WorkerMemory> memory;
 };
 
 using SchedulerActor = protocols::scheduler_actor_type::stateful_base<SchedulerActorState>;
+
+// A worker's memory as last reported; its limit as registered until its first report.
+WorkerMemory memory_of(const SchedulerActorState& st, const WorkerInfo& worker) {
+  if (auto it = st.memory.find(worker.id); it != st.memory.end()) return it->second;
+  WorkerMemory none;
+  none.worker = worker.id;
+  none.limit = worker.memory_limit;
+  return none;
+}
 
 template <class... Fs>
 struct Overloaded : Fs... {
@@ -84,6 +95,7 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
               << std::endl;
   for (const std::uint32_t id : out.workers_lost) {
     st.directory->erase(id);
+    st.memory.erase(id);
     // A fit whose partitions it held cannot go on: its solver fails now instead of waiting for answers.
     for (const auto& [session, solver] : st.glm_sessions)
       caf::anon_send(solver, glm_atom::value, GlmMessage{session, GlmLost{id}});
@@ -211,8 +223,27 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
           out.push_back(StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id)});
         return out;
       },
-      [=](workers_atom) -> std::vector<WorkerInfo> { return self->state.core->workers(); },
-      [=](status_atom) -> SchedulerStatus { return self->state.core->status(); },
+      [=](results_lost_atom, const LostInputs& lost) {
+        step(self, [&](auto& core) { return core.results_lost(lost); });
+      },
+      [=](memory_atom, WorkerMemory& memory) {
+        auto& st = self->state;
+        const auto live = st.core->workers();
+        if (std::none_of(live.begin(), live.end(),
+                         [&](const WorkerInfo& w) { return w.id == memory.worker; }))
+          return;  // a late report from a worker that left
+        st.memory[memory.worker] = std::move(memory);
+      },
+      [=](workers_atom) -> std::vector<WorkerInfo> {
+        auto out = self->state.core->workers();
+        for (auto& w : out) w.memory = memory_of(self->state, w);
+        return out;
+      },
+      [=](status_atom) -> SchedulerStatus {
+        auto status = self->state.core->status();
+        for (const auto& w : self->state.core->workers()) status.memory.push_back(memory_of(self->state, w));
+        return status;
+      },
       [=](shutdown_atom) {
         step(self, [&](auto& core) { return core.shutdown(); });
         self->quit();

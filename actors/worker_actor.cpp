@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "actors/chunk_store_actor.hpp"
 #include "actors/gpu_device_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/operation_actor.hpp"
@@ -10,6 +11,7 @@
 #include "actors/services/glm_service.hpp"
 #include "actors/services/simulation_service.hpp"
 #include "backends/device_queue.hpp"
+#include "graph/printable.hpp"
 
 namespace tessera {
 namespace {
@@ -18,6 +20,9 @@ struct WorkerState {
   std::uint32_t id = 0;
   protocols::scheduler_actor_type scheduler;
   std::shared_ptr<ComputePool> pool;
+  std::shared_ptr<ChunkStore> store;
+  protocols::chunk_store_type store_actor;
+  std::string name;
   protocols::gpu_device_type gpu;  // the GPU device actor, when this process has a GPU
   std::shared_ptr<const WorkerDirectory> directory;
   std::unordered_map<OpId, protocols::operation_actor_type> operations;
@@ -42,6 +47,9 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
   auto& st = self->state;
   st.scheduler = caf::actor_cast<protocols::scheduler_actor_type>(scheduler);
   st.pool = std::make_shared<ComputePool>(options.threads);
+  st.store = std::make_shared<ChunkStore>(options.memory, st.pool);
+  st.store_actor = spawn_chunk_store_actor(self->home_system(), st.store, st.pool, st.scheduler);
+  st.name = options.name;
   // Workers share the process's GPUs: worker i uses device i mod count.
   if (const int devices = backends::device_count(); devices > 0)
     st.gpu = caf::actor_cast<protocols::gpu_device_type>(spawn_gpu_device_actor(
@@ -52,7 +60,15 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
   self->set_down_handler([](const caf::down_msg&) {});
   return {
       [=](welcome_atom, std::uint32_t id) {
-        self->state.id = id;
+        auto& st = self->state;
+        st.id = id;
+        std::string name = "worker ";
+        name += std::to_string(id);
+        name += " (";
+        name += in_quotes(st.name.empty() ? "worker-" + std::to_string(id) : st.name);
+        name += ")";
+        st.store->set_name(std::move(name));
+        self->send(st.store_actor, welcome_atom::value, id);
         self->send(self->state.simulations, welcome_atom::value, id);
         self->send(self->state.glm, welcome_atom::value, id);
       },
@@ -87,7 +103,7 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
             auto actor = spawn_operation_actor(
                 self->home_system(),
                 OperationActorArgs{run.op, st.id, caf::actor_cast<protocols::input_target_type>(self),
-                                   st.scheduler, st.pool, st.directory, st.gpu});
+                                   st.scheduler, st.pool, st.directory, st.gpu, st.store, st.store_actor});
             target = &st.operations.emplace(op, std::move(actor)).first->second;
             if (auto early = st.early_inputs.find(op); early != st.early_inputs.end()) {
               self->send(*target, input_atom::value, InputBatch{std::move(early->second)});
@@ -147,6 +163,7 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
         self->state.operations.clear();
         self->send(self->state.simulations, shutdown_atom::value);
         self->send(self->state.glm, shutdown_atom::value);
+        self->send(self->state.store_actor, shutdown_atom::value);
         if (self->state.gpu) self->send_exit(self->state.gpu, caf::exit_reason::user_shutdown);
         self->quit();
       },

@@ -1,6 +1,7 @@
-// The worker actor: owns a compute pool of `threads` threads and one operation actor per operation that
-// has tasks here. It routes the scheduler's assignments, subscriptions, releases and cancellations, and
-// other workers' inputs, to the right operation actor, creating it on first use.
+// The worker actor: owns a compute pool of `threads` threads, a chunk store (with its store actor) that
+// holds every result here, and one operation actor per operation that has tasks here. It routes the
+// scheduler's assignments, subscriptions, releases and cancellations, and other workers' inputs, to the right
+// operation actor, creating it on first use.
 #pragma once
 
 #include <caf/all.hpp>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/chunk_store.hpp"
 #include "actors/worker_directory.hpp"
 
 namespace tessera {
@@ -17,6 +19,7 @@ struct WorkerOptions {
   std::shared_ptr<const WorkerDirectory> directory;  // where results for other workers go
   std::string name{};           // named in simulation error records; default "worker-<id>"
   std::uint32_t gpu_index = 0;  // with GPUs in the process, this worker uses device gpu_index mod count
+  MemoryOptions memory{};       // its memory limit, thresholds and where it spills
 };
 
 caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options);

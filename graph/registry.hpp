@@ -28,6 +28,8 @@ struct TaskFunction {
   // Set for functions whose tasks may run on a GPU: given a task's first argument, whether that task's
   // work goes to the worker's GPU device actor instead of its compute pool.
   std::function<bool(const Value&)> runs_on_gpu;
+  // Its results go back to the client whatever their size (tessera.fetch: what brings a held one back).
+  bool always_delivered = false;
 
   std::size_t arity() const { return argument_types.size(); }
   std::string signature() const;

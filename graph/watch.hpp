@@ -18,12 +18,14 @@ struct Watch {
   std::uint32_t first_slot;
 };
 
-// A finished slot: its value when done, its failure when erred or cancelled.
+// A finished slot: its value when done, its failure when erred or cancelled. `held`: done, but the value
+// stayed on its worker (large, and the worker bounds its memory); it is fetched when asked for.
 struct Delivery {
   std::uint32_t slot;
   TaskState state;
   Value value;
   std::shared_ptr<const TaskFailed> error;
+  bool held = false;
 };
 
 }  // namespace tessera

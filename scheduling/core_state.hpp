@@ -192,7 +192,7 @@ struct SchedulerCore::State {
   // With `anyway`, the least loaded usable worker even when all are full.
   std::uint32_t least_loaded(const OpRecord& rec, bool anyway = false) const;
   void deliver(OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
-               const std::shared_ptr<const TaskFailed>& error);
+               const std::shared_ptr<const TaskFailed>& error, bool held = false);
   void flush_deliveries(Outbox& out);
   // Gives up the holds a task had on its inputs' producers (it finished, or will never run).
   void release_inputs(OpRecord& rec, std::uint32_t task);
@@ -223,6 +223,9 @@ struct SchedulerCore::State {
   // Workers that stopped answering (or stalled): marked gone first, all together, so that what they ran
   // and held is computed again on the others only.
   void lose_workers(const std::vector<std::uint32_t>& lost, Outbox& out);
+  // Computes these tasks again (and the producers whose results are gone with them), subscribes their
+  // placed consumers again, and dispatches.
+  void recover(std::vector<std::pair<OpRecord*, std::uint32_t>> pending, Outbox& out);
   // Which of the `suspects` (by worker id) hold a placed task whose inputs are all computed: one that
   // holds only tasks waiting for inputs computed elsewhere is not the one to blame for the wait.
   std::vector<bool> holds_runnable_tasks(const std::vector<bool>& suspects) const;

@@ -126,7 +126,7 @@ void SchedulerCore::State::lose_workers(const std::vector<std::uint32_t>& lost_w
   const auto was_lost = [&](std::uint32_t w) {
     return std::find(lost_now.begin(), lost_now.end(), w) != lost_now.end();
   };
-  std::vector<std::pair<OpRecord*, std::uint32_t>> pending, revived;
+  std::vector<std::pair<OpRecord*, std::uint32_t>> pending;
   for (auto& [id, rec] : ops) {
     if (std::none_of(rec->workers_used.begin(), rec->workers_used.end(), was_lost)) continue;
     for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
@@ -136,6 +136,11 @@ void SchedulerCore::State::lose_workers(const std::vector<std::uint32_t>& lost_w
         pending.emplace_back(rec.get(), t);
     }
   }
+  recover(std::move(pending), out);
+}
+
+void SchedulerCore::State::recover(std::vector<std::pair<OpRecord*, std::uint32_t>> pending, Outbox& out) {
+  std::vector<std::pair<OpRecord*, std::uint32_t>> revived;
   while (!pending.empty()) {
     auto [rec, t] = pending.back();
     pending.pop_back();
@@ -183,6 +188,33 @@ void SchedulerCore::State::lose_workers(const std::vector<std::uint32_t>& lost_w
   }
   dispatch(out);
   forget_finished(out);
+}
+
+// Results a worker could not read back: computed again when that worker held them, sent again by the
+// worker that holds them otherwise.
+Outbox SchedulerCore::results_lost(const LostInputs& lost) {
+  Outbox out;
+  auto& st = *state_;
+  if (lost.worker >= st.workers.size() || st.workers[lost.worker].gone) return out;
+  std::vector<std::pair<OpRecord*, std::uint32_t>> pending;
+  for (const auto& input : lost.inputs) {
+    OpRecord* rec = st.find(input.producer.op);
+    const std::uint32_t t = input.producer.index;
+    if (!rec || t >= rec->op->size() || rec->placement[t] != Placement::finished || rec->holds[t] == 0)
+      continue;  // being computed again already (its consumers are subscribed then), or unknown
+    const std::uint32_t home = rec->worker[t];
+    if (home == lost.worker) {
+      if (std::find(pending.begin(), pending.end(), std::make_pair(rec, t)) == pending.end())
+        pending.emplace_back(rec, t);
+    } else if (home < st.workers.size() && !st.workers[home].gone) {
+      Destination to = input.consumer;
+      to.worker = lost.worker;  // a worker speaks for its own tasks only
+      st.touch(home).subscribe.subscriptions.push_back(Subscription{input.producer.op, rec->slot[t], to});
+    }
+  }
+  if (!pending.empty()) st.recover(std::move(pending), out);
+  st.flush_workers(out);
+  return out;
 }
 
 // ---- The progress watchdog ----

@@ -142,6 +142,12 @@ Outbox SchedulerCore::done(const DoneBatch& batch) {
     return t < rec->placement.size() && rec->placement[t] == Placement::placed &&
            rec->worker[t] == batch.worker;
   };
+  std::vector<bool> held;
+  if (!batch.held.empty()) {
+    held.resize(batch.tasks.size());
+    for (const auto i : batch.held)
+      if (i < held.size()) held[i] = true;
+  }
   for (std::size_t i = 0; i < batch.tasks.size(); ++i) {
     const std::uint32_t t = batch.tasks[i];
     if (!placed_here(t)) continue;
@@ -149,7 +155,8 @@ Outbox SchedulerCore::done(const DoneBatch& batch) {
     st.end_on_worker(*rec, t, Placement::finished);
     st.stats.tasks_done += 1;
     st.stats.results_held += 1;
-    st.deliver(*rec, t, TaskState::done, i < batch.results.size() ? batch.results[i] : Value{}, nullptr);
+    st.deliver(*rec, t, TaskState::done, i < batch.results.size() ? batch.results[i] : Value{}, nullptr,
+               !held.empty() && held[i]);
     st.release_inputs(*rec, t);
     if (!rec->dependents.empty()) rec->dependents[t] = {};
     if (rec->holds[t] == 0) {
@@ -300,7 +307,7 @@ std::vector<WorkerInfo> SchedulerCore::workers() const {
     const WorkerRecord& w = workers[id];
     if (w.gone) continue;
     const WorkerDescription& d = w.description;
-    out.push_back(WorkerInfo{id, d.name, d.address, d.threads, d.memory_limit, w.occupancy, w.retiring});
+    out.push_back(WorkerInfo{id, d.name, d.address, d.threads, d.memory_limit, w.occupancy, w.retiring, {}});
   }
   return out;
 }

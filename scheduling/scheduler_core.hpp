@@ -65,6 +65,9 @@ class SchedulerCore {
   Registered register_worker(const WorkerDescription& worker);
   // A worker stopped answering: what it ran and held is computed again elsewhere.
   Outbox worker_lost(std::uint32_t worker);
+  // A worker could not read back inputs of its tasks (damaged spilled records): their producers run
+  // again from lineage, or are sent again by the worker that holds them.
+  Outbox results_lost(const LostInputs& lost);
   // A worker drains: no new tasks; once idle its held results move to others and it is shut down.
   Outbox retire(std::uint32_t worker);
   // The progress watchdog, called on a timer with the time of the call (the core keeps no clock). A

@@ -3,8 +3,32 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera {
+
+// One worker's memory, as its chunk store last reported it (about every 0.5 s).
+struct WorkerMemory {
+  std::uint32_t worker = 0;
+  std::uint64_t limit = 0;          // worker.memory_limit; 0: none
+  std::uint64_t managed_bytes = 0;  // results (and inputs) it holds in memory
+  std::uint64_t spilled_bytes = 0;  // results it holds on disk only
+  std::uint64_t rss = 0;            // its process's resident bytes above the process's start
+  std::uint64_t spills = 0;         // results written to disk
+  std::uint64_t unspills = 0;       // results read back
+  std::uint64_t spilled_total = 0;  // bytes written, over its life
+  std::uint64_t unspilled_total = 0;
+  double spill_seconds = 0;  // time spent writing and reading them
+  double unspill_seconds = 0;
+  std::uint64_t corrupt_records = 0;  // spilled records that came back damaged (recomputed)
+  bool paused = false;                // starts no new task: memory above the pause fraction
+  std::string spill_error{};          // the last spill that failed (worker, path, reason); empty if none
+
+  double spill_mb_per_second() const { return spill_seconds > 0 ? spilled_total / spill_seconds / 1e6 : 0; }
+  double unspill_mb_per_second() const {
+    return unspill_seconds > 0 ? unspilled_total / unspill_seconds / 1e6 : 0;
+  }
+};
 
 // A snapshot of the scheduler's counters.
 struct SchedulerStatus {
@@ -20,6 +44,7 @@ struct SchedulerStatus {
   std::uint64_t workers_lost = 0;      // declared dead (no heartbeat, or stalled)
   std::uint64_t workers_stalled = 0;   // of those: held work without progress for progress_timeout
   std::uint64_t tasks_recomputed = 0;  // lost with a worker and run again from lineage
+  std::vector<WorkerMemory> memory{};  // one per live worker that has reported
 };
 
 // One worker, for `tessera workers`.
@@ -31,6 +56,7 @@ struct WorkerInfo {
   std::uint64_t memory_limit = 0;
   std::uint64_t tasks_assigned = 0;  // placed on it, not finished
   bool retiring = false;
+  WorkerMemory memory{};
 };
 
 }  // namespace tessera

@@ -27,7 +27,7 @@ void SchedulerCore::State::end_on_worker(OpRecord& rec, std::uint32_t task, Plac
 }
 
 void SchedulerCore::State::deliver(OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
-                                   const std::shared_ptr<const TaskFailed>& error) {
+                                   const std::shared_ptr<const TaskFailed>& error, bool held) {
   if (error) rec.failures[task] = error;
   if (rec.watches.empty()) return;
   // Watches are sorted by first_task; one covering `task` starts within longest_watch before it.
@@ -40,7 +40,7 @@ void SchedulerCore::State::deliver(OpRecord& rec, std::uint32_t task, TaskState 
     auto [index, fresh] = delivery_index.emplace(it->sink.get(), deliveries.size());
     if (fresh) deliveries.emplace_back(it->sink.get(), std::vector<Delivery>{});
     deliveries[index->second].second.push_back(
-        Delivery{it->first_slot + (task - it->first_task), state, value, error});
+        Delivery{it->first_slot + (task - it->first_task), state, value, error, held});
   }
 }
 

@@ -62,12 +62,17 @@ struct SubscribeBatch {
   std::vector<Subscription> subscriptions;
 };
 
-// Operation actor -> worker (-> operation actor): task inputs, sent directly between workers.
+// Operation actor -> worker (-> operation actor): task inputs, sent directly between workers. Between the
+// actors of one worker, `held` says the input is that worker's own result of (held_op, held_slot), to be
+// read from its chunk store when the task runs, so a spilled input is not read back while it waits.
 struct InputDelivery {
   OpId op;
   std::uint32_t slot;
   std::uint16_t column;
   Value value;
+  bool held = false;
+  OpId held_op = 0;
+  std::uint32_t held_slot = 0;
 };
 struct InputBatch {
   std::vector<InputDelivery> inputs;
@@ -99,6 +104,9 @@ struct DoneBatch {
   std::vector<TaskFailure> failures;
   double busy_seconds = 0;  // compute time the batch took, for the duration estimate
   std::uint32_t ran = 0;    // tasks that actually ran (tasks + failures)
+  // Indexes into tasks whose results stayed on the worker (large, with a memory limit there): delivered
+  // as held, and fetched when a client asks.
+  std::vector<std::uint32_t> held{};
 };
 
 // Operation actor -> scheduler: tasks taken back from a worker's queue before they started, to run on an
@@ -107,6 +115,18 @@ struct StolenBatch {
   std::uint32_t worker;
   OpId op;
   std::vector<std::uint32_t> tasks;
+};
+
+// Worker -> scheduler: results a task on this worker needed and could not read back (a spilled record
+// that failed its checksum). The scheduler computes a producer held by this worker again from lineage,
+// or has another worker that holds it send it again; the consumer waits for it meanwhile.
+struct LostInput {
+  TaskRef producer;
+  Destination consumer;  // on the reporting worker
+};
+struct LostInputs {
+  std::uint32_t worker = 0;
+  std::vector<LostInput> inputs;
 };
 
 // Stream actor -> scheduler, when the progress watchdog asks: one worker's share of a stream.

@@ -18,6 +18,9 @@ using scheduler_actor_type = caf::typed_actor<
     caf::reacts_to<cancel_atom, CancelRequest>,
     // Workers: finished and stolen-back tasks.
     caf::reacts_to<done_atom, DoneBatch>, caf::reacts_to<stolen_atom, StolenBatch>,
+    // Workers' chunk stores: memory held, spilled, and whether they are paused; inputs that came back
+    // damaged from disk.
+    caf::reacts_to<memory_atom, WorkerMemory>, caf::reacts_to<results_lost_atom, LostInputs>,
     // Cluster membership: a worker joins (answered with its id), is declared lost, or retires.
     caf::replies_to<register_atom, WorkerRegistration>::with<std::uint32_t>,
     caf::reacts_to<lost_atom, std::uint32_t>, caf::reacts_to<retire_atom, std::uint32_t>,

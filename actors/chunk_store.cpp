@@ -1,0 +1,452 @@
+#include "actors/chunk_store.hpp"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+
+namespace tessera {
+namespace {
+
+std::atomic<std::uint64_t> g_instances{0};
+// What the limited workers of this process may hold together, and the process's size when the first of
+// them started (what a program held before its cluster started is not charged to its workers).
+std::atomic<std::uint64_t> g_process_limit{0};
+std::atomic<std::uint64_t> g_baseline_rss{0};
+std::once_flag g_malloc_once;
+
+std::uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int read = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  if (read != 2) return 0;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A spill batch: large enough for RocksDB to write sequentially, small enough that its copies (the
+// encoded records, the memtable until flushed) stay a small part of the limit.
+std::uint64_t batch_bytes(std::uint64_t limit) {
+  return std::clamp<std::uint64_t>(limit / 16, 1ull << 20, 64ull << 20);
+}
+
+void put_be(std::string& out, std::uint64_t value, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) out += static_cast<char>((value >> shift) & 0xff);
+}
+
+}  // namespace
+
+ChunkStore::ChunkStore(MemoryOptions options, std::shared_ptr<ComputePool> pool)
+    : options_(std::move(options)), pool_(std::move(pool)), instance_(++g_instances) {
+  if (options_.limit > 0) {
+    // Chunks of a megabyte or more get their own mappings and go back to the kernel when freed: glibc's
+    // adaptive threshold would otherwise serve them from heaps that never shrink, and RSS would keep
+    // the high-water mark of every spilled chunk.
+    std::call_once(g_malloc_once, [] { ::mallopt(M_MMAP_THRESHOLD, 1 << 20); });
+    std::uint64_t expected = 0;
+    g_baseline_rss.compare_exchange_strong(expected, resident_bytes());
+    g_process_limit += options_.limit;
+  }
+  counters_.limit = options_.limit;
+}
+
+ChunkStore::~ChunkStore() {
+  if (options_.limit > 0) g_process_limit -= options_.limit;
+}
+
+void ChunkStore::set_name(std::string name) {
+  std::lock_guard lock(mutex_);
+  name_ = std::move(name);
+}
+
+std::string ChunkStore::name() const {
+  std::lock_guard lock(mutex_);
+  return name_;
+}
+
+std::string ChunkStore::disk_key(const ChunkKey& key) const {
+  std::string out;
+  out.reserve(22);
+  put_be(out, instance_, 8);
+  put_be(out, key.op, 8);
+  put_be(out, key.slot, 4);
+  put_be(out, key.part, 2);
+  return out;
+}
+
+std::uint64_t ChunkStore::process_rss() {
+  const std::uint64_t now = resident_bytes(), base = g_baseline_rss.load();
+  return now > base ? now - base : 0;
+}
+
+std::uint64_t ChunkStore::pause_threshold() const {
+  return static_cast<std::uint64_t>(options_.pause_fraction * static_cast<double>(g_process_limit.load()));
+}
+
+std::uint64_t ChunkStore::target_threshold() const {
+  return static_cast<std::uint64_t>(options_.target_fraction * static_cast<double>(options_.limit));
+}
+
+bool ChunkStore::put(const ChunkKey& key, Value value) {
+  const std::uint64_t bytes = value.payload_bytes();
+  std::unique_lock lock(mutex_);
+  if (auto old = entries_.find(key); old != entries_.end()) {
+    forget(key, old->second);
+    entries_.erase(old);
+  }
+  Entry& entry = entries_[key];
+  entry.value = std::move(value);
+  entry.bytes = bytes;
+  counters_.managed_bytes += bytes;
+  if (bytes > 0) entry.lru = lru_.insert(lru_.end(), key);
+  if (options_.limit == 0 || counters_.managed_bytes <= target_threshold()) return false;
+  // Past the limit itself with spilling broken: the next tasks fail now rather than at the next watch.
+  if (counters_.managed_bytes > options_.limit && !spill_error_.empty() && refusal_.empty())
+    set_refusal_locked(refusal_text(counters_.managed_bytes, "held"));
+  lock.unlock();
+  // Past the target the pool may have to close now: the spiller may be busy writing for a while.
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  auto last = last_check_ns_.load(std::memory_order_relaxed);
+  if (now - last > 1'000'000 && last_check_ns_.compare_exchange_strong(last, now)) check_pressure();
+  return true;
+}
+
+bool ChunkStore::check_pressure() {
+  if (options_.limit == 0) return false;
+  const std::uint64_t rss = process_rss(), pause = pause_threshold();
+  const bool over = rss > pause;
+  Admission admission = Admission::open;
+  std::string line;
+  {
+    std::lock_guard lock(mutex_);
+    std::string why;
+    if (!spill_error_.empty()) {
+      if (over) {
+        why = refusal_text(rss, "resident");
+      } else if (counters_.managed_bytes > options_.limit) {
+        why = refusal_text(counters_.managed_bytes, "held");
+      }
+    } else if (over) {
+      admission = lru_.empty() ? Admission::one_at_a_time : Admission::closed;
+    }
+    set_refusal_locked(std::move(why));
+    const auto now = std::chrono::steady_clock::now();
+    if (over != counters_.paused && now - last_log_ > std::chrono::seconds(1)) {
+      last_log_ = now;
+      char text[256];
+      std::snprintf(
+          text, sizeof text,
+          over ? ": paused: resident memory %.1f MiB is above %.1f MiB (worker.memory_pause_fraction "
+                 "%.2f of the limit); no new task starts until it is back under; %.1f MiB in "
+                 "memory, %.1f MiB spilled"
+               : ": resumed: resident memory %.1f MiB is back under %.1f MiB (worker.memory_pause_fraction "
+                 "%.2f of the limit); %.1f MiB in memory, %.1f MiB spilled",
+          static_cast<double>(rss) / (1 << 20), static_cast<double>(pause) / (1 << 20),
+          options_.pause_fraction, static_cast<double>(counters_.managed_bytes) / (1 << 20),
+          static_cast<double>(counters_.spilled_bytes) / (1 << 20));
+      line = "[tessera] " + name_ + text;
+    }
+    counters_.paused = over;
+  }
+  if (auto pool = pool_.lock()) pool->set_admission(admission);
+  if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
+  return over;
+}
+
+std::string ChunkStore::refusal_text(std::uint64_t bytes, const char* what) const {
+  char text[160];
+  std::snprintf(
+      text, sizeof text, " is over its memory limit (%.1f MiB %s, limit %.1f MiB) and cannot spill: ",
+      static_cast<double>(bytes) / (1 << 20), what, static_cast<double>(options_.limit) / (1 << 20));
+  return name_ + text + spill_error_;
+}
+
+void ChunkStore::forget(const ChunkKey& key, Entry& entry) {
+  if (entry.in_memory) {
+    counters_.managed_bytes -= entry.bytes;
+    if (entry.bytes > 0) lru_.erase(entry.lru);
+  }
+  if (entry.on_disk > 0) {
+    if (!entry.in_memory) counters_.spilled_bytes -= entry.on_disk;
+    deleted_since_reclaim_ += entry.on_disk;
+    deletes_.push_back(disk_key(key));
+  }
+}
+
+Value ChunkStore::get(const ChunkKey& key) {
+  return read_back(key, true);
+}
+Value ChunkStore::peek(const ChunkKey& key) {
+  return read_back(key, false);
+}
+
+Value ChunkStore::read_back(const ChunkKey& key, bool readmit) {
+  std::shared_ptr<SpillStore> disk;
+  std::string where;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) throw std::out_of_range(name_ + " does not hold this result any more");
+    Entry& entry = it->second;
+    if (entry.in_memory) {
+      entry.generation += 1;
+      if (entry.bytes > 0) lru_.splice(lru_.end(), lru_, entry.lru);
+      return entry.value;
+    }
+    disk = spill_store_;
+    where = disk_key(key);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Value value;
+  try {
+    value = disk->read(where);
+  } catch (const SpillCorrupt& e) {
+    std::lock_guard lock(mutex_);
+    counters_.corrupt_records += 1;
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      forget(key, it->second);
+      entries_.erase(it);
+    }
+    throw ChunkLost(name_ + ": a spilled result came back damaged: " + e.what());
+  } catch (const SpillError& e) {
+    throw SpillError(name() + ": " + e.what());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mutex_);
+  counters_.unspills += 1;
+  counters_.unspill_seconds += seconds;
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return value;  // erased meanwhile: the caller still gets what it asked for
+  Entry& entry = it->second;
+  counters_.unspilled_total += entry.on_disk;
+  if (readmit && !entry.in_memory) {
+    entry.value = value;
+    entry.in_memory = true;
+    entry.generation += 1;
+    counters_.managed_bytes += entry.bytes;
+    counters_.spilled_bytes -= entry.on_disk;  // still on disk, but held in memory: counted once
+    if (entry.bytes > 0) entry.lru = lru_.insert(lru_.end(), key);
+  }
+  return value;
+}
+
+bool ChunkStore::contains(const ChunkKey& key) const {
+  std::lock_guard lock(mutex_);
+  return entries_.count(key) > 0;
+}
+
+bool ChunkStore::in_memory(const ChunkKey& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.in_memory;
+}
+
+std::uint64_t ChunkStore::bytes(const ChunkKey& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? 0 : it->second.bytes;
+}
+
+bool ChunkStore::erase(const ChunkKey& key) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  forget(key, it->second);
+  entries_.erase(it);
+  return !deletes_.empty();
+}
+
+bool ChunkStore::erase_operation(OpId op) {
+  std::lock_guard lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->first.op == op) {
+      forget(it->first, it->second);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return !deletes_.empty();
+}
+
+std::shared_ptr<SpillStore> ChunkStore::open_spill_store() {
+  {
+    std::lock_guard lock(mutex_);
+    if (spill_store_) return spill_store_;
+  }
+  if (!options_.open_database) throw SpillError("no directory to spill to");
+  auto opened = std::make_shared<SpillStore>(options_.open_database());
+  std::lock_guard lock(mutex_);
+  spill_store_ = opened;
+  return opened;
+}
+
+void ChunkStore::set_error(std::string error) {
+  std::lock_guard lock(mutex_);
+  spill_error_ = std::move(error);
+}
+
+std::string ChunkStore::spill_error() const {
+  std::lock_guard lock(mutex_);
+  return spill_error_;
+}
+
+bool ChunkStore::has_spillable() const {
+  std::lock_guard lock(mutex_);
+  return !lru_.empty();
+}
+
+bool ChunkStore::spill(SpillGoal goal) {
+  bool pressure = goal != SpillGoal::target;
+  std::vector<std::string> deletes;
+  {
+    std::lock_guard lock(mutex_);
+    deletes.swap(deletes_);
+  }
+  try {
+    std::shared_ptr<SpillStore> disk;
+    if (!deletes.empty()) {
+      disk = open_spill_store();
+      disk->erase(deletes);
+    }
+    for (;;) {
+      // Chooses the least recently used entries, up to one batch.
+      struct Candidate {
+        ChunkKey key;
+        Value value;
+        std::uint64_t generation;
+      };
+      std::vector<Candidate> batch;
+      std::vector<ChunkKey> drop_only;  // on disk already: memory is let go without writing
+      {
+        std::lock_guard lock(mutex_);
+        const std::uint64_t goal = pressure ? 0 : target_threshold();
+        std::uint64_t freed = 0, chosen = 0;
+        for (auto it = lru_.begin(); it != lru_.end() && counters_.managed_bytes - freed > goal &&
+                                     chosen < batch_bytes(options_.limit);
+             ++it) {
+          Entry& entry = entries_.at(*it);
+          freed += entry.bytes;
+          if (entry.on_disk > 0) {
+            drop_only.push_back(*it);
+          } else {
+            chosen += entry.bytes;
+            batch.push_back(Candidate{*it, entry.value, entry.generation});
+          }
+        }
+        for (const auto& key : drop_only) {
+          Entry& entry = entries_.at(key);
+          lru_.erase(entry.lru);
+          entry.value = Value{};
+          entry.in_memory = false;
+          counters_.managed_bytes -= entry.bytes;
+          counters_.spilled_bytes += entry.on_disk;
+        }
+      }
+      if (batch.empty()) break;
+      if (!disk) disk = open_spill_store();
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::pair<std::string, std::string>> records;
+      records.reserve(batch.size());
+      for (auto& c : batch) records.emplace_back(disk_key(c.key), SpillStore::encode(c.value));
+      disk->write(records);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      {
+        std::lock_guard lock(mutex_);
+        counters_.spill_seconds += seconds;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+          const auto record_bytes = static_cast<std::uint64_t>(records[i].second.size());
+          counters_.spills += 1;
+          counters_.spilled_total += record_bytes;
+          auto it = entries_.find(batch[i].key);
+          if (it == entries_.end()) {  // erased while it was written
+            deletes_.push_back(records[i].first);
+            deleted_since_reclaim_ += record_bytes;
+            continue;
+          }
+          Entry& entry = it->second;
+          entry.on_disk = record_bytes;
+          if (entry.generation != batch[i].generation || !entry.in_memory) continue;  // read meanwhile: kept
+          lru_.erase(entry.lru);
+          entry.value = Value{};
+          entry.in_memory = false;
+          counters_.managed_bytes -= entry.bytes;
+          counters_.spilled_bytes += entry.on_disk;
+        }
+        spill_error_.clear();
+      }
+      // The pool may open again (and the goal go back to the target), or take one task at a time once
+      // nothing is left to spill.
+      const bool over = check_pressure();
+      if (goal == SpillGoal::while_over) pressure = over;
+    }
+
+    // Deleted records' space comes back once there is as much garbage as live data (and some).
+    bool reclaim = false;
+    {
+      std::lock_guard lock(mutex_);
+      reclaim = deleted_since_reclaim_ > (64ull << 20) && deleted_since_reclaim_ > counters_.spilled_bytes;
+      if (reclaim) deleted_since_reclaim_ = 0;
+    }
+    if (reclaim) {
+      if (!disk) disk = open_spill_store();
+      disk->reclaim();
+    }
+    return true;
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    std::lock_guard lock(mutex_);
+    // Deletes that failed are tried again next time.
+    deletes_.insert(deletes_.end(), deletes.begin(), deletes.end());
+    return false;
+  }
+}
+
+WorkerMemory ChunkStore::report() const {
+  std::lock_guard lock(mutex_);
+  WorkerMemory out = counters_;
+  out.rss = process_rss();
+  out.spill_error = spill_error_;
+  return out;
+}
+
+void ChunkStore::set_paused(bool paused) {
+  std::lock_guard lock(mutex_);
+  counters_.paused = paused;
+}
+
+void ChunkStore::set_refusal_locked(std::string why) {
+  refusal_ = std::move(why);
+  refusing_.store(!refusal_.empty(), std::memory_order_release);
+}
+
+void ChunkStore::update_refusal(std::uint64_t rss, std::uint64_t pause) {
+  std::lock_guard lock(mutex_);
+  std::string why;
+  if (!spill_error_.empty()) {
+    if (rss > pause) {
+      why = refusal_text(rss, "resident");
+    } else if (counters_.managed_bytes > options_.limit) {
+      why = refusal_text(counters_.managed_bytes, "held");
+    }
+  }
+  set_refusal_locked(std::move(why));
+}
+
+std::optional<std::string> ChunkStore::refusal() const {
+  if (!refusing_.load(std::memory_order_acquire)) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  if (refusal_.empty()) return std::nullopt;
+  return refusal_;
+}
+
+void ChunkStore::count_corrupt() {
+  std::lock_guard lock(mutex_);
+  counters_.corrupt_records += 1;
+}
+
+}  // namespace tessera
