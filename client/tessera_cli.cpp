@@ -18,6 +18,7 @@
 #include <iostream>
 #include <limits>
 
+#include "cli_memory.hpp"
 #include "cli_options.hpp"
 #include "cli_session.hpp"
 #include "cli_streams.hpp"
@@ -83,16 +84,19 @@ int workers(Session& session, const std::string& scheduler, bool json) {
                          {"threads", w.getThreads()},
                          {"memory_limit", w.getMemoryLimit()},
                          {"tasks", w.getTasksAssigned()},
-                         {"retiring", w.getRetiring()}});
+                         {"retiring", w.getRetiring()},
+                         {"memory", tessera::cli::memory_json(tessera::wire::decode_memory(w.getMemory()))}});
     print_json(out);
     return 0;
   }
   std::printf("%-4s %-16s %-28s %7s %12s %8s\n", "id", "name", "address", "threads", "memory", "tasks");
-  for (auto w : list)
+  for (auto w : list) {
     std::printf("%-4u %-16s %-28s %7u %12s %8llu%s\n", w.getWorkerId(),
                 shown(std::string(w.getName())).c_str(), shown(std::string(w.getAddress())).c_str(),
                 w.getThreads(), bytes_text(w.getMemoryLimit()).c_str(),
                 static_cast<unsigned long long>(w.getTasksAssigned()), w.getRetiring() ? " (retiring)" : "");
+    std::printf("     %s\n", tessera::cli::memory_text(tessera::wire::decode_memory(w.getMemory())).c_str());
+  }
   return 0;
 }
 
@@ -115,7 +119,13 @@ int status(Session& session, const std::string& scheduler, bool json) {
                     {"tasks_stolen", s.getTasksStolen()},
                     {"clients", s.getClients()},
                     {"workers_lost", s.getWorkersLost()},
-                    {"tasks_recomputed", s.getTasksRecomputed()}});
+                    {"tasks_recomputed", s.getTasksRecomputed()},
+                    {"memory", [&] {
+                       auto list = Json::array();
+                       for (auto m : s.getMemory())
+                         list.push_back(tessera::cli::memory_json(tessera::wire::decode_memory(m)));
+                       return list;
+                     }()}});
   } else {
     std::cout << "scheduler " << shown(std::string(s.getName())) << " at " << scheduler << "\n"
               << "  workers         " << s.getWorkers() << " (" << s.getRetiringWorkers() << " retiring)\n"
@@ -127,6 +137,11 @@ int status(Session& session, const std::string& scheduler, bool json) {
               << s.getTasksCancelled() << ", stolen " << s.getTasksStolen() << "\n"
               << "  workers lost    " << s.getWorkersLost() << " (tasks recomputed " << s.getTasksRecomputed()
               << ")\n";
+    for (auto m : s.getMemory()) {
+      const auto memory = tessera::wire::decode_memory(m);
+      std::cout << "  worker " << memory.worker << " memory (limit " << bytes_text(memory.limit)
+                << "): " << tessera::cli::memory_text(memory) << "\n";
+    }
   }
   return 0;
 }

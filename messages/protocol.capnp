@@ -79,6 +79,7 @@ struct Delivery {
   state @1 :TaskState;
   value @2 :Values.Value;
   error @3 :TaskFailure;   # set unless state is done
+  held @4 :Bool;           # done, but the value stayed on its worker: fetched when asked for
 }
 
 # Scheduler -> client: finished slots of a result table.
@@ -114,6 +115,7 @@ struct Status {
   clients @10 :UInt32;
   workersLost @11 :UInt64;
   tasksRecomputed @12 :UInt64;
+  memory @13 :List(WorkerMemory);  # one per live worker
 }
 
 # ---- Scheduler <-> worker and worker <-> worker ----
@@ -189,6 +191,19 @@ struct Done {
   failures @3 :List(FailedTask);
   busySeconds @4 :Float64;
   ran @5 :UInt32;
+  held @6 :List(UInt32);   # indexes into tasks whose results stayed on the worker (fetched when asked)
+}
+
+# Worker -> scheduler: inputs of its tasks it could not read back (damaged spilled records).
+struct LostInput {
+  producerOp @0 :UInt64;
+  producerIndex @1 :UInt32;
+  consumerOp @2 :UInt64;
+  consumerSlot @3 :UInt32;
+  column @4 :UInt16;
+}
+struct LostInputs {
+  inputs @0 :List(LostInput);
 }
 
 # Worker -> scheduler: tasks taken back from a queue (work stealing).
@@ -210,6 +225,25 @@ struct Inputs {
   inputs @1 :List(Input);
 }
 
+# Worker -> scheduler, about every 0.5 s, and in what `tessera workers` and `tessera status` show: a
+# worker's memory as its chunk store counts it.
+struct WorkerMemory {
+  workerId @0 :UInt32;
+  limit @1 :UInt64;
+  managedBytes @2 :UInt64;    # results held in memory
+  spilledBytes @3 :UInt64;    # results held on disk only
+  rss @4 :UInt64;             # its process's resident bytes above the process's start
+  spills @5 :UInt64;
+  unspills @6 :UInt64;
+  spilledTotal @7 :UInt64;    # bytes written to disk, over its life
+  unspilledTotal @8 :UInt64;  # bytes read back
+  spillSeconds @9 :Float64;
+  unspillSeconds @10 :Float64;
+  corruptRecords @11 :UInt64;
+  paused @12 :Bool;
+  spillError @13 :Text;       # the last spill that failed; empty if none
+}
+
 # Scheduler -> client: what `tessera workers` shows.
 struct WorkerEntry {
   workerId @0 :UInt32;
@@ -219,6 +253,7 @@ struct WorkerEntry {
   memoryLimit @4 :UInt64;
   tasksAssigned @5 :UInt64;
   retiring @6 :Bool;
+  memory @7 :WorkerMemory;
 }
 
 # ---- Streams of parameter sets ----
@@ -496,5 +531,7 @@ struct Envelope {
     glm @37 :GlmMessage;
     simulationSetup @38 :SimulationSetup;
     simulationEnd @39 :UInt64;     # the stream's last job was sent: its setup can go
+    memory @40 :WorkerMemory;
+    resultsLost @41 :LostInputs;
   }
 }

@@ -74,6 +74,7 @@ void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliver
     auto b = list[static_cast<unsigned>(i)];
     b.setSlot(d.slot);
     b.setState(static_cast<TaskState>(d.state));
+    b.setHeld(d.held && d.state == tessera::TaskState::done);
     if (d.state == tessera::TaskState::done) {
       encode(d.value, b.initValue(), attachments);
     } else if (d.error) {
@@ -90,8 +91,9 @@ std::vector<tessera::Delivery> decode(Results::Reader in,
     const auto state = static_cast<tessera::TaskState>(d.getState());
     if (!is_final(state))
       throw WireError("a result delivery in state " + std::to_string(static_cast<int>(state)));
-    tessera::Delivery delivery{d.getSlot(), state, tessera::Value{}, nullptr};
+    tessera::Delivery delivery{d.getSlot(), state, tessera::Value{}, nullptr, false};
     if (state == tessera::TaskState::done) {
+      delivery.held = d.getHeld();
       delivery.value = decode(d.getValue(), frames);
     } else {
       delivery.error = decode(d.getError());

@@ -128,6 +128,20 @@ auto seconds_in(double min, double max, bool zero_means_off) {
   };
 }
 
+// A fraction of the memory limit, in (0, 1]: inf, nan, 0 and anything past the limit are refused.
+auto fraction_in_unit() {
+  return [](const toml::node& node, const Context& cx, std::string_view key) {
+    if (!node.is_number())
+      fail(cx, node.source(), key_name(key) + " must be a number in (0, 1], got " + type_of(node));
+    const double v = node.is_integer() ? static_cast<double>(*node.value<std::int64_t>())
+                                       : node.as_floating_point()->get();
+    if (!std::isfinite(v) || v <= 0 || v > 1)
+      fail(cx, node.source(),
+           key_name(key) + " must be a fraction of worker.memory_limit in (0, 1], got " + format_number(v));
+    return v;
+  };
+}
+
 // "4GiB", "512 MiB", "100MB", "1.5GB" or a plain number of bytes, within [min, max].
 auto size_in(std::uint64_t min, std::uint64_t max) {
   return [=](const toml::node& node, const Context& cx, std::string_view key) -> std::uint64_t {
@@ -423,10 +437,18 @@ const std::vector<KeySpec>& key_specs() {
        "compute threads per worker",
        store(&NodeConfig::threads_per_worker, bounded(0, kMaxThreadsPerWorker))},
       {"worker.memory_limit", size_type(0, PiB), "0 (no limit)",
-       "results beyond this are spilled to data_dir",
+       "results each worker may hold in memory; past memory_target_fraction of it the least recently used "
+       "spill to data_dir and come back when needed, past memory_pause_fraction (of resident memory) the "
+       "worker starts no new task until back under. No worker is killed for memory",
        store(&NodeConfig::memory_limit_bytes, size_in(0, PiB))},
+      {"worker.memory_target_fraction", "number in (0, 1]", "0.6",
+       "managed memory above this fraction of memory_limit spills, least recently used first",
+       store(&NodeConfig::memory_target_fraction, fraction_in_unit())},
+      {"worker.memory_pause_fraction", "number in (0, 1]", "0.8",
+       "resident memory above this fraction of memory_limit (x workers) pauses the worker's new tasks",
+       store(&NodeConfig::memory_pause_fraction, fraction_in_unit())},
       {"worker.data_dir", "string (path)", "\"\" (a temporary directory, removed at exit)",
-       "where this node keeps its RocksDB store: stream results (and later spilled chunks, checkpoints);"
+       "where this node keeps its RocksDB store: stream results and spilled chunks (a column family each);"
        " relative to the config file. Created at start; a directory that cannot be written is refused",
        store(&NodeConfig::data_dir, path_in_config_dir())},
       {"plugins.paths", "array of strings (paths)", "[]",

@@ -54,6 +54,8 @@ struct NodeConfig {
   std::uint32_t workers = 1;                        // worker.workers
   std::uint32_t threads_per_worker = 0;             // worker.threads_per_worker (0: the cores)
   std::uint64_t memory_limit_bytes = 0;             // worker.memory_limit (0: no limit)
+  double memory_target_fraction = 0.6;              // worker.memory_target_fraction
+  double memory_pause_fraction = 0.8;               // worker.memory_pause_fraction
   std::string data_dir;                             // worker.data_dir (absolute once parsed)
   std::vector<std::string> plugins;                 // plugins.paths (absolute once parsed)
   bool curve = false;                               // security.curve

@@ -15,7 +15,7 @@
 namespace tessera {
 namespace {
 
-class RemoteBackend final : public ClusterBackend, public std::enable_shared_from_this<RemoteBackend> {
+class RemoteBackend final : public ClusterBackend {
  public:
   RemoteBackend(const std::string& address, RemoteOptions options)
       : connection_(transport::ConnectionOptions{.address = address,
@@ -43,6 +43,7 @@ class RemoteBackend final : public ClusterBackend, public std::enable_shared_fro
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
+    sink->set_fetcher(fetcher());
     const std::uint64_t id = next_sink_id_++;
     sink->set_tag(id);
     {
@@ -353,7 +354,8 @@ class RemoteResultSource final : public ResultSource {
 };
 
 std::shared_ptr<ResultSource> RemoteBackend::results() {
-  return std::make_shared<RemoteResultSource>(weak_from_this());
+  return std::make_shared<RemoteResultSource>(
+      std::static_pointer_cast<RemoteBackend>(ClusterBackend::shared_from_this()));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "graph/printable.hpp"
 #include "messages/protocol_codec.hpp"
 #include "nodes/glm_codec.hpp"
+#include "nodes/memory_codec.hpp"
 #include "nodes/query_executor.hpp"
 #include "nodes/remote_worker_proxy.hpp"
 #include "nodes/stream_codec.hpp"
@@ -414,6 +415,13 @@ struct SchedulerGateway::State {
         caf::anon_send(scheduler, glm_atom::value, std::move(answer));
         return;
       }
+      case wire::Envelope::MEMORY: {
+        // A worker speaks for itself only: the id is the connection's, whatever the report says.
+        auto memory = wire::decode_memory(envelope.getMemory());
+        memory.worker = worker.id;
+        caf::anon_send(scheduler, memory_atom::value, std::move(memory));
+        return;
+      }
       case wire::Envelope::HEARTBEAT:
         return;
       default:
@@ -466,6 +474,7 @@ struct SchedulerGateway::State {
             entry.setMemoryLimit(list[i].memory_limit);
             entry.setTasksAssigned(list[i].tasks_assigned);
             entry.setRetiring(list[i].retiring);
+            wire::encode_memory(list[i].memory, entry.initMemory());
           }
         });
   }
@@ -489,6 +498,9 @@ struct SchedulerGateway::State {
           out.setClients(client_count);
           out.setWorkersLost(status.workers_lost);
           out.setTasksRecomputed(status.tasks_recomputed);
+          auto memory = out.initMemory(static_cast<unsigned>(status.memory.size()));
+          for (std::size_t i = 0; i < status.memory.size(); ++i)
+            wire::encode_memory(status.memory[i], memory[static_cast<unsigned>(i)]);
         });
   }
 

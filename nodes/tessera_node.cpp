@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -177,6 +178,17 @@ int main(int argc, char** argv) {
     const auto milliseconds = [](double s) {
       return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
     };
+    // The workers of this process spill into one database: in data_dir when set, else each its own
+    // temporary one.
+    std::shared_ptr<tessera::NodeDatabase> database;
+    std::mutex database_mutex;
+    std::function<std::shared_ptr<tessera::NodeDatabase>()> open_database;
+    if (!config.data_dir.empty())
+      open_database = [&database, &database_mutex, dir = config.data_dir] {
+        std::lock_guard lock(database_mutex);
+        if (!database) database = std::make_shared<tessera::NodeDatabase>(dir);
+        return database;
+      };
     std::unique_ptr<tessera::EmbeddedCluster> cluster;
     std::unique_ptr<tessera::SchedulerGateway> gateway;
     std::vector<std::unique_ptr<tessera::WorkerNode>> workers;
@@ -189,6 +201,9 @@ int main(int argc, char** argv) {
               .name = config.workers == 1 ? config.name : config.name + "-" + std::to_string(i),
               .threads = config.threads_per_worker,
               .memory_limit = config.memory_limit_bytes,
+              .memory_target_fraction = config.memory_target_fraction,
+              .memory_pause_fraction = config.memory_pause_fraction,
+              .open_database = open_database,
               .curve = keys,
               .scheduler_public_key = config.scheduler_public_key,
               .authorized_keys = config.authorized_keys,
@@ -214,7 +229,10 @@ int main(int argc, char** argv) {
       tessera::ClusterOptions options;
       options.workers = with_workers ? config.workers : 0;
       options.threads_per_worker = config.threads_per_worker;
-      options.data_dir = config.data_dir;  // stream results (RocksDB); empty: a temporary directory
+      options.data_dir = config.data_dir;  // stream results and spilled chunks; empty: a temporary directory
+      options.memory_limit = config.memory_limit_bytes;
+      options.memory_target_fraction = config.memory_target_fraction;
+      options.memory_pause_fraction = config.memory_pause_fraction;
       options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
       cluster = std::make_unique<tessera::EmbeddedCluster>(options);
       tessera::transport::ServerOptions server;

@@ -1,5 +1,7 @@
 #include "nodes/transport.hpp"
 
+#include "actors/outgoing_bytes.hpp"
+
 #include "nodes/wire_table.hpp"
 
 #include <capnp/serialize.h>
@@ -39,9 +41,17 @@ void unbounded(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::rcvhwm, 0);
 }
 
+// What keeps a zero-copy frame's bytes alive until ZeroMQ has sent them, counted in outgoing_bytes().
+struct FrameOwner {
+  tessera::Value value;
+  std::int64_t bytes;
+};
+
 // Called by ZeroMQ (on its I/O thread) once a zero-copy frame has gone out.
 void release_attachment(void*, void* owner) {
-  delete static_cast<tessera::Value*>(owner);
+  auto* frame = static_cast<FrameOwner*>(owner);
+  tessera::outgoing_bytes().fetch_sub(frame->bytes, std::memory_order_relaxed);
+  delete frame;
 }
 
 // False when the socket's send timeout passed before the first frame was taken (then none was sent; once
@@ -92,8 +102,9 @@ std::vector<zmq::message_t> Outgoing::frames() {
   out.emplace_back(flat_.begin(), flat_.size() * sizeof(capnp::word));
   for (std::size_t i = 0; i < attachments_.frames.size(); ++i) {
     // Zero copy: ZeroMQ frees the frame by dropping the Value that owns its bytes.
-    auto* owner = new tessera::Value(attachments_.keep[i]);
     const auto frame = attachments_.frames[i];
+    auto* owner = new FrameOwner{attachments_.keep[i], static_cast<std::int64_t>(frame.size())};
+    tessera::outgoing_bytes().fetch_add(owner->bytes, std::memory_order_relaxed);
     out.emplace_back(const_cast<std::byte*>(frame.data()), frame.size(), &release_attachment, owner);
   }
   return out;

@@ -1,6 +1,7 @@
 #include "nodes/wire_bodies.hpp"
 
 #include "nodes/glm_codec.hpp"
+#include "nodes/memory_codec.hpp"
 #include "nodes/stream_codec.hpp"
 
 namespace tessera::wire {
@@ -154,6 +155,22 @@ void WireBody<Envelope::GLM>::encode(Envelope::Builder e, const ::tessera::GlmMe
 }
 ::tessera::GlmMessage WireBody<Envelope::GLM>::decode(Envelope::Reader e, const DecodeContext& c) {
   return wire::decode(e.getGlm(), c.frames);
+}
+
+void WireBody<Envelope::MEMORY>::encode(Envelope::Builder e, const ::tessera::WorkerMemory& memory,
+                                        EncodeContext&) {
+  encode_memory(memory, e.initMemory());
+}
+::tessera::WorkerMemory WireBody<Envelope::MEMORY>::decode(Envelope::Reader e, const DecodeContext&) {
+  return decode_memory(e.getMemory());
+}
+
+void WireBody<Envelope::RESULTS_LOST>::encode(Envelope::Builder e, const ::tessera::LostInputs& lost,
+                                              EncodeContext&) {
+  wire::encode(lost, e.initResultsLost());
+}
+::tessera::LostInputs WireBody<Envelope::RESULTS_LOST>::decode(Envelope::Reader e, const DecodeContext& c) {
+  return wire::decode(e.getResultsLost(), c.sender_worker);
 }
 
 }  // namespace tessera::wire

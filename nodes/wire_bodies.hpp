@@ -55,6 +55,8 @@ TESSERA_WIRE_BODY(SIMULATED, SimulationOutcome)
 TESSERA_WIRE_BODY(SIMULATION_SETUP, ::tessera::SimulationSetup)
 TESSERA_WIRE_BODY(SIMULATION_END, std::uint64_t)
 TESSERA_WIRE_BODY(GLM, ::tessera::GlmMessage)
+TESSERA_WIRE_BODY(MEMORY, ::tessera::WorkerMemory)
+TESSERA_WIRE_BODY(RESULTS_LOST, ::tessera::LostInputs)
 #undef TESSERA_WIRE_BODY
 
 }  // namespace tessera::wire

@@ -59,7 +59,7 @@ enum class Cost : std::uint8_t {
   X(RELEASE, "release", kClientToScheduler, Cost::frame, no_atom, NoPayload)                                 \
   X(CANCEL, "cancel", kClientToScheduler, Cost::frame, no_atom, NoPayload)                                   \
   X(STATUS_REQUEST, "status request", kClientToScheduler, Cost::constant, no_atom, NoPayload)                \
-  X(STATUS, "status", kSchedulerToClient, Cost::constant, no_atom, NoPayload)                                \
+  X(STATUS, "status", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                                   \
   X(WORKER_WELCOME, "worker welcome", kSchedulerToWorker, Cost::constant, welcome_atom, std::uint32_t)       \
   X(PEER, "peer", kSchedulerToWorker, Cost::frame, peer_atom, PeerNotice)                                    \
   X(ASSIGN, "assign", kSchedulerToWorker, Cost::frame, assign_atom, AssignBatch)                             \
@@ -89,7 +89,9 @@ enum class Cost : std::uint8_t {
   X(SIMULATION_END, "simulation end", kSchedulerToWorker, Cost::constant, simulation_end_atom,               \
     std::uint64_t)                                                                                           \
   X(GLM, "glm", kClientToScheduler | kSchedulerToClient | kWorkerToScheduler | kSchedulerToWorker,           \
-    Cost::frame, glm_atom, ::tessera::GlmMessage)
+    Cost::frame, glm_atom, ::tessera::GlmMessage)                                                            \
+  X(MEMORY, "memory", kWorkerToScheduler, Cost::frame, memory_atom, ::tessera::WorkerMemory)                 \
+  X(RESULTS_LOST, "results lost", kWorkerToScheduler, Cost::frame, results_lost_atom, ::tessera::LostInputs)
 
 struct KindInfo {
   Envelope::Which kind;

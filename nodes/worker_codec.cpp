@@ -110,6 +110,10 @@ void encode(const DoneBatch& batch, Done::Builder out, Attachments& attachments)
     failures[count(i)].setTask(batch.failures[i].task);
     encode(*batch.failures[i].error, failures[count(i)].initError());
   }
+  if (!batch.held.empty()) {
+    auto held = out.initHeld(count(batch.held.size()));
+    for (std::size_t i = 0; i < batch.held.size(); ++i) held.set(count(i), batch.held[i]);
+  }
 }
 
 DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> frames, std::uint32_t worker) {
@@ -124,6 +128,12 @@ DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> fr
   for (auto task : in.getTasks()) batch.tasks.push_back(task);
   batch.results.reserve(batch.tasks.size());
   for (auto r : in.getResults()) batch.results.push_back(decode(r, frames));
+  for (auto index : in.getHeld()) {
+    if (index >= batch.tasks.size())
+      throw WireError("a done message holds result " + std::to_string(index) + " of " +
+                      std::to_string(batch.tasks.size()) + " tasks");
+    batch.held.push_back(index);
+  }
   for (auto f : in.getFailures())
     batch.failures.push_back(tessera::TaskFailure{f.getTask(), decode(f.getError())});
   return batch;
@@ -133,6 +143,29 @@ void encode(const StolenBatch& batch, Stolen::Builder out) {
   out.setOp(batch.op);
   auto tasks = out.initTasks(count(batch.tasks.size()));
   for (std::size_t i = 0; i < batch.tasks.size(); ++i) tasks.set(count(i), batch.tasks[i]);
+}
+
+void encode(const ::tessera::LostInputs& lost, wire::LostInputs::Builder out) {
+  auto list = out.initInputs(count(lost.inputs.size()));
+  for (std::size_t i = 0; i < lost.inputs.size(); ++i) {
+    const auto& l = lost.inputs[i];
+    auto b = list[count(i)];
+    b.setProducerOp(l.producer.op);
+    b.setProducerIndex(l.producer.index);
+    b.setConsumerOp(l.consumer.op);
+    b.setConsumerSlot(l.consumer.slot);
+    b.setColumn(l.consumer.column);
+  }
+}
+
+::tessera::LostInputs decode(wire::LostInputs::Reader in, std::uint32_t worker) {
+  ::tessera::LostInputs lost{worker, {}};
+  lost.inputs.reserve(in.getInputs().size());
+  for (auto l : in.getInputs())
+    lost.inputs.push_back(::tessera::LostInput{
+        ::tessera::TaskRef{l.getProducerOp(), l.getProducerIndex()},
+        ::tessera::Destination{worker, l.getConsumerOp(), l.getConsumerSlot(), l.getColumn()}});
+  return lost;
 }
 
 StolenBatch decode(Stolen::Reader in, std::uint32_t worker) {

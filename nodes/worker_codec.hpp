@@ -34,6 +34,10 @@ DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> fr
 void encode(const StolenBatch& batch, Stolen::Builder out);
 StolenBatch decode(Stolen::Reader in, std::uint32_t worker);
 
+void encode(const ::tessera::LostInputs& lost, wire::LostInputs::Builder out);
+// The consumers are the sender's own: `worker` is the scheduler's id for it.
+::tessera::LostInputs decode(wire::LostInputs::Reader in, std::uint32_t worker);
+
 void encode(std::uint32_t worker, const InputBatch& batch, Inputs::Builder out, Attachments& attachments);
 InputBatch decode(Inputs::Reader in, std::span<const std::span<const std::byte>> frames);
 

@@ -1,7 +1,11 @@
 #include "nodes/worker_node.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -88,6 +92,10 @@ struct WorkerNode::State {
   bool stopping = false;
   std::thread thread;
   caf::actor proxy_;  // this session's scheduler stand-in (session thread only)
+  // Without a node database given: its own, in a temporary directory.
+  std::mutex database_mutex;
+  std::shared_ptr<NodeDatabase> database;
+  std::filesystem::path temporary_dir;
 
   void log(const std::string& line) const { options.log(line); }
 
@@ -143,7 +151,10 @@ struct WorkerNode::State {
   void session(const std::shared_ptr<transport::Connection>& connection) {
     auto proxy = system->spawn(scheduler_proxy, connection);
     proxy_ = proxy;
-    auto local = spawn_worker(*system, proxy, WorkerOptions{options.threads, directory});
+    WorkerOptions worker_options{options.threads, directory};
+    worker_options.memory = MemoryOptions{options.memory_limit, options.memory_target_fraction,
+                                          options.memory_pause_fraction, options.open_database};
+    auto local = spawn_worker(*system, proxy, std::move(worker_options));
     {
       std::lock_guard lock(mutex);
       worker = local;
@@ -254,6 +265,22 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
     options.log = [](const std::string& line) { std::cerr << "[tessera] " << line << std::endl; };
   const std::uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (options.threads == 0) options.threads = cores;
+  if (!options.open_database) {
+    // Its own temporary database, removed with it.
+    options.open_database = [state = std::weak_ptr<State>(state_)]() -> std::shared_ptr<NodeDatabase> {
+      auto st = state.lock();
+      if (!st) throw StoreError("the worker is stopping");
+      std::lock_guard lock(st->database_mutex);
+      if (!st->database) {
+        static std::atomic<int> instances{0};
+        st->temporary_dir =
+            std::filesystem::temp_directory_path() /
+            ("tessera-spill-" + std::to_string(::getpid()) + "-" + std::to_string(++instances));
+        st->database = std::make_shared<NodeDatabase>(st->temporary_dir);
+      }
+      return st->database;
+    };
+  }
   st.options = std::move(options);
   st.config.set("scheduler.max-threads", static_cast<size_t>(std::max(2u, cores)));
   st.system = std::make_unique<caf::actor_system>(st.config);
@@ -287,6 +314,11 @@ WorkerNode::~WorkerNode() {
   state_->peer_server.reset();
   state_->system->await_all_actors_done();
   state_->system.reset();
+  state_->database.reset();
+  if (!state_->temporary_dir.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(state_->temporary_dir, ignored);
+  }
 }
 
 const std::string& WorkerNode::endpoint() const {

@@ -9,12 +9,14 @@
 #include <caf/all.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nodes/transport.hpp"
+#include "storage/node_database.hpp"
 
 namespace tessera {
 
@@ -22,8 +24,13 @@ struct WorkerNodeOptions {
   std::string scheduler;                     // the scheduler's address
   std::string listen = "tcp://127.0.0.1:0";  // where peers send this worker its inputs
   std::string name = "worker";
-  std::uint32_t threads = 0;  // 0: the cores
-  std::uint64_t memory_limit = 0;
+  std::uint32_t threads = 0;       // 0: the cores
+  std::uint64_t memory_limit = 0;  // worker.memory_limit: past its target fraction, results spill
+  double memory_target_fraction = 0.6;
+  double memory_pause_fraction = 0.8;
+  // The node's database, where results spill (opened on the first spill). Empty: a temporary directory of
+  // this worker's, removed with it.
+  std::function<std::shared_ptr<NodeDatabase>()> open_database{};
   std::optional<transport::CurveKeys> curve{};  // this worker's keys (CURVE on)
   std::string scheduler_public_key{};
   std::vector<std::string> authorized_keys{};  // peers accepted by this worker's peer server

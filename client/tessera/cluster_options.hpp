@@ -16,8 +16,17 @@ struct ClusterOptions {
   // Threads that handle the runtime's messages. Default: the cores (at least 2).
   std::uint32_t actor_threads = 0;
   SchedulerOptions scheduler{};
-  // Where stream results are stored. Empty: a temporary directory, removed with the cluster.
+  // Where stream results are stored and results past the memory target are spilled (a RocksDB with a
+  // column family for each). Empty: a temporary directory, removed with the cluster.
   std::string data_dir{};
+  // Bytes of results each worker may hold in memory; 0: no limit. Past memory_target_fraction of it the
+  // least recently used results spill to data_dir and come back when needed; when the process's resident
+  // memory (above its size when the cluster started, against the sum of its workers' limits) passes
+  // memory_pause_fraction, a worker starts no new task until it is back under. No worker is killed for
+  // memory.
+  std::uint64_t memory_limit = 0;
+  double memory_target_fraction = 0.6;
+  double memory_pause_fraction = 0.8;
 };
 
 }  // namespace tessera

@@ -1,0 +1,66 @@
+// How `tessera workers` and `tessera status` show a worker's memory: in memory, spilled, resident, the
+// spill traffic and its speed, and whether it is paused (with the reason of a failed spill).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "cli_options.hpp"
+#include "nodes/memory_codec.hpp"
+
+namespace tessera::cli {
+
+inline std::string mebibytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+inline nlohmann::ordered_json memory_json(const WorkerMemory& m) {
+  return nlohmann::ordered_json{{"worker", m.worker},
+                                {"memory_limit", m.limit},
+                                {"managed_bytes", m.managed_bytes},
+                                {"spilled_bytes", m.spilled_bytes},
+                                {"rss", m.rss},
+                                {"spills", m.spills},
+                                {"unspills", m.unspills},
+                                {"spilled_total_bytes", m.spilled_total},
+                                {"unspilled_total_bytes", m.unspilled_total},
+                                {"spill_mb_per_s", m.spill_mb_per_second()},
+                                {"unspill_mb_per_s", m.unspill_mb_per_second()},
+                                {"corrupt_records", m.corrupt_records},
+                                {"paused", m.paused},
+                                {"spill_error", m.spill_error}};
+}
+
+// One line: "in memory 12.0 MiB, spilled 40.0 MiB, resident 80.1 MiB; 5 spills (210 MB/s), 2 unspills
+// (650 MB/s)", then "; paused" and the spill error when there are.
+inline std::string memory_text(const WorkerMemory& m) {
+  char rates[160];
+  std::snprintf(rates, sizeof rates, "%llu spills (%.0f MB/s), %llu unspills (%.0f MB/s)",
+                static_cast<unsigned long long>(m.spills), m.spill_mb_per_second(),
+                static_cast<unsigned long long>(m.unspills), m.unspill_mb_per_second());
+  std::string out = "in memory ";
+  out += mebibytes(m.managed_bytes);
+  out += ", spilled ";
+  out += mebibytes(m.spilled_bytes);
+  out += ", resident ";
+  out += mebibytes(m.rss);
+  out += "; ";
+  out += rates;
+  if (m.corrupt_records > 0) {
+    out += "; ";
+    out += std::to_string(m.corrupt_records);
+    out += " damaged records recomputed";
+  }
+  if (m.paused) out += "; PAUSED (memory above the pause fraction)";
+  if (!m.spill_error.empty()) {
+    out += "; last spill failed: ";
+    out += excerpt(m.spill_error, 400);
+  }
+  return out;
+}
+
+}  // namespace tessera::cli
