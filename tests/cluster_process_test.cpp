@@ -7,6 +7,8 @@
 #include <Eigen/SVD>
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -555,6 +557,89 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
       std::string::npos)
       << out;
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// ---- Memory-bounded worker processes ----
+
+std::uint64_t proc_status_bytes(pid_t pid, const char* field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(std::strlen(field))) * 1024;
+  return 0;
+}
+
+std::string bounded_worker_config(const std::string& name, const std::string& scheduler,
+                                  const std::string& data_dir) {
+  return "[node]\nname = \"" + name +
+         "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
+         scheduler + "\"\nthreads_per_worker = 2\nmemory_limit = \"64MiB\"\ndata_dir = \"" + data_dir +
+         "\"\n" + plugins();
+}
+
+struct ArrayAnswers {
+  double sum_x, sum_y;
+  Eigen::MatrixXd xty;
+  bool operator==(const ArrayAnswers&) const = default;
+};
+
+// Chunks of 1 MiB: a product task takes 8 pairs of them, which must fit in a 64 MiB worker twice over.
+ArrayAnswers array_workload(tessera::Client& client, std::int64_t rows) {
+  tessera::ArrayOptions options;
+  options.chunks = {2048, 64};
+  options.seed = 11;
+  auto x = tessera::Array::random({rows, 64}, options).persist(client);
+  auto y = (x * 2.0 + 1.0).sqrt().persist(client);
+  return ArrayAnswers{x.sum().compute_scalar(client), y.sum().compute_scalar(client),
+                      x.T().dot(y).compute(client)};
+}
+
+TEST(ClusterProcessMemory, WorkersHoldingFourTimesTheirLimitStayWithinItAndMatchAnUnlimitedRun) {
+  constexpr std::uint64_t limit = 64ull << 20;
+  constexpr std::int64_t rows = 8 * limit / (64 * sizeof(double));  // x and y: 512 MiB each, 4x per worker
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera-memory-process-" + std::to_string(getpid()));
+  NodeProcess scheduler{scheduler_config()};
+  NodeProcess alpha{bounded_worker_config("alpha", scheduler.endpoint(), (dir / "alpha").string()), true};
+  NodeProcess beta{bounded_worker_config("beta", scheduler.endpoint(), (dir / "beta").string()), true};
+  ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "workers") == 2; }));
+  {
+    // The baseline is a worker that has run the kernels once: BLAS sets up its buffers on first use.
+    tessera::Client client(scheduler.endpoint());
+    array_workload(client, 8 * 8192);
+  }
+  std::vector<std::uint64_t> baseline;
+  for (const auto* worker : {&alpha, &beta}) {
+    std::ofstream("/proc/" + std::to_string(worker->pid()) + "/clear_refs") << "5";
+    baseline.push_back(proc_status_bytes(worker->pid(), "VmRSS:"));
+  }
+  ArrayAnswers bounded;
+  {
+    tessera::Client client(scheduler.endpoint());
+    bounded = array_workload(client, rows);
+  }
+  std::size_t index = 0;
+  for (const auto* worker : {&alpha, &beta}) {
+    const auto peak = proc_status_bytes(worker->pid(), "VmHWM:");
+    EXPECT_LE(peak, baseline[index] + limit + limit / 4)
+        << "worker " << index << ": peak " << (peak >> 20) << " MiB, baseline " << (baseline[index] >> 20)
+        << " MiB; its log:\n"
+        << worker->log();
+    ++index;
+  }
+  // Each worker spilled, and says so.
+  const auto workers = cli(scheduler, "workers --json");
+  EXPECT_NE(workers.find("\"spills\":"), std::string::npos) << workers;
+  EXPECT_EQ(workers.find("\"spills\":0,"), std::string::npos) << workers;
+  tessera::LocalCluster local{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client local_client{local};
+  EXPECT_EQ(array_workload(local_client, rows), bounded);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace

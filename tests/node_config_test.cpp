@@ -57,7 +57,7 @@ TEST(NodeConfig, ShippedConfigsAreValid) {
 TEST(NodeConfig, UnknownKeyNamesFileLineAndKnownKeys) {
   EXPECT_EQ(refusal("[node]\nname = \"a\"\nrole = \"both\"\n\n[worker]\nthreads = 4\n"),
             "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, workers, "
-            "threads_per_worker, memory_limit, data_dir)");
+            "threads_per_worker, memory_limit, memory_target_fraction, memory_pause_fraction, data_dir)");
   EXPECT_EQ(refusal("[nod]\nname = \"a\"\n").find("bad.toml:1: unknown section 'nod'"), 0u)
       << refusal("[nod]\n");
 }
@@ -245,12 +245,23 @@ TEST(NodeConfig, NodeNameMustBePrintableAndNonEmpty) {
             "bad.toml:2: key 'node.name' must be at most 128 bytes, got 129");
 }
 
+TEST(NodeConfig, MemoryFractionsOutsideTheUnitIntervalAreRefusedByKey) {
+  for (const char* key : {"memory_target_fraction", "memory_pause_fraction"}) {
+    for (const char* bad : {"0", "-0.5", "1.5", "inf", "nan", "\"half\""}) {
+      const auto why = refusal(kBoth + "[worker]\n" + key + " = " + bad + "\n");
+      EXPECT_NE(why.find(std::string("bad.toml:5: key 'worker.") + key + "'"), std::string::npos) << why;
+      EXPECT_NE(why.find("(0, 1]"), std::string::npos) << why;
+    }
+  }
+}
+
 TEST(NodeConfig, EchoedValuesAreCutToAnExcerpt) {
   const auto why = refusal("[node]\nname = \"a\"\nrole = \"" + std::string(100000, 'r') + "\"\n");
   EXPECT_EQ(why.find("bad.toml:3: key 'node.role' must be one of scheduler, worker, both, got \"rrrr"), 0u);
   EXPECT_LT(why.size(), 200u);
   EXPECT_NE(why.find("rrr... (100000 bytes)\""), std::string::npos) << why;
-  EXPECT_LT(refusal(kBoth + "[worker]\n" + std::string(5000, 'k') + " = 1\n").size(), 250u);
+  // The excerpt of the key, and the list of known keys in [worker].
+  EXPECT_LT(refusal(kBoth + "[worker]\n" + std::string(5000, 'k') + " = 1\n").size(), 300u);
   EXPECT_EQ(tessera::config_excerpt("a\x01\x7f"
                                     "b"),
             "a\\x01\\x7fb");

@@ -1,0 +1,391 @@
+// Memory-bounded workers in one process: a worker's chunk store accounts every result, spills the least
+// recently used past its target to RocksDB and reads them back; workloads holding four times the limit
+// give the unlimited run's results within baseline + 1.25 x the limit of resident memory; an unwritable
+// data directory fails tasks with a clear error instead of the process, and a damaged spilled record is
+// computed again from lineage.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <Eigen/Dense>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <tessera/array.hpp>
+#include <tessera/linalg.hpp>
+#include <tessera/tessera.hpp>
+
+#include "actors/chunk_store.hpp"
+#include "test_util.hpp"
+
+namespace memory_tasks {
+
+// A 4 MiB block of doubles, made on the worker.
+std::vector<double> block(std::int64_t i) {
+  std::vector<double> out(512 * 1024);
+  for (std::size_t k = 0; k < out.size(); ++k)
+    out[k] = static_cast<double>(i) + 1e-6 * static_cast<double>(k);
+  return out;
+}
+TESSERA_TASK(block);
+
+double block_total(const std::vector<double>& xs) {
+  return std::accumulate(xs.begin(), xs.end(), 0.0);
+}
+TESSERA_TASK(block_total);
+
+double plus(double a, double b) {
+  return a + b;
+}
+TESSERA_TASK(plus);
+
+}  // namespace memory_tasks
+
+namespace {
+
+namespace fs = std::filesystem;
+using tessera::testing::eventually;
+
+constexpr std::uint64_t MiB = 1ull << 20;
+
+// A directory of its own, removed at the end.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int instances = 0;
+    path = fs::temp_directory_path() /
+           ("tessera-memory-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+std::uint64_t status_kib(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(std::strlen(field)));
+  return 0;
+}
+
+// Peak resident memory from now on: the kernel's high-water mark, reset here.
+struct PeakRss {
+  std::uint64_t baseline;
+  PeakRss() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+    baseline = status_kib("VmRSS:") * 1024;
+  }
+  std::uint64_t above_baseline() const {
+    const std::uint64_t peak = status_kib("VmHWM:") * 1024;
+    return peak > baseline ? peak - baseline : 0;
+  }
+};
+
+tessera::ClusterOptions limited(std::uint64_t limit, const fs::path& dir, std::uint32_t workers = 1) {
+  tessera::ClusterOptions options;
+  options.workers = workers;
+  options.threads_per_worker = 2;
+  options.memory_limit = limit;
+  options.data_dir = dir.string();
+  return options;
+}
+
+tessera::WorkerMemory total_memory(const tessera::SchedulerStatus& status) {
+  tessera::WorkerMemory total;
+  for (const auto& m : status.memory) {
+    total.managed_bytes += m.managed_bytes;
+    total.spilled_bytes += m.spilled_bytes;
+    total.spills += m.spills;
+    total.unspills += m.unspills;
+    total.corrupt_records += m.corrupt_records;
+    if (!m.spill_error.empty()) total.spill_error = m.spill_error;
+  }
+  return total;
+}
+
+// ---- The chunk store alone, with a real RocksDB ----
+
+tessera::Value megabytes_of(double fill, std::size_t mib) {
+  return tessera::Value(std::vector<double>(mib * MiB / sizeof(double), fill));
+}
+
+TEST(ChunkStore, SpillsTheLeastRecentlyUsedPastItsTargetAndReadsThemBack) {
+  TempDir dir;
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path);
+  tessera::ChunkStore store(
+      {.limit = 10 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [&] {
+         return database;
+       }});
+  bool over = false;
+  for (int i = 0; i < 8; ++i) over = store.put({1, static_cast<std::uint32_t>(i)}, megabytes_of(i, 1));
+  EXPECT_TRUE(over);  // 8 MiB held, the target is 5 MiB
+  EXPECT_EQ(store.report().managed_bytes, 8 * MiB);
+  store.get({1, 0});  // the oldest is used again: it stays
+  ASSERT_TRUE(store.spill(tessera::SpillGoal::target));
+  auto report = store.report();
+  EXPECT_LE(report.managed_bytes, 5 * MiB);
+  EXPECT_EQ(report.spills, 3u);  // 1, 2 and 3 went (down to the target); 0 was read again
+  EXPECT_GT(report.spilled_bytes, 3 * MiB);
+  // Read back exactly, from disk, and counted.
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(store.get({1, static_cast<std::uint32_t>(i)}).as_doubles(),
+              std::vector<double>(MiB / sizeof(double), i));
+  report = store.report();
+  EXPECT_EQ(report.unspills, 3u);
+  EXPECT_EQ(report.managed_bytes, 8 * MiB);
+  EXPECT_EQ(report.spilled_bytes, 0u);  // all in memory again (their copies on disk are not counted twice)
+  // Erased while spilled: gone from disk too.
+  ASSERT_TRUE(store.spill(tessera::SpillGoal::everything));
+  EXPECT_EQ(store.report().managed_bytes, 0u);
+  store.erase_operation(1);
+  ASSERT_TRUE(store.spill(tessera::SpillGoal::target));
+  report = store.report();
+  EXPECT_EQ(report.managed_bytes + report.spilled_bytes, 0u);
+  EXPECT_THROW(store.get({1, 0}), std::out_of_range);
+}
+
+TEST(ChunkStore, ADirectoryThatCannotBeWrittenIsAClearErrorAndNothingIsLost) {
+  tessera::ChunkStore store(
+      {.limit = 4 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [] {
+         return std::make_shared<tessera::NodeDatabase>("/proc/tessera-no-spill");
+       }});
+  store.set_name("worker 3 ('w')");
+  for (int i = 0; i < 5; ++i) store.put({2, static_cast<std::uint32_t>(i)}, megabytes_of(i, 1));
+  EXPECT_FALSE(store.refusal());  // over the limit, but spilling has not failed yet
+  EXPECT_FALSE(store.spill(tessera::SpillGoal::target));
+  EXPECT_NE(store.spill_error().find("/proc/tessera-no-spill"), std::string::npos) << store.spill_error();
+  // Holding more than the limit with nowhere to spill: new tasks are refused, naming why.
+  store.update_refusal(0, ~std::uint64_t{0});
+  ASSERT_TRUE(store.refusal());
+  const auto error = *store.refusal();
+  EXPECT_NE(error.find("worker 3 ('w')"), std::string::npos) << error;
+  EXPECT_NE(error.find("/proc/tessera-no-spill"), std::string::npos) << error;
+  EXPECT_NE(error.find("No such file or directory"), std::string::npos) << error;
+  for (int i = 0; i < 5; ++i)  // still in memory
+    EXPECT_EQ(store.get({2, static_cast<std::uint32_t>(i)}).as_doubles().front(), i);
+}
+
+// Writes over the middle of every table file in `dir`, as a failing disk would; returns how many.
+int damage_table_files(const fs::path& dir) {
+  int damaged = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".sst") continue;
+    const auto size = fs::file_size(entry.path());
+    std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    for (std::uint64_t at = 4096; at + 64 < size; at += 256 * 1024) {
+      file.seekp(static_cast<std::streamoff>(at));
+      file.write("damaged by the test, damaged by the test, damaged by the test!!", 64);
+    }
+    ++damaged;
+  }
+  return damaged;
+}
+
+TEST(ChunkStore, ADamagedRecordIsLostNotMisread) {
+  TempDir dir;
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path);
+  tessera::ChunkStore store(
+      {.limit = 10 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [&] {
+         return database;
+       }});
+  for (int i = 0; i < 4; ++i) store.put({1, static_cast<std::uint32_t>(i)}, megabytes_of(i, 1));
+  ASSERT_TRUE(store.spill(tessera::SpillGoal::everything));
+  ASSERT_GT(damage_table_files(dir.path), 0);
+  EXPECT_THROW(store.get({1, 0}), tessera::ChunkLost);
+  EXPECT_EQ(store.report().corrupt_records, 1u);
+  EXPECT_FALSE(store.contains({1, 0}));  // gone: its producer must run again
+}
+
+// ---- Workloads four times the limit, against the unlimited run ----
+
+struct ArrayAnswers {
+  double sum_x, sum_y;
+  Eigen::MatrixXd xty;
+  bool operator==(const ArrayAnswers&) const = default;
+};
+
+// x: random rows x 64 in chunks of 4 MiB, persisted; y derived from it, persisted; their sums and x^T y.
+ArrayAnswers array_workload(tessera::Client& client, std::int64_t rows) {
+  tessera::ArrayOptions options;
+  options.chunks = {8192, 64};
+  options.seed = 11;
+  auto x = tessera::Array::random({rows, 64}, options).persist(client);
+  auto y = (x * 2.0 + 1.0).sqrt().persist(client);
+  ArrayAnswers out;
+  out.sum_x = x.sum().compute_scalar(client);
+  out.sum_y = y.sum().compute_scalar(client);
+  out.xty = x.T().dot(y).compute(client);
+  return out;
+}
+
+TEST(MemoryLimit, ArraysFourTimesTheLimitGiveTheUnlimitedResultsWithinTheBound) {
+  constexpr std::uint64_t limit = 128 * MiB;
+  constexpr std::int64_t rows = 4 * limit / (64 * sizeof(double));  // x alone is 4x the limit, y too
+  TempDir dir;
+  ArrayAnswers bounded;
+  std::uint64_t peak = 0;
+  {
+    PeakRss rss;
+    tessera::LocalCluster cluster(limited(limit, dir.path));
+    tessera::Client client(cluster);
+    bounded = array_workload(client, rows);
+    peak = rss.above_baseline();
+    ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spills > 0; }));
+    const auto memory = total_memory(cluster.status());
+    EXPECT_GT(memory.unspills, 0u);
+    EXPECT_GT(memory.spilled_bytes, limit);  // most of x and y live on disk
+    EXPECT_TRUE(memory.spill_error.empty()) << memory.spill_error;
+  }
+  tessera::LocalCluster unlimited({.workers = 1, .threads_per_worker = 2});
+  tessera::Client client(unlimited);
+  EXPECT_EQ(array_workload(client, rows), bounded);
+  EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
+}
+
+TEST(MemoryLimit, FuturesAndABagFourTimesTheLimitGiveTheUnlimitedResults) {
+  constexpr std::uint64_t limit = 128 * MiB;
+  constexpr std::int64_t blocks = 128;  // 4 MiB each: 512 MiB held
+  std::vector<std::int64_t> ids(blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto run = [&](tessera::Client& client) {
+    auto held = client.map(memory_tasks::block, ids);
+    auto totals = client.gather(client.map(memory_tasks::block_total, held));
+    // One block back to the client: a held result is fetched when asked for.
+    const auto first = held[5].result();
+    auto bag = tessera::Bag<std::int64_t>::from_sequence(ids, 64)
+                   .map(memory_tasks::block)
+                   .map(memory_tasks::block_total);
+    const double bag_total = client.compute(bag.fold(memory_tasks::plus, 0.0));
+    return std::make_tuple(totals, first, bag_total);
+  };
+  TempDir dir;
+  std::uint64_t peak = 0;
+  std::tuple<std::vector<double>, std::vector<double>, double> bounded;
+  {
+    PeakRss rss;
+    tessera::LocalCluster cluster(limited(limit, dir.path));
+    tessera::Client client(cluster);
+    bounded = run(client);
+    peak = rss.above_baseline();
+    ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spills > 0; }));
+  }
+  tessera::LocalCluster unlimited({.workers = 1, .threads_per_worker = 2});
+  tessera::Client client(unlimited);
+  EXPECT_EQ(run(client), bounded);
+  EXPECT_EQ(std::get<1>(bounded), memory_tasks::block(5));
+  EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
+}
+
+TEST(MemoryLimit, TsqrAndSvdWhoseLeavesExceedTheLimit) {
+  constexpr std::uint64_t limit = 64 * MiB;
+  constexpr std::int64_t rows = 4 * limit / (32 * sizeof(double));
+  const auto run = [&](tessera::Client& client) {
+    tessera::ArrayOptions options;
+    options.chunks = {16384, 32};  // 4 MiB leaves
+    options.seed = 5;
+    auto a = tessera::Array::random({rows, 32}, options).persist(client);
+    auto qr = tessera::linalg::tsqr(a);
+    auto svd = tessera::linalg::svd(a);
+    const Eigen::MatrixXd r = qr.r.compute(client);
+    const double q_sum = qr.q.sum().compute_scalar(client);
+    const Eigen::VectorXd s = svd.s.compute_vector(client);
+    return std::make_tuple(r, q_sum, s);
+  };
+  TempDir dir;
+  std::tuple<Eigen::MatrixXd, double, Eigen::VectorXd> bounded;
+  {
+    tessera::LocalCluster cluster(limited(limit, dir.path));
+    tessera::Client client(cluster);
+    bounded = run(client);
+    ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spills > 0; }));
+  }
+  tessera::LocalCluster unlimited({.workers = 1, .threads_per_worker = 2});
+  tessera::Client client(unlimited);
+  // Equal to round-off: LAPACK's blocked kernels round differently with their buffers' alignment, and a
+  // leaf read back from disk lives in another buffer than the one it was made in.
+  const auto [r, q_sum, s] = run(client);
+  const auto& [bounded_r, bounded_q_sum, bounded_s] = bounded;
+  EXPECT_LT((r - bounded_r).cwiseAbs().maxCoeff(), 1e-9 * r.cwiseAbs().maxCoeff());
+  EXPECT_NEAR(q_sum, bounded_q_sum, 1e-9 * std::abs(q_sum));
+  EXPECT_LT((s - bounded_s).cwiseAbs().maxCoeff(), 1e-9 * s.maxCoeff());
+}
+
+// ---- Faults ----
+
+TEST(MemoryLimit, AnUnwritableDataDirFailsTasksNamingWorkerPathAndReasonAndTheWorkerStaysUp) {
+  constexpr std::uint64_t limit = 32 * MiB;
+  tessera::LocalCluster cluster(limited(limit, "/proc/tessera-cannot-spill"));
+  tessera::Client client(cluster);
+  std::vector<std::int64_t> ids(64);  // 256 MiB if every block were kept
+  std::iota(ids.begin(), ids.end(), 0);
+  std::string failure;
+  {
+    auto held = client.map(memory_tasks::block, ids);
+    for (auto& f : held) {
+      try {
+        f.result();
+      } catch (const tessera::TaskFailed& e) {
+        failure = e.what();
+      }
+    }
+    ASSERT_FALSE(failure.empty()) << "every block was kept in memory: nothing refused";
+    ASSERT_TRUE(eventually([&] { return !total_memory(cluster.status()).spill_error.empty(); }));
+    EXPECT_NE(failure.find("worker 0"), std::string::npos) << failure;
+    EXPECT_NE(failure.find("/proc/tessera-cannot-spill"), std::string::npos) << failure;
+    EXPECT_NE(failure.find("No such file or directory"), std::string::npos) << failure;
+    const auto memory = total_memory(cluster.status());
+    EXPECT_NE(memory.spill_error.find("/proc/tessera-cannot-spill"), std::string::npos) << memory.spill_error;
+  }
+  // The futures are gone, their memory with them: the same worker computes again (once it has seen its
+  // memory go down).
+  const double expected = memory_tasks::block_total(memory_tasks::block(2));
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          return client.submit(memory_tasks::block_total, client.submit(memory_tasks::block, std::int64_t{2}))
+                     .result() == expected;
+        } catch (const tessera::TaskFailed&) {
+          return false;
+        }
+      },
+      std::chrono::seconds(10)));
+}
+
+TEST(MemoryLimit, ADamagedSpilledRecordIsComputedAgainFromLineage) {
+  constexpr std::uint64_t limit = 32 * MiB;
+  TempDir dir;
+  tessera::LocalCluster cluster(limited(limit, dir.path));
+  tessera::Client client(cluster);
+  std::vector<std::int64_t> ids(32);  // 128 MiB held: most of it spilled
+  std::iota(ids.begin(), ids.end(), 0);
+  auto held = client.map(memory_tasks::block, ids);
+  for (const auto& f : held) ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
+  ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes > 64 * MiB; }));
+  ASSERT_GT(damage_table_files(dir.path), 0) << "no table files in " << dir.path;
+  const auto totals = client.gather(client.map(memory_tasks::block_total, held));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(totals[i], memory_tasks::block_total(memory_tasks::block(ids[i]))) << i;
+  // Counted where status shows it (reported every 0.5 s).
+  EXPECT_TRUE(eventually([&] { return total_memory(cluster.status()).corrupt_records > 0; }));
+  EXPECT_GT(cluster.status().tasks_recomputed, 0u);
+}
+
+TEST(MemoryLimit, OptionsOutOfRangeAreRefusedByName) {
+  for (double bad :
+       {0.0, -0.5, 1.5, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    tessera::ClusterOptions options;
+    options.memory_target_fraction = bad;
+    try {
+      tessera::LocalCluster cluster(options);
+      FAIL() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("memory_target_fraction"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
