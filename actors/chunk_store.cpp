@@ -31,7 +31,7 @@ std::uint64_t resident_bytes() {
 // A spill batch: large enough for RocksDB to write sequentially, small enough that its copies (the
 // encoded records, the memtable until flushed) stay a small part of the limit.
 std::uint64_t batch_bytes(std::uint64_t limit) {
-  return std::clamp<std::uint64_t>(limit / 16, 1ull << 20, 64ull << 20);
+  return std::clamp<std::uint64_t>(limit / 32, 1ull << 20, 32ull << 20);
 }
 
 void put_be(std::string& out, std::uint64_t value, int bytes) {
@@ -350,21 +350,21 @@ bool ChunkStore::spill(SpillGoal goal) {
       if (batch.empty()) break;
       if (!disk) disk = open_spill_store();
       const auto start = std::chrono::steady_clock::now();
-      std::vector<std::pair<std::string, std::string>> records;
-      records.reserve(batch.size());
-      for (auto& c : batch) records.emplace_back(disk_key(c.key), SpillStore::encode(c.value));
-      disk->write(records);
+      std::vector<std::pair<std::string, Value>> values;
+      values.reserve(batch.size());
+      for (auto& c : batch) values.emplace_back(disk_key(c.key), std::move(c.value));
+      const auto record_sizes = disk->write_values(values);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       {
         std::lock_guard lock(mutex_);
         counters_.spill_seconds += seconds;
         for (std::size_t i = 0; i < batch.size(); ++i) {
-          const auto record_bytes = static_cast<std::uint64_t>(records[i].second.size());
+          const auto record_bytes = record_sizes[i];
           counters_.spills += 1;
           counters_.spilled_total += record_bytes;
           auto it = entries_.find(batch[i].key);
           if (it == entries_.end()) {  // erased while it was written
-            deletes_.push_back(records[i].first);
+            deletes_.push_back(values[i].first);
             deleted_since_reclaim_ += record_bytes;
             continue;
           }
@@ -409,6 +409,7 @@ bool ChunkStore::spill(SpillGoal goal) {
 WorkerMemory ChunkStore::report() const {
   std::lock_guard lock(mutex_);
   WorkerMemory out = counters_;
+  out.managed_bytes += static_cast<std::uint64_t>(std::max<std::int64_t>(0, inline_bytes_.load()));
   out.rss = process_rss();
   out.spill_error = spill_error_;
   return out;

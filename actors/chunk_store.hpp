@@ -29,6 +29,8 @@ namespace tessera {
 // What a store entry is: a task's result (part kResultPart) or the input copy that arrived for one
 // column of a task from another worker (part = the column).
 inline constexpr std::uint16_t kResultPart = 0xffff;
+// Values smaller than this stay with their slot: counted here, never spilled (a record costs more).
+inline constexpr std::uint64_t kInlineBytes = 1024;
 struct ChunkKey {
   OpId op = 0;
   std::uint32_t slot = 0;
@@ -88,6 +90,8 @@ class ChunkStore {
   // actor. Returns true when there is disk work for it.
   bool erase(const ChunkKey& key);
   bool erase_operation(OpId op);
+  // Small values kept outside the store, in their slots: counted in the managed bytes all the same.
+  void count_inline(std::int64_t bytes) { inline_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
 
   // The store actor's work, on its thread: deletes, then spills least recently used first as far as
   // `goal` says, then reclaims deleted space when enough was deleted. Returns false when a spill failed
@@ -153,6 +157,7 @@ class ChunkStore {
   std::string spill_error_;
   std::string refusal_;
   std::atomic<bool> refusing_{false};
+  std::atomic<std::int64_t> inline_bytes_{0};
   std::shared_ptr<SpillStore> spill_store_;  // set once, under mutex_, before anything is spilled
 };
 

@@ -49,7 +49,8 @@ struct Slot {
   // Packed so a slot takes 40 bytes: a map of ten million tasks keeps ten million of them.
   bool assigned : 1 = false;
   bool adopt : 1 = false;         // receives a finished result instead of running
-  bool holds_result : 1 = false;  // in the chunk store, and counted in HeldResults
+  bool holds_result : 1 = false;  // kept here, and counted in HeldResults
+  bool stored : 1 = false;        // in the chunk store (else small, in `result`, counted there inline)
   bool report : 1 = true;         // the result goes back to the scheduler, not just the fact
   std::uint16_t missing = 0;      // inputs still expected, once assigned
   Value result;                   // written by the compute thread that ran the task; then in the store
@@ -114,13 +115,15 @@ struct OperationState {
   std::deque<std::uint32_t> queued;
   double average_task_seconds = -1;  // unknown until the first job reports
   std::int64_t held_count = 0, held_bytes = 0;
+  std::int64_t inline_bytes = 0;  // of results kept in their slots, counted by the store
 
   ~OperationState() {
     auto& held = HeldResults::instance();
     held.count -= held_count;
     held.bytes -= held_bytes;
-    if (args.store && args.store->erase_operation(args.op->id()))
-      caf::anon_send(args.store_actor, spill_atom::value);
+    if (!args.store) return;
+    args.store->count_inline(-inline_bytes);
+    if (args.store->erase_operation(args.op->id())) caf::anon_send(args.store_actor, spill_atom::value);
   }
 
   OpId id() const { return args.op->id(); }
@@ -145,28 +148,44 @@ struct OperationState {
     return (*slots)[index];
   }
 
-  // Moves a finished slot's result into the chunk store.
+  // Keeps a finished slot's result: a small one in the slot (counted by the store, never spilled), a
+  // larger one in the chunk store.
   void keep_result(std::uint32_t index, Slot& s, Value result) {
     s.holds_result = true;
-    s.result = Value{};
     const auto bytes = static_cast<std::int64_t>(result.payload_bytes());
     held_count += 1;
     held_bytes += bytes;
     HeldResults::instance().count += 1;
     HeldResults::instance().bytes += bytes;
+    if (bytes < static_cast<std::int64_t>(kInlineBytes)) {
+      args.store->count_inline(bytes);
+      inline_bytes += bytes;
+      s.stored = false;
+      s.result = std::move(result);
+      return;
+    }
+    s.stored = true;
+    s.result = Value{};
     store_work(args.store->put(result_key(id(), index), std::move(result)));
   }
 
   void drop_result(std::uint32_t index, Slot& s) {
     if (s.holds_result) {
-      const auto bytes = static_cast<std::int64_t>(args.store->bytes(result_key(id(), index)));
+      const auto bytes = static_cast<std::int64_t>(s.stored ? args.store->bytes(result_key(id(), index))
+                                                            : s.result.payload_bytes());
       held_count -= 1;
       held_bytes -= bytes;
       HeldResults::instance().count -= 1;
       HeldResults::instance().bytes -= bytes;
       s.holds_result = false;
+      if (s.stored) {
+        store_work(args.store->erase(result_key(id(), index)));
+      } else {
+        args.store->count_inline(-bytes);
+        inline_bytes -= bytes;
+      }
+      s.stored = false;
     }
-    store_work(args.store->erase(result_key(id(), index)));
     release_inputs(index, s);
     s.result = Value{};
     s.extra.reset();
@@ -190,7 +209,9 @@ using Outgoing = std::unordered_map<std::uint32_t, InputBatch>;  // by destinati
 void send_result(OperationActor* self, std::uint32_t from, const Value* result, const Destination& to,
                  Outgoing& outgoing) {
   auto& st = self->state;
-  if (to.worker == st.args.worker_id && to.column != kAdoptColumn) {
+  const Slot& s = (*st.slots)[from];
+  if (!s.stored) result = &s.result;  // small: the value itself, wherever it goes
+  if (s.stored && to.worker == st.args.worker_id && to.column != kAdoptColumn) {
     InputDelivery delivery{to.op, to.slot, to.column, Value{}, true, st.id(), from};
     if (to.op == st.id()) {
       accept_input(self, to.slot, to.column, delivery);  // same operation on this worker: no message
@@ -207,11 +228,16 @@ void send_result(OperationActor* self, std::uint32_t from, const Value* result, 
       value = st.args.store->peek(result_key(st.id(), from));
     } catch (const std::exception& e) {
       std::cerr << "[tessera] " << st.args.store->name() << ": cannot send the result of task "
-                << st.args.op->key((*st.slots)[from].task) << ": " << e.what() << std::endl;
+                << st.args.op->key(s.task) << ": " << e.what() << std::endl;
       return;
     }
   }
-  outgoing[to.worker].inputs.push_back(InputDelivery{to.op, to.slot, to.column, std::move(value)});
+  InputDelivery delivery{to.op, to.slot, to.column, std::move(value)};
+  if (to.op == st.id() && to.worker == st.args.worker_id) {
+    accept_input(self, to.slot, to.column, delivery);
+  } else {
+    outgoing[to.worker].inputs.push_back(std::move(delivery));
+  }
 }
 
 void flush_outgoing(OperationActor* self, Outgoing& outgoing) {
@@ -256,7 +282,7 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
   if (delivery.held) {
     input.key = result_key(delivery.held_op, delivery.held_slot);
     input.stored = true;
-  } else if (delivery.value.payload_bytes() > 0) {
+  } else if (delivery.value.payload_bytes() >= kInlineBytes) {
     // A copy from another worker: held, counted and spilled like a result of this worker.
     input.key = ChunkKey{st.id(), index, column};
     input.stored = true;
@@ -563,7 +589,7 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
             if (!s.holds_result) continue;
             const auto key = result_key(st.id(), sub.slot);
             const bool away = sub.to.worker != st.args.worker_id || sub.to.column == kAdoptColumn;
-            if (limit > 0 && away && !st.args.store->in_memory(key)) {
+            if (limit > 0 && away && s.stored && !st.args.store->in_memory(key)) {
               const auto queued = outgoing_bytes().load(std::memory_order_relaxed);
               if (queued > budget || (loaded > 0 && queued + loaded > budget)) {
                 later.subscriptions.push_back(std::move(sub));
@@ -616,7 +642,9 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
           const bool held = index < st.slots->size() && (*st.slots)[index].state.load() == SlotState::done &&
                             (*st.slots)[index].holds_result;
           Value value;
-          if (held) {
+          if (held && !(*st.slots)[index].stored) {
+            value = (*st.slots)[index].result;
+          } else if (held) {
             try {
               value = st.args.store->peek(result_key(st.id(), index));
             } catch (const std::exception& e) {

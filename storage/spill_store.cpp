@@ -88,10 +88,51 @@ Value SpillStore::decode(const std::string& record) {
   }
 }
 
+std::vector<std::uint64_t> SpillStore::write_values(
+    const std::vector<std::pair<std::string, Value>>& values) {
+  static const char zeros[8] = {};
+  rocksdb::WriteBatch batch;
+  std::vector<std::uint64_t> sizes;
+  sizes.reserve(values.size());
+  for (const auto& [key, value] : values) {
+    auto encoded = wire::encode_value_message(value);
+    const auto header = encoded.header_bytes();
+    const auto& frames = encoded.attachments.frames;
+    // The same layout as encode(), given to RocksDB in parts: its batch is the only copy made.
+    std::string prefix(16 + 8 * frames.size(), '\0');
+    std::size_t at = 0;
+    put_raw(prefix, at, kMagic);
+    put_raw(prefix, at, static_cast<std::uint32_t>(frames.size()));
+    put_raw(prefix, at, static_cast<std::uint64_t>(header.size()));
+    for (const auto& f : frames) put_raw(prefix, at, static_cast<std::uint64_t>(f.size()));
+    std::vector<rocksdb::Slice> parts;
+    parts.reserve(2 + 2 * frames.size() + 1);
+    std::uint64_t size = prefix.size();
+    const auto add = [&](const void* data, std::size_t n) {
+      parts.emplace_back(static_cast<const char*>(data), n);
+      if (padded(n) != n) parts.emplace_back(zeros, padded(n) - n);
+      size += padded(n);
+    };
+    parts.emplace_back(prefix);
+    add(header.data(), header.size());
+    for (const auto& f : frames) add(f.data(), f.size());
+    const rocksdb::Slice key_slice(key);
+    batch.Put(database_->spill(), rocksdb::SliceParts(&key_slice, 1),
+              rocksdb::SliceParts(parts.data(), static_cast<int>(parts.size())));
+    sizes.push_back(size);
+  }
+  commit(batch);
+  return sizes;
+}
+
 void SpillStore::write(const std::vector<std::pair<std::string, std::string>>& records) {
-  auto& db = database_->db();
   rocksdb::WriteBatch batch;
   for (const auto& [key, record] : records) batch.Put(database_->spill(), key, record);
+  commit(batch);
+}
+
+void SpillStore::commit(rocksdb::WriteBatch& batch) {
+  auto& db = database_->db();
   rocksdb::WriteOptions options;
   options.disableWAL = true;
   auto status = db.Write(options, &batch);

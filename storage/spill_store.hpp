@@ -15,6 +15,10 @@
 #include "graph/value.hpp"
 #include "storage/node_database.hpp"
 
+namespace rocksdb {
+class WriteBatch;
+}
+
 namespace tessera {
 
 // A spill or read that the disk refused (unwritable, full, gone); the text names the path and the reason.
@@ -40,6 +44,9 @@ class SpillStore {
 
   // Writes records (key, encoded value) and flushes them to disk before returning.
   void write(const std::vector<std::pair<std::string, std::string>>& records);
+  // Writes values as records straight from their buffers (no encoded copy first), flushes them, and
+  // returns each record's size.
+  std::vector<std::uint64_t> write_values(const std::vector<std::pair<std::string, Value>>& values);
   // Reads one record back; SpillCorrupt when its checksum fails or it does not decode, SpillError when
   // the disk refuses, and SpillError naming the key when it is not there.
   Value read(const std::string& key) const;
@@ -51,6 +58,7 @@ class SpillStore {
 
  private:
   std::string failure(const std::string& what, const std::string& reason) const;
+  void commit(rocksdb::WriteBatch& batch);  // without the WAL, then flushed
   std::shared_ptr<NodeDatabase> database_;
 };
 

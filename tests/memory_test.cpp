@@ -208,10 +208,11 @@ struct ArrayAnswers {
   bool operator==(const ArrayAnswers&) const = default;
 };
 
-// x: random rows x 64 in chunks of 4 MiB, persisted; y derived from it, persisted; their sums and x^T y.
+// x: random rows x 64 in chunks of 2 MiB, persisted; y derived from it, persisted; their sums and x^T y.
+// (A product task takes 8 pairs of chunks at once: two of them running must fit in the limit's slack.)
 ArrayAnswers array_workload(tessera::Client& client, std::int64_t rows) {
   tessera::ArrayOptions options;
-  options.chunks = {8192, 64};
+  options.chunks = {4096, 64};
   options.seed = 11;
   auto x = tessera::Array::random({rows, 64}, options).persist(client);
   auto y = (x * 2.0 + 1.0).sqrt().persist(client);

@@ -1,0 +1,177 @@
+// tessera-bench-memory: memory-bounded workers, against the machine's own disk limit in the same run.
+//   workload: x, a random rows x 64 array persisted; y = sqrt(2x + 1) persisted; their sums and x^T y, on
+//             one worker with --memory-limit (x and y are each --times the limit); time, peak resident
+//             memory above the process's start, spills and their MB/s, and the answers (to compare with
+//             Dask's on the same workload, bench/compare/compare_memory.py).
+//   disk:     RocksDB's own put (no WAL, flushed per batch, as spills are written) and get of --value-mib
+//             values, beside the SpillStore's write and read of the same chunks (encoding and decoding
+//             included).
+// Prints one JSON line per measurement.
+#include <unistd.h>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <tessera/array.hpp>
+#include <tessera/tessera.hpp>
+
+#include "bench_util.hpp"
+#include "cli_options.hpp"
+#include "storage/spill_store.hpp"
+
+namespace {
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+std::uint64_t status_bytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(std::strlen(field))) * 1024;
+  return 0;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("tessera-bench-memory-" + std::to_string(getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+void workload(const cli::FlagTable& flags) {
+  const std::uint64_t limit = static_cast<std::uint64_t>(flags.integer("memory-limit-mib")) << 20;
+  const std::int64_t chunk_rows = flags.integer("chunk-rows");
+  const auto rows = static_cast<std::int64_t>(static_cast<std::uint64_t>(flags.integer("times")) * limit /
+                                              (64 * sizeof(double)));
+  TempDir dir;
+  std::ofstream("/proc/self/clear_refs") << "5";  // the peak from here on
+  const std::uint64_t baseline = status_bytes("VmRSS:");
+  ClusterOptions options;
+  options.workers = 1;
+  options.threads_per_worker = static_cast<std::uint32_t>(flags.integer("threads"));
+  options.memory_limit = limit;
+  options.data_dir = dir.path.string();
+  const auto start = std::chrono::steady_clock::now();
+  LocalCluster cluster(options);
+  Client client(cluster);
+  ArrayOptions array_options;
+  array_options.chunks = {chunk_rows, 64};
+  array_options.seed = 11;
+  double sum_x = 0, sum_y = 0, trace = 0;
+  {
+    auto x = Array::random({rows, 64}, array_options).persist(client);
+    auto y = (x * 2.0 + 1.0).sqrt().persist(client);
+    // In one graph, as Dask's side computes them: each chunk is read once for all three.
+    const auto answers = tessera::compute(client, {x.sum(), y.sum(), x.T().dot(y)});
+    sum_x = answers[0](0, 0);
+    sum_y = answers[1](0, 0);
+    trace = answers[2].trace();
+  }
+  const double seconds = bench::seconds_since(start);
+  const std::uint64_t peak = status_bytes("VmHWM:") - baseline;
+  // The last report comes within half a second.
+  WorkerMemory memory;
+  for (int i = 0; i < 200 && memory.spills == 0; ++i) {
+    const auto status = cluster.status();
+    if (!status.memory.empty()) memory = status.memory.front();
+    if (memory.spills == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next report
+  }
+  std::printf(
+      "{\"bench\":\"memory_workload\",\"system\":\"tessera\",\"memory_limit_mib\":%llu,\"times\":%llu,"
+      "\"rows\":%lld,\"chunk_rows\":%lld,\"threads\":%llu,\"seconds\":%.3f,\"peak_rss_above_start_mib\":%.1f,"
+      "\"bound_mib\":%.1f,\"completed\":true,\"spills\":%llu,\"unspills\":%llu,\"spilled_mb\":%.1f,"
+      "\"spill_mb_per_s\":%.1f,\"unspill_mb_per_s\":%.1f,\"sum_x\":%.10e,\"sum_y\":%.10e,\"trace_xty\":%.10e}"
+      "\n",
+      static_cast<unsigned long long>(limit >> 20), static_cast<unsigned long long>(flags.integer("times")),
+      static_cast<long long>(rows), static_cast<long long>(chunk_rows),
+      static_cast<unsigned long long>(flags.integer("threads")), seconds,
+      static_cast<double>(peak) / (1 << 20), 1.25 * static_cast<double>(limit >> 20),
+      static_cast<unsigned long long>(memory.spills), static_cast<unsigned long long>(memory.unspills),
+      static_cast<double>(memory.spilled_total) / 1e6, memory.spill_mb_per_second(),
+      memory.unspill_mb_per_second(), sum_x, sum_y, trace);
+}
+
+void disk(const cli::FlagTable& flags) {
+  const std::size_t value_bytes = static_cast<std::size_t>(flags.integer("value-mib")) << 20;
+  const std::size_t count = (static_cast<std::size_t>(flags.integer("disk-mib")) << 20) / value_bytes;
+  TempDir dir;
+  auto database = std::make_shared<NodeDatabase>(dir.path);
+  auto& db = database->db();
+  Eigen::MatrixXd chunk = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(value_bytes / (64 * 8)), 64);
+  const Value value(backends::Chunk::dense(chunk));
+  const std::string raw = SpillStore::encode(value);
+  const auto key = [](const char* prefix, std::size_t i) { return std::string(prefix) + std::to_string(i); };
+  // RocksDB alone: the same options as spills (no WAL, a flush per two values).
+  auto start = std::chrono::steady_clock::now();
+  rocksdb::WriteOptions no_wal;
+  no_wal.disableWAL = true;
+  for (std::size_t i = 0; i < count; ++i) {
+    db.Put(no_wal, database->spill(), key("raw", i), raw);
+    if (i % 2 == 1) db.Flush(rocksdb::FlushOptions(), database->spill());
+  }
+  db.Flush(rocksdb::FlushOptions(), database->spill());
+  const double put_seconds = bench::seconds_since(start);
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;
+  start = std::chrono::steady_clock::now();
+  std::string out;
+  for (std::size_t i = 0; i < count; ++i) db.Get(read, database->spill(), key("raw", i), &out);
+  const double get_seconds = bench::seconds_since(start);
+  // The SpillStore: encoding, the write and flush; the read and decoding.
+  SpillStore store(database);
+  start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < count; i += 2) {
+    std::vector<std::pair<std::string, std::string>> batch;
+    for (std::size_t j = i; j < std::min(count, i + 2); ++j)
+      batch.emplace_back(key("spill", j), SpillStore::encode(value));
+    store.write(batch);
+  }
+  const double write_seconds = bench::seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < count; ++i) (void)store.read(key("spill", i));
+  const double read_seconds = bench::seconds_since(start);
+  const double mb = static_cast<double>(count * raw.size()) / 1e6;
+  std::printf(
+      "{\"bench\":\"spill_disk\",\"value_mib\":%llu,\"values\":%zu,\"rocksdb_put_mb_per_s\":%.0f,"
+      "\"rocksdb_get_mb_per_s\":%.0f,\"spill_write_mb_per_s\":%.0f,\"spill_read_mb_per_s\":%.0f,"
+      "\"write_fraction_of_rocksdb\":%.2f,\"read_fraction_of_rocksdb\":%.2f}\n",
+      static_cast<unsigned long long>(flags.integer("value-mib")), count, mb / put_seconds, mb / get_seconds,
+      mb / write_seconds, mb / read_seconds, put_seconds / write_seconds, get_seconds / read_seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  tessera::cli::FlagTable flags(
+      "tessera-bench-memory",
+      "memory-bounded workers: a workload holding --times its memory limit (time, peak RSS, spills), and "
+      "spill write/read speed beside RocksDB's own put/get. Prints one JSON line per measurement.");
+  flags.choice("mode", "all", {"all", "workload", "disk"}, "what to measure")
+      .integer("memory-limit-mib", 256, 16, 1 << 20, "the worker's memory_limit, MiB")
+      .integer("times", 4, 1, 64, "x and y are each this many times the limit")
+      .integer("chunk-rows", 8192, 64, 1 << 24, "rows per chunk (64 columns of float64)")
+      .integer("threads", 2, 1, 1024, "compute threads")
+      .integer("value-mib", 4, 1, 256, "disk: the size of each value, MiB")
+      .integer("disk-mib", 512, 16, 1 << 20, "disk: how much to write and read, MiB")
+      .integer("repeat", 1, 1, 100, "runs of each measurement (a line each)");
+  if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
+  const std::string mode = flags.str("mode");
+  for (long long run = 0; run < flags.integer("repeat"); ++run) {
+    if (mode == "all" || mode == "disk") disk(flags);
+    if (mode == "all" || mode == "workload") workload(flags);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "tessera-bench-memory: %s\n", e.what());
+  return 1;
+}
