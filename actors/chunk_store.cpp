@@ -385,16 +385,27 @@ bool ChunkStore::spill(SpillGoal goal) {
       if (goal == SpillGoal::while_over) pressure = over;
     }
 
-    // Deleted records' space comes back once there is as much garbage as live data (and some).
+    // Deleted records' space comes back once there is as much garbage as live data (and some), or when
+    // nothing live is left.
     bool reclaim = false;
     {
       std::lock_guard lock(mutex_);
-      reclaim = deleted_since_reclaim_ > (64ull << 20) && deleted_since_reclaim_ > counters_.spilled_bytes;
+      // Nothing live on disk any more: all of it comes back.
+      const bool nothing_live =
+          counters_.spilled_bytes == 0 && deleted_since_reclaim_ > 0 && deletes_.empty();
+      reclaim = nothing_live ||
+                (deleted_since_reclaim_ > (64ull << 20) && deleted_since_reclaim_ > counters_.spilled_bytes);
       if (reclaim) deleted_since_reclaim_ = 0;
     }
     if (reclaim) {
       if (!disk) disk = open_spill_store();
-      disk->reclaim();
+      try {
+        disk->reclaim();
+      } catch (const SpillError& e) {
+        // Space not given back (a damaged file the compaction cannot read, say) is no reason to refuse
+        // work: what is live still reads, and the next reclaim tries again.
+        std::fprintf(stderr, "[tessera] %s: %s\n", name().c_str(), e.what());
+      }
     }
     return true;
   } catch (const std::exception& e) {

@@ -33,9 +33,8 @@ void report(ChunkStoreActor* self) {
 // pool as it goes); put() asks for it too, so this tick is the backstop.
 void watch_memory(ChunkStoreActor* self) {
   auto& store = *self->state.store;
-  const bool over = store.check_pressure();
-  if (over || store.report().managed_bytes > store.target_threshold())
-    store.spill(over ? SpillGoal::while_over : SpillGoal::target);
+  // Also when under the target: records of released results are deleted here.
+  store.spill(store.check_pressure() ? SpillGoal::while_over : SpillGoal::target);
 }
 
 protocols::chunk_store_type::behavior_type chunk_store_actor(ChunkStoreActor* self,

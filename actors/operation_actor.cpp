@@ -588,7 +588,9 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
           if (state == SlotState::done) {
             if (!s.holds_result) continue;
             const auto key = result_key(st.id(), sub.slot);
-            const bool away = sub.to.worker != st.args.worker_id || sub.to.column == kAdoptColumn;
+            // Not a hand-over to another worker (kAdoptColumn): a retiring worker is shut down right after
+            // its subscriptions, so those go now.
+            const bool away = sub.to.worker != st.args.worker_id && sub.to.column != kAdoptColumn;
             if (limit > 0 && away && s.stored && !st.args.store->in_memory(key)) {
               const auto queued = outgoing_bytes().load(std::memory_order_relaxed);
               if (queued > budget || (loaded > 0 && queued + loaded > budget)) {

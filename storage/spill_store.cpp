@@ -172,7 +172,11 @@ void SpillStore::reclaim() {
   rocksdb::CompactRangeOptions options;
   options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   if (status.ok()) status = db.CompactRange(options, database_->spill(), nullptr, nullptr);
-  if (!status.ok()) throw SpillError(failure("reclaim spilled chunks' space", status.ToString()));
+  if (!status.ok()) {
+    const std::string reason = status.ToString();
+    db.Resume();  // a failed compaction leaves RocksDB refusing writes until resumed
+    throw SpillError(failure("reclaim spilled chunks' space", reason));
+  }
 }
 
 std::uint64_t SpillStore::disk_bytes() const {

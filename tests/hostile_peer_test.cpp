@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <limits>
+
 #include "node_process.hpp"
 #include "nodes/transport.hpp"
 #include "tessera/tessera.hpp"
@@ -345,6 +347,56 @@ TEST(HostilePeer, AForgerCannotJoinACurveCluster) {
   EXPECT_EQ(answered, 200u);
   EXPECT_TRUE(right);
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// A worker's memory report and its lost-results claims are a peer's words: it speaks for itself only, its
+// texts are cut, its numbers made finite, and claims about tasks it does not hold change nothing.
+TEST(HostilePeer, AWorkersMemoryReportAndLostResultClaimsAreCheckedNotTrusted) {
+  NodeProcess node(node_config());
+  Connection fake(ConnectionOptions{.address = node.endpoint(),
+                                    .role = tessera::wire::Role::WORKER,
+                                    .name = "liar",
+                                    .threads = 1,
+                                    .memory_limit = 1 << 30,
+                                    .listen = "tcp://127.0.0.1:1"});
+  ASSERT_TRUE(tessera::testing::eventually([&] { return workers_of(node) == 2; }));
+  Outgoing report;
+  auto memory = report.envelope().initMemory();
+  memory.setWorkerId(0);  // the node's own worker
+  memory.setManagedBytes(~std::uint64_t{0});
+  memory.setSpillSeconds(std::numeric_limits<double>::quiet_NaN());
+  memory.setSpillError(std::string(100000, 'e') + "\n[tessera] forged line");
+  fake.send(report);
+  Outgoing lost;
+  auto inputs = lost.envelope().initResultsLost().initInputs(3);
+  inputs[0].setProducerOp(123456);  // no such operation
+  inputs[1].setProducerOp(0);
+  inputs[1].setProducerIndex(~0u);
+  inputs[2].setConsumerSlot(~0u);
+  fake.send(lost);
+  // The node still serves, with both workers, and its own worker's report is its own.
+  EXPECT_EQ(workers_of(node), 2u);
+  auto observer = connect_client(node, "observer");
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  bool checked = false;
+  ASSERT_TRUE(tessera::testing::eventually([&] {
+    auto [answer, took] = ask(observer, status, [](auto e) { return e.isStatus(); });
+    if (!answer) return false;
+    for (auto m : answer->envelope().getStatus().getMemory()) {
+      if (m.getManagedBytes() != ~std::uint64_t{0}) continue;
+      // The liar's report, under the liar's own id (1), cut and made finite.
+      EXPECT_EQ(m.getWorkerId(), 1u);
+      EXPECT_LE(m.getSpillError().size(), 4096u);
+      EXPECT_EQ(m.getSpillSeconds(), 0.0);
+      checked = true;
+    }
+    return checked;
+  }));
 }
 
 }  // namespace

@@ -48,6 +48,13 @@ namespace fs = std::filesystem;
 using tessera::testing::eventually;
 
 constexpr std::uint64_t MiB = 1ull << 20;
+#ifdef TESSERA_SANITIZED
+// A sanitizer's shadow memory and quarantine are most of the resident memory: a bound on it would measure
+// the sanitizer. Everything else is checked; the bounds are checked in the plain build.
+constexpr bool kRssIsOurs = false;
+#else
+constexpr bool kRssIsOurs = true;
+#endif
 
 // A directory of its own, removed at the end.
 struct TempDir {
@@ -244,7 +251,9 @@ TEST(MemoryLimit, ArraysFourTimesTheLimitGiveTheUnlimitedResultsWithinTheBound) 
   tessera::LocalCluster unlimited({.workers = 1, .threads_per_worker = 2});
   tessera::Client client(unlimited);
   EXPECT_EQ(array_workload(client, rows), bounded);
-  EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
+  if (kRssIsOurs) {
+    EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
+  }
 }
 
 TEST(MemoryLimit, FuturesAndABagFourTimesTheLimitGiveTheUnlimitedResults) {
@@ -278,7 +287,9 @@ TEST(MemoryLimit, FuturesAndABagFourTimesTheLimitGiveTheUnlimitedResults) {
   tessera::Client client(unlimited);
   EXPECT_EQ(run(client), bounded);
   EXPECT_EQ(std::get<1>(bounded), memory_tasks::block(5));
-  EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
+  if (kRssIsOurs) {
+    EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
+  }
 }
 
 TEST(MemoryLimit, TsqrAndSvdWhoseLeavesExceedTheLimit) {
@@ -315,6 +326,50 @@ TEST(MemoryLimit, TsqrAndSvdWhoseLeavesExceedTheLimit) {
   EXPECT_LT((s - bounded_s).cwiseAbs().maxCoeff(), 1e-9 * s.maxCoeff());
 }
 
+TEST(MemoryLimit, ARetiringWorkerHandsOverItsSpilledResults) {
+  constexpr std::uint64_t limit = 32 * MiB;
+  TempDir dir;
+  tessera::LocalCluster cluster(limited(limit, dir.path, 2));
+  tessera::Client client(cluster);
+  std::vector<std::int64_t> ids(32);  // 128 MiB over two workers: most of it spilled
+  std::iota(ids.begin(), ids.end(), 0);
+  auto held = client.map(memory_tasks::block, ids);
+  for (const auto& f : held) ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
+  ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes > 32 * MiB; }));
+  cluster.scale(1);  // the newest worker leaves: what it held, spilled or not, moves to the other
+  ASSERT_TRUE(
+      eventually([&] { return cluster.status().workers == 1 && cluster.status().retiring_workers == 0; }));
+  const auto totals = client.gather(client.map(memory_tasks::block_total, held));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(totals[i], memory_tasks::block_total(memory_tasks::block(ids[i]))) << i;
+}
+
+std::uint64_t table_bytes(const fs::path& dir) {
+  std::uint64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".sst") total += fs::file_size(entry.path());
+  return total;
+}
+
+TEST(MemoryLimit, ResultsReleasedWhileSpilledAreDeletedAndTheirSpaceComesBack) {
+  constexpr std::uint64_t limit = 32 * MiB;
+  TempDir dir;
+  tessera::LocalCluster cluster(limited(limit, dir.path));
+  tessera::Client client(cluster);
+  std::vector<std::int64_t> ids(48);  // 192 MiB
+  std::iota(ids.begin(), ids.end(), 0);
+  {
+    auto held = client.map(memory_tasks::block, ids);
+    for (const auto& f : held) ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
+    ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes > 128 * MiB; }));
+    EXPECT_GT(table_bytes(dir.path), 128 * MiB);
+  }
+  ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes == 0; }));
+  // Compacted away: all of it in the plain build; under a sanitizer the last compaction can lag.
+  const std::uint64_t left = kRssIsOurs ? 16 * MiB : 96 * MiB;
+  EXPECT_TRUE(eventually([&] { return table_bytes(dir.path) < left; })) << table_bytes(dir.path);
+}
+
 // ---- Faults ----
 
 TEST(MemoryLimit, AnUnwritableDataDirFailsTasksNamingWorkerPathAndReasonAndTheWorkerStaysUp) {
@@ -342,7 +397,8 @@ TEST(MemoryLimit, AnUnwritableDataDirFailsTasksNamingWorkerPathAndReasonAndTheWo
     EXPECT_NE(memory.spill_error.find("/proc/tessera-cannot-spill"), std::string::npos) << memory.spill_error;
   }
   // The futures are gone, their memory with them: the same worker computes again (once it has seen its
-  // memory go down).
+  // memory go down; under a sanitizer resident memory does not, so that is checked in the plain build).
+  if (!kRssIsOurs) return;
   const double expected = memory_tasks::block_total(memory_tasks::block(2));
   EXPECT_TRUE(eventually(
       [&] {
