@@ -158,7 +158,7 @@ struct OperationState {
     HeldResults::instance().count += 1;
     HeldResults::instance().bytes += bytes;
     if (bytes < static_cast<std::int64_t>(kInlineBytes)) {
-      args.store->count_inline(bytes);
+      if (bytes > 0) args.store->count_inline(bytes);  // scalars are free: no shared counter touched
       inline_bytes += bytes;
       s.stored = false;
       s.result = std::move(result);
@@ -181,7 +181,7 @@ struct OperationState {
       if (s.stored) {
         store_work(args.store->erase(result_key(id(), index)));
       } else {
-        args.store->count_inline(-bytes);
+        if (bytes > 0) args.store->count_inline(-bytes);
         inline_bytes -= bytes;
       }
       s.stored = false;
