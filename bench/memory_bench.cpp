@@ -79,12 +79,14 @@ void workload(const cli::FlagTable& flags) {
   }
   const double seconds = bench::seconds_since(start);
   const std::uint64_t peak = status_bytes("VmHWM:") - baseline;
-  // The last report comes within half a second.
+  // Reported every 0.5 s by the worker's store actor, which may still be deleting and compacting what the
+  // run released.
   WorkerMemory memory;
-  for (int i = 0; i < 200 && memory.spills == 0; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (memory.spills == 0 && std::chrono::steady_clock::now() < deadline) {
     const auto status = cluster.status();
     if (!status.memory.empty()) memory = status.memory.front();
-    if (memory.spills == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next report
+    if (memory.spills == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the next report
   }
   std::printf(
       "{\"bench\":\"memory_workload\",\"system\":\"tessera\",\"memory_limit_mib\":%llu,\"times\":%llu,"
