@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 namespace tessera {
 namespace {
@@ -172,7 +173,7 @@ void ChunkStore::forget(const ChunkKey& key, Entry& entry) {
   }
   if (entry.on_disk > 0) {
     if (!entry.in_memory) counters_.spilled_bytes -= entry.on_disk;
-    deleted_since_reclaim_ += entry.on_disk;
+    pending_delete_bytes_ += entry.on_disk;  // counted as garbage once deleted on disk
     deletes_.push_back(disk_key(key));
   }
 }
@@ -303,15 +304,20 @@ bool ChunkStore::has_spillable() const {
 bool ChunkStore::spill(SpillGoal goal) {
   bool pressure = goal != SpillGoal::target;
   std::vector<std::string> deletes;
+  std::uint64_t delete_bytes = 0;
   {
     std::lock_guard lock(mutex_);
     deletes.swap(deletes_);
+    delete_bytes = std::exchange(pending_delete_bytes_, 0);
   }
   try {
     std::shared_ptr<SpillStore> disk;
     if (!deletes.empty()) {
       disk = open_spill_store();
       disk->erase(deletes);
+      std::lock_guard lock(mutex_);
+      deleted_since_reclaim_ += delete_bytes;
+      delete_bytes = 0;
     }
     for (;;) {
       // Chooses the least recently used entries, up to one batch.
@@ -365,7 +371,7 @@ bool ChunkStore::spill(SpillGoal goal) {
           auto it = entries_.find(batch[i].key);
           if (it == entries_.end()) {  // erased while it was written
             deletes_.push_back(values[i].first);
-            deleted_since_reclaim_ += record_bytes;
+            pending_delete_bytes_ += record_bytes;
             continue;
           }
           Entry& entry = it->second;
@@ -413,6 +419,7 @@ bool ChunkStore::spill(SpillGoal goal) {
     std::lock_guard lock(mutex_);
     // Deletes that failed are tried again next time.
     deletes_.insert(deletes_.end(), deletes.begin(), deletes.end());
+    pending_delete_bytes_ += delete_bytes;
     return false;
   }
 }

@@ -150,9 +150,10 @@ class ChunkStore {
   mutable std::mutex mutex_;
   std::string name_ = "worker";
   std::unordered_map<ChunkKey, Entry, KeyHash> entries_;
-  std::list<ChunkKey> lru_;           // entries in memory with bytes, least recently used first
-  std::vector<std::string> deletes_;  // disk records of erased entries, for the store actor
-  std::uint64_t deleted_since_reclaim_ = 0;
+  std::list<ChunkKey> lru_;                  // entries in memory with bytes, least recently used first
+  std::vector<std::string> deletes_;         // disk records of erased entries, for the store actor
+  std::uint64_t pending_delete_bytes_ = 0;   // of deletes_, not applied on disk yet
+  std::uint64_t deleted_since_reclaim_ = 0;  // deleted on disk since the last reclaim
   WorkerMemory counters_;
   std::string spill_error_;
   std::string refusal_;
