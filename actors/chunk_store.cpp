@@ -296,11 +296,6 @@ std::string ChunkStore::spill_error() const {
   return spill_error_;
 }
 
-bool ChunkStore::has_spillable() const {
-  std::lock_guard lock(mutex_);
-  return !lru_.empty();
-}
-
 bool ChunkStore::spill(SpillGoal goal) {
   bool pressure = goal != SpillGoal::target;
   std::vector<std::string> deletes;
@@ -433,27 +428,9 @@ WorkerMemory ChunkStore::report() const {
   return out;
 }
 
-void ChunkStore::set_paused(bool paused) {
-  std::lock_guard lock(mutex_);
-  counters_.paused = paused;
-}
-
 void ChunkStore::set_refusal_locked(std::string why) {
   refusal_ = std::move(why);
   refusing_.store(!refusal_.empty(), std::memory_order_release);
-}
-
-void ChunkStore::update_refusal(std::uint64_t rss, std::uint64_t pause) {
-  std::lock_guard lock(mutex_);
-  std::string why;
-  if (!spill_error_.empty()) {
-    if (rss > pause) {
-      why = refusal_text(rss, "resident");
-    } else if (counters_.managed_bytes > options_.limit) {
-      why = refusal_text(counters_.managed_bytes, "held");
-    }
-  }
-  set_refusal_locked(std::move(why));
 }
 
 std::optional<std::string> ChunkStore::refusal() const {
@@ -461,11 +438,6 @@ std::optional<std::string> ChunkStore::refusal() const {
   std::lock_guard lock(mutex_);
   if (refusal_.empty()) return std::nullopt;
   return refusal_;
-}
-
-void ChunkStore::count_corrupt() {
-  std::lock_guard lock(mutex_);
-  counters_.corrupt_records += 1;
 }
 
 }  // namespace tessera

@@ -97,8 +97,6 @@ class ChunkStore {
   // `goal` says, then reclaims deleted space when enough was deleted. Returns false when a spill failed
   // (spill_error() says why).
   bool spill(SpillGoal goal);
-  // Whether something is left that spilling could move to disk.
-  bool has_spillable() const;
   std::string spill_error() const;
 
   // Resident bytes of this process above its start, and the limit a pause compares them against.
@@ -106,11 +104,8 @@ class ChunkStore {
   std::uint64_t pause_threshold() const;
   std::uint64_t target_threshold() const;
   WorkerMemory report() const;
-  void set_paused(bool paused);
-  void count_corrupt();
   // Why tasks must fail instead of starting: memory is above the pause fraction (or what it holds above
   // the limit) and spilling fails, so waiting would never end. nullopt otherwise; cheap to ask then.
-  void update_refusal(std::uint64_t rss, std::uint64_t pause);
   std::optional<std::string> refusal() const;
   // Samples resident memory and sets the pool's admission: closed above the pause fraction while
   // something is left to spill, one task at a time once nothing is, open below it (or when spilling

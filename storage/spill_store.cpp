@@ -179,10 +179,4 @@ void SpillStore::reclaim() {
   }
 }
 
-std::uint64_t SpillStore::disk_bytes() const {
-  std::uint64_t sst = 0;
-  database_->db().GetIntProperty(database_->spill(), "rocksdb.total-sst-files-size", &sst);
-  return sst;
-}
-
 }  // namespace tessera

@@ -53,8 +53,6 @@ class SpillStore {
   void erase(const std::vector<std::string>& keys);
   // Rewrites the spill family without its deleted records, so their disk space comes back.
   void reclaim();
-  // Bytes of live spill files on disk, as RocksDB counts them.
-  std::uint64_t disk_bytes() const;
 
  private:
   std::string failure(const std::string& what, const std::string& reason) const;

@@ -166,7 +166,7 @@ TEST(ChunkStore, ADirectoryThatCannotBeWrittenIsAClearErrorAndNothingIsLost) {
   EXPECT_FALSE(store.spill(tessera::SpillGoal::target));
   EXPECT_NE(store.spill_error().find("/proc/tessera-no-spill"), std::string::npos) << store.spill_error();
   // Holding more than the limit with nowhere to spill: new tasks are refused, naming why.
-  store.update_refusal(0, ~std::uint64_t{0});
+  store.check_pressure();
   ASSERT_TRUE(store.refusal());
   const auto error = *store.refusal();
   EXPECT_NE(error.find("worker 3 ('w')"), std::string::npos) << error;
