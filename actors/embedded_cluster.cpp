@@ -79,13 +79,47 @@ std::shared_ptr<ResultStore> EmbeddedCluster::store() {
   return store_;
 }
 
+caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settings,
+                                         std::shared_ptr<StreamSink> sink, bool resumed) {
+  std::lock_guard lock(streams_mutex_);
+  auto actor = spawn_stream_actor(*system_, StreamActorArgs{id, std::move(settings), store(), std::move(sink),
+                                                            scheduler_, resumed, [this, id] {
+                                                              std::lock_guard lock(streams_mutex_);
+                                                              streams_.erase(id);
+                                                            }});
+  streams_[id] = actor;
+  return actor;
+}
+
 std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSettings& settings,
                                                                   std::shared_ptr<StreamSink> sink) {
-  auto results = store();
-  const std::uint64_t id = results->create_stream(settings.simulation);
-  auto actor =
-      spawn_stream_actor(*system_, StreamActorArgs{id, settings, results, std::move(sink), scheduler_});
-  return {id, actor};
+  StreamInfo info{0, settings.simulation};
+  info.pool_size = settings.pool_size;
+  info.max_in_flight = settings.max_in_flight;
+  info.config = settings.config;
+  const std::uint64_t id = store()->create_stream(std::move(info));
+  return {id, spawn_stream(id, settings, std::move(sink), false)};
+}
+
+std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_streams(
+    const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for) {
+  std::vector<std::pair<std::uint64_t, caf::actor>> resumed;
+  for (const auto& info : store()->streams()) {
+    if (info.closed) continue;
+    StreamSettings settings;
+    settings.simulation = info.simulation;
+    settings.config = info.config;
+    settings.pool_size = info.pool_size;
+    settings.max_in_flight = info.max_in_flight;
+    resumed.emplace_back(info.id, spawn_stream(info.id, std::move(settings), sink_for(info.id), true));
+  }
+  return resumed;
+}
+
+caf::actor EmbeddedCluster::stream_actor(std::uint64_t id) const {
+  std::lock_guard lock(streams_mutex_);
+  auto it = streams_.find(id);
+  return it == streams_.end() ? caf::actor() : it->second;
 }
 
 void EmbeddedCluster::scale(std::uint32_t workers) {

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/cluster_backend.hpp"
@@ -54,6 +56,13 @@ class EmbeddedCluster {
   // Opens a stream on this cluster: its id in the store and its stream actor.
   std::pair<std::uint64_t, caf::actor> open_stream(const StreamSettings& settings,
                                                    std::shared_ptr<StreamSink> sink);
+  // Resumes every stream the store has that did not finish (a node restarted from its data_dir): each
+  // runs its sets written ahead and not answered, and delivers to `sink_for(id)` until a client
+  // attaches. Returns their ids and actors.
+  std::vector<std::pair<std::uint64_t, caf::actor>> resume_streams(
+      const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for);
+  // The actor of a stream that has not finished; null when there is none (finished, or never opened).
+  caf::actor stream_actor(std::uint64_t id) const;
 
  private:
   ClusterOptions options_;
@@ -69,6 +78,12 @@ class EmbeddedCluster {
   std::shared_ptr<NodeDatabase> database_;
   std::shared_ptr<ResultStore> store_;
   std::filesystem::path temporary_store_;  // removed at destruction when the store lives there
+  // Recursive: a stream that ends while it is spawned (a resume that fails) unregisters itself at once.
+  mutable std::recursive_mutex streams_mutex_;
+  std::unordered_map<std::uint64_t, caf::actor> streams_;  // running, not finished
+
+  caf::actor spawn_stream(std::uint64_t id, StreamSettings settings, std::shared_ptr<StreamSink> sink,
+                          bool resumed);
 };
 
 }  // namespace tessera

@@ -63,6 +63,14 @@ struct SimulationOutcome {
   double busy_seconds = 0;
 };
 
+// Client (the gateway, after a reconnect) -> stream actor: results now go to `sink`; the stored results of
+// `unanswered` (ids the client pushed and has no result for) are delivered again, the others when they
+// come.
+struct StreamAttach {
+  std::shared_ptr<StreamSink> sink;
+  std::vector<std::uint64_t> unanswered;
+};
+
 // Scheduler -> stream actor: a worker that takes simulation jobs.
 struct StreamWorker {
   std::uint32_t id = 0;
@@ -94,6 +102,8 @@ using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using workers_atom = caf::atom_constant<caf::atom("workers")>;
 using stream_push_atom = caf::atom_constant<caf::atom("spush")>;
 using stream_close_atom = caf::atom_constant<caf::atom("sclose")>;
+using stream_sync_atom = caf::atom_constant<caf::atom("ssync")>;  // stream -> itself: accept what is written
+using stream_attach_atom = caf::atom_constant<caf::atom("sattach")>;  // -> stream: StreamAttach
 using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
 using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
 using simulation_setup_atom = caf::atom_constant<caf::atom("simsetup")>;
@@ -125,6 +135,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::LostInputs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StealRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::CancelRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerRegistration)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamAttach)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PeerNotice)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerInfo)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerMemory)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <iostream>
+#include <span>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
@@ -36,9 +37,15 @@ struct StreamState {
   };
   std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
   double seconds_per_set = -1;                            // measured
-  std::uint64_t pushed = 0;
-  std::uint64_t rerun = 0;  // parameter sets sent again after their worker was lost
+  StreamInfo info;           // its record in the store; info.pushed: sets accepted (ids below it)
+  std::uint64_t stored = 0;  // sets answered and stored
+  std::uint64_t rerun = 0;   // parameter sets sent again after their worker was lost
+  bool sync_queued = false;  // a stream_sync_atom to itself is in its mailbox
   bool closed = false, finished = false;
+
+  std::uint64_t max_in_flight() const {
+    return args.settings.max_in_flight ? args.settings.max_in_flight : StreamSettings::kDefaultMaxInFlight;
+  }
 
   std::size_t job_size() const {
     if (seconds_per_set < 0) return 1;
@@ -49,27 +56,86 @@ struct StreamState {
 
 using StreamActor = protocols::stream_actor_type::stateful_base<StreamState>;
 
+void end(StreamActor* self, std::string error = {}) {
+  auto& st = self->state;
+  st.finished = true;
+  if (st.args.on_finished) st.args.on_finished();
+  st.args.sink->finish(std::move(error));
+  self->quit();
+}
+
 void finish_if_done(StreamActor* self) {
   auto& st = self->state;
-  if (!st.closed || st.finished || !st.pending.empty() || !st.in_flight.empty()) return;
-  st.finished = true;
+  if (!st.closed || st.finished || !st.pending.empty() || !st.in_flight.empty() || st.sync_queued) return;
   for (std::size_t w = 0; w < st.workers.size(); ++w)
     if (st.set_up[w])
       self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor),
                  simulation_end_atom::value, st.args.id);
   try {
-    auto info =
-        st.args.store->stream(st.args.id).value_or(StreamInfo{st.args.id, st.args.settings.simulation});
-    info.closed = true;
-    info.pushed = st.pushed;
-    st.args.store->update_stream(info);
+    st.info.closed = true;
+    st.info.close_requested = true;
+    st.args.store->update_stream(st.info);
   } catch (const std::exception& e) {
-    st.args.sink->finish(e.what());
-    self->quit();
+    end(self, e.what());
     return;
   }
-  st.args.sink->finish();
-  self->quit();
+  end(self);
+}
+
+// Writes a client's push ahead: ids it sent before (again, after a reconnect) are dropped, and what
+// would take it past max_in_flight sets unanswered is refused, not kept.
+void accept_push(StreamActor* self, StreamBatch& batch) {
+  auto& st = self->state;
+  const std::uint64_t accepted = st.info.pushed;
+  if (batch.first_id > accepted) {
+    st.args.sink->refuse("stream " + std::to_string(st.args.id) + ": a push from id " +
+                         std::to_string(batch.first_id) + " leaves a gap after id " +
+                         std::to_string(accepted) + "; it was refused");
+    return;
+  }
+  const std::uint64_t skip = accepted - batch.first_id;
+  if (skip >= batch.parameters.size()) {
+    if (!st.sync_queued) st.args.sink->accept(accepted);  // all sent before: say so again
+    return;
+  }
+  const std::uint64_t unanswered = accepted - st.stored;
+  const std::uint64_t room = st.max_in_flight() > unanswered ? st.max_in_flight() - unanswered : 0;
+  const std::uint64_t take = std::min<std::uint64_t>(batch.parameters.size() - skip, room);
+  if (take < batch.parameters.size() - skip)
+    st.args.sink->refuse("stream " + std::to_string(st.args.id) + ": " +
+                         std::to_string(batch.parameters.size() - skip - take) + " parameter sets from id " +
+                         std::to_string(accepted + take) + " exceed max_in_flight = " +
+                         std::to_string(st.max_in_flight()) + " unanswered; they were refused");
+  if (take == 0) return;
+  const std::span<const Value> sets(batch.parameters.data() + skip, take);
+  st.info.pushed = accepted + take;
+  try {
+    st.args.store->accept(st.info, accepted, sets);
+  } catch (const std::exception& e) {
+    std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
+    end(self, e.what());
+    return;
+  }
+  for (std::uint64_t i = 0; i < take; ++i)
+    st.pending.push_back(Pending{accepted + i, std::move(batch.parameters[skip + i])});
+  // One sync for every push already in the mailbox: the sync message queues behind them.
+  if (!st.sync_queued) {
+    st.sync_queued = true;
+    self->send(self, stream_sync_atom::value);
+  }
+}
+
+void sync_accepted(StreamActor* self) {
+  auto& st = self->state;
+  st.sync_queued = false;
+  try {
+    st.args.store->sync();
+  } catch (const std::exception& e) {
+    std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
+    end(self, e.what());
+    return;
+  }
+  st.args.sink->accept(st.info.pushed);
 }
 
 void dispatch(StreamActor* self) {
@@ -133,11 +199,10 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     st.args.store->put(st.args.id, results, ResultStore::Check::known_new);
   } catch (const std::exception& e) {
     std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
-    st.args.sink->finish(e.what());
-    st.finished = true;
-    self->quit();
+    end(self, e.what());
     return;
   }
+  st.stored += results.size();
   std::vector<StreamRecord> delivered;
   delivered.reserve(results.size());
   for (auto& r : outcome.records)
@@ -147,31 +212,79 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   finish_if_done(self);
 }
 
+// A resumed stream: its record and the sets written ahead and not answered come from the store.
+void resume(StreamActor* self) {
+  auto& st = self->state;
+  auto info = st.args.store->stream(st.args.id);
+  if (!info) throw StoreError("stream " + std::to_string(st.args.id) + " has no record to resume from");
+  st.info = *info;
+  st.args.store->pending(st.args.id, [&](std::uint64_t id, Value parameters) {
+    st.pending.push_back(Pending{id, std::move(parameters)});
+  });
+  st.stored = st.info.pushed - std::min<std::uint64_t>(st.info.pushed, st.pending.size());
+  st.closed = st.info.close_requested;
+  std::cerr << "[tessera] stream " << st.args.id << " ('" << st.info.simulation
+            << "') resumed: " << st.info.pushed << " parameter sets accepted, " << st.pending.size()
+            << " to run again" << (st.closed ? ", closed" : "") << std::endl;
+}
+
+// A client that reconnected: what it waits for and the store has goes to it now, the rest as it comes.
+bool attach(StreamActor* self, StreamAttach& request) {
+  auto& st = self->state;
+  st.args.sink = std::move(request.sink);
+  std::vector<StreamRecord> again;
+  for (std::uint64_t id : request.unanswered) {
+    if (id >= st.info.pushed || st.in_flight.count(id)) continue;
+    if (auto stored = st.args.store->get(st.args.id, id))
+      again.push_back(StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node});
+  }
+  if (!again.empty()) st.args.sink->deliver(again);
+  if (!st.sync_queued) st.args.sink->accept(st.info.pushed);
+  return true;
+}
+
 protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, StreamActorArgs args) {
   self->state.args = std::move(args);
-  self->request(self->state.args.scheduler, caf::infinite, stream_workers_atom::value)
-      .then([=](std::vector<StreamWorker>& workers) {
-        auto& st = self->state;
-        st.workers = std::move(workers);
-        st.jobs_out.assign(st.workers.size(), 0);
-        st.answered.assign(st.workers.size(), 0);
-        st.set_up.assign(st.workers.size(), false);
-        if (st.workers.empty()) {
-          st.args.sink->finish("the cluster has no workers to run simulation '" +
-                               st.args.settings.simulation + "'");
-          self->quit();
-          return;
-        }
-        dispatch(self);
-      });
+  auto& st = self->state;
+  st.info = StreamInfo{st.args.id, st.args.settings.simulation};
+  st.info.pool_size = st.args.settings.pool_size;
+  st.info.max_in_flight = st.args.settings.max_in_flight;
+  st.info.config = st.args.settings.config;
+  if (st.args.resumed) {
+    try {
+      resume(self);
+    } catch (const std::exception& e) {
+      std::cerr << "[tessera] stream " << st.args.id << " cannot be resumed: " << e.what() << std::endl;
+      end(self, e.what());
+    }
+  }
+  if (!st.finished)
+    self->request(self->state.args.scheduler, caf::infinite, stream_workers_atom::value)
+        .then([=](std::vector<StreamWorker>& workers) {
+          auto& st = self->state;
+          st.workers = std::move(workers);
+          st.jobs_out.assign(st.workers.size(), 0);
+          st.answered.assign(st.workers.size(), 0);
+          st.set_up.assign(st.workers.size(), false);
+          if (st.workers.empty() && !st.args.resumed) {
+            end(self, "the cluster has no workers to run simulation '" + st.args.settings.simulation + "'");
+            return;
+          }
+          dispatch(self);
+          finish_if_done(self);
+        });
   return {
       [=](stream_push_atom, StreamBatch& batch) {
-        auto& st = self->state;
-        for (std::size_t i = 0; i < batch.parameters.size(); ++i)
-          st.pending.push_back(Pending{batch.first_id + i, std::move(batch.parameters[i])});
-        st.pushed += batch.parameters.size();
+        if (self->state.finished) return;
+        accept_push(self, batch);
         dispatch(self);
       },
+      [=](stream_sync_atom) {
+        if (self->state.finished) return;
+        sync_accepted(self);
+        finish_if_done(self);
+      },
+      [=](stream_attach_atom, StreamAttach& request) { return attach(self, request); },
       [=](simulated_atom, SimulationOutcome& outcome) { on_outcome(self, outcome); },
       [=](worker_joined_atom, const StreamWorker& joined) {
         auto& st = self->state;
@@ -209,7 +322,16 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         dispatch(self);
       },
       [=](stream_close_atom) {
-        self->state.closed = true;
+        auto& st = self->state;
+        if (st.closed || st.finished) return;
+        st.closed = true;
+        // Recorded, so that a restart resumes it closed: it finishes once every set is answered.
+        st.info.close_requested = true;
+        try {
+          st.args.store->update_stream(st.info);
+        } catch (const std::exception& e) {
+          std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
+        }
         finish_if_done(self);
       },
       // The scheduler decides which worker stalled; the stream only says what it sent where.

@@ -1,13 +1,17 @@
 // The stream actor: one per open stream, beside the scheduler. It takes the client's parameter sets,
-// hands them to the workers' simulation pools in jobs sized by the measured simulation time, writes
-// each result to the node's store as it arrives (synced: a result is delivered only once durable, and
-// an id already stored is never stored again), then passes it to the client's sink, which gives the
-// producer credit back. When the stream is closed and every parameter set answered, it records the
-// stream as closed and finishes. It answers the scheduler's progress watchdog with its jobs in flight
-// per worker; the scheduler decides which worker stalled and tells it, as for a lost worker.
+// writes them ahead to the node's store (one sync for all pushes waiting in its mailbox, after which the
+// client is told they are accepted), hands them to the workers' simulation pools in jobs sized by the
+// measured simulation time, writes each result to the node's store as it arrives (synced: a result is
+// delivered only once durable, and an id already stored is never stored again), then passes it to the
+// client's sink, which gives the producer credit back. When the stream is closed and every parameter set
+// answered, it records the stream as closed and finishes. It answers the scheduler's progress watchdog with
+// its jobs in flight per worker; the scheduler decides which worker stalled and tells it, as for a lost
+// worker. A node that restarts from the same store resumes every stream not finished: the sets written ahead
+// and not answered run again, the answered ones never do, and a client that reconnects attaches again.
 #pragma once
 
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +25,10 @@ struct StreamSettings {
   std::string simulation;
   std::shared_ptr<const Config> config = std::make_shared<Config>();
   std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
+  // Parameter sets accepted and not answered at once, enforced here whatever the client does; 0: the
+  // client library's default.
+  std::uint64_t max_in_flight = 0;
+  static constexpr std::uint64_t kDefaultMaxInFlight = 4096;
   // More would be refused: a peer's stream must not make workers spawn without end.
   static constexpr std::uint32_t kMaxPoolSize = 1024;
 };
@@ -31,6 +39,11 @@ struct StreamActorArgs {
   std::shared_ptr<ResultStore> store;
   std::shared_ptr<StreamSink> sink;
   caf::actor scheduler;
+  // Resumed after a restart: the store has its record and its sets written ahead, and it waits for
+  // workers instead of failing when there are none yet.
+  bool resumed = false;
+  // Called by the actor once it has finished, before it quits.
+  std::function<void()> on_finished{};
 };
 
 caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args);

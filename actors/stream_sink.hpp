@@ -2,7 +2,9 @@
 // drains — and where the client's pushes take credit. A push waits while max_in_flight parameter sets
 // are pushed but not yet answered, so memory stays bounded whatever the producer does. Results nobody
 // has taken yet are kept whole up to a cap; past it only their ids are kept (8 bytes each) and the
-// iterator reads them back from the store, in the same completion order.
+// iterator reads them back from the store, in the same completion order. The sink knows which ids are
+// still unanswered (a bit each), so a result delivered twice (again after a reconnect) counts once, and
+// a client that reconnects can say which results it still waits for.
 #pragma once
 
 #include <algorithm>
@@ -16,10 +18,52 @@
 #include <string>
 #include <vector>
 
+#include "graph/errors.hpp"
 #include "graph/stream_record.hpp"
 #include "graph/value.hpp"
 
 namespace tessera {
+
+// The ids of a stream's parameter sets not answered yet: one bit per id from the oldest unanswered one
+// to the newest pushed. Ids are added in order.
+class UnansweredIds {
+ public:
+  void add(std::uint64_t id) {
+    if (words_.empty()) base_ = end_ = id & ~std::uint64_t{63};
+    while ((id - base_) / 64 >= words_.size()) words_.push_back(0);
+    words_[(id - base_) / 64] |= std::uint64_t{1} << ((id - base_) % 64);
+    end_ = std::max(end_, id + 1);
+    count_ += 1;
+  }
+  // True when `id` was unanswered (and now is not).
+  bool erase(std::uint64_t id) {
+    if (words_.empty() || id < base_ || id >= end_) return false;
+    auto& word = words_[(id - base_) / 64];
+    const std::uint64_t bit = std::uint64_t{1} << ((id - base_) % 64);
+    if (!(word & bit)) return false;
+    word &= ~bit;
+    count_ -= 1;
+    while (words_.size() > 1 && words_.front() == 0) {
+      words_.pop_front();
+      base_ += 64;
+    }
+    return true;
+  }
+  std::size_t size() const { return count_; }
+  std::vector<std::uint64_t> list() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(count_);
+    for (std::size_t w = 0; w < words_.size(); ++w)
+      for (std::uint64_t word = words_[w]; word; word &= word - 1)
+        out.push_back(base_ + 64 * w + static_cast<std::uint64_t>(__builtin_ctzll(word)));
+    return out;
+  }
+
+ private:
+  std::deque<std::uint64_t> words_;
+  std::uint64_t base_ = 0, end_ = 0;
+  std::size_t count_ = 0;
+};
 
 class StreamSink {
  public:
@@ -30,11 +74,33 @@ class StreamSink {
   // How results past the cap are read back (from the store). Set before the first delivery.
   void set_fetch(Fetch fetch) { fetch_ = std::move(fetch); }
 
-  // Client side. Waits for room for n more parameter sets (n is at most max_in_flight).
-  void acquire(std::size_t n) {
+  // Client side. Waits for room for one more parameter set, the one with `id` (ids come in order).
+  void acquire(std::uint64_t id) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return in_flight_ + n <= max_in_flight_ || failed_stream_; });
-    in_flight_ += n;
+    changed_.wait(lock, [&] { return in_flight_ + 1 <= max_in_flight_ || failed_stream_ || !lost_.empty(); });
+    if (!lost_.empty()) throw ConnectionLost(lost_);
+    in_flight_ += 1;
+    unanswered_.add(id);
+  }
+  // Parameter sets the stream has accepted (written ahead where it runs): ids below this.
+  std::uint64_t accepted() const {
+    std::lock_guard lock(mutex_);
+    return accepted_;
+  }
+  // The ids pushed whose results have not come (what a reconnecting client asks for again).
+  std::vector<std::uint64_t> unanswered() const {
+    std::lock_guard lock(mutex_);
+    return unanswered_.list();
+  }
+  // The connection to the stream is gone for good: every wait ends with ConnectionLost(why).
+  void lose(std::string why) {
+    {
+      std::lock_guard lock(mutex_);
+      if (finished_) return;
+      lost_ = std::move(why);
+      finished_ = true;
+    }
+    changed_.notify_all();
   }
   std::size_t in_flight() const {
     std::lock_guard lock(mutex_);
@@ -50,6 +116,7 @@ class StreamSink {
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
     std::unique_lock lock(mutex_);
     changed_.wait_until(lock, deadline, [&] { return !queue_.empty() || !spilled_.empty() || finished_; });
+    if (!lost_.empty() && queue_.empty()) throw ConnectionLost(lost_);
     if (!queue_.empty()) {
       auto out = std::move(queue_.front());
       queue_.pop_front();
@@ -63,7 +130,9 @@ class StreamSink {
   }
   bool wait_finished(std::chrono::steady_clock::time_point deadline) {
     std::unique_lock lock(mutex_);
-    return changed_.wait_until(lock, deadline, [&] { return finished_; });
+    const bool finished = changed_.wait_until(lock, deadline, [&] { return finished_; });
+    if (!lost_.empty()) throw ConnectionLost(lost_);
+    return finished;
   }
   std::uint64_t delivered() const {
     std::lock_guard lock(mutex_);
@@ -71,12 +140,24 @@ class StreamSink {
   }
   const std::string& stream_error() const { return stream_error_; }
 
-  // Stream side: results that are durable now.
+  // Stream side: parameter sets with ids below `up_to` are written ahead.
   virtual ~StreamSink() = default;
+  virtual void accept(std::uint64_t up_to) {
+    {
+      std::lock_guard lock(mutex_);
+      accepted_ = std::max(accepted_, up_to);
+    }
+    changed_.notify_all();
+  }
+  // Stream side: parameter sets it took no room for (a client past max_in_flight, which ours never is).
+  virtual void refuse(const std::string&) {}
+  // Stream side: results that are durable now. One answered before (delivered again after a reconnect)
+  // is dropped here.
   virtual void deliver(std::vector<StreamRecord>& records) {
     std::function<void(const StreamRecord&)> callback;
     {
       std::lock_guard lock(mutex_);
+      std::erase_if(records, [&](const StreamRecord& r) { return !unanswered_.erase(r.id); });
       in_flight_ -= std::min<std::size_t>(in_flight_, records.size());
       delivered_ += records.size();
       callback = callback_;
@@ -119,6 +200,9 @@ class StreamSink {
   std::function<void(const StreamRecord&)> callback_;
   bool finished_ = false, failed_stream_ = false;
   std::string stream_error_;
+  std::string lost_;  // set: the connection is gone for good
+  std::uint64_t accepted_ = 0;
+  UnansweredIds unanswered_;
 };
 
 }  // namespace tessera

@@ -23,6 +23,16 @@ struct StoredError {
 # A stream's record.
 struct StreamInfo {
   simulation @0 :Text;
-  closed @1 :Bool;
-  pushed @2 :UInt64;   # parameter sets accepted
+  closed @1 :Bool;             # finished: closed by its client and every accepted set answered
+  pushed @2 :UInt64;           # parameter sets accepted (written ahead): ids below it
+  closeRequested @3 :Bool;     # its client closed it; it finishes once every set is answered
+  poolSize @4 :UInt32;         # what it was opened with, so a restarted node resumes it
+  maxInFlight @5 :UInt64;
+  configKeys @6 :List(Text);
+  configValues @7 :List(Values.Value);
+}
+
+# A parameter set accepted by a stream and not yet answered: written ahead, so a restarted node runs it.
+struct PendingSet {
+  parameters @0 :Values.Value;
 }

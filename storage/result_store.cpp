@@ -75,6 +75,21 @@ std::string encode_info(const StreamInfo& info) {
   out.setSimulation(info.simulation);
   out.setClosed(info.closed);
   out.setPushed(info.pushed);
+  out.setCloseRequested(info.close_requested);
+  out.setPoolSize(info.pool_size);
+  out.setMaxInFlight(info.max_in_flight);
+  if (info.config && !info.config->entries().empty()) {
+    const auto count = static_cast<unsigned>(info.config->entries().size());
+    auto keys = out.initConfigKeys(count);
+    auto values = out.initConfigValues(count);
+    wire::Attachments none;
+    unsigned i = 0;
+    for (const auto& [name, value] : info.config->entries()) {
+      keys.set(i, name);
+      wire::encode(value, values[i], none, kInline);
+      ++i;
+    }
+  }
   return flat(builder);
 }
 
@@ -82,7 +97,32 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   wire::HeaderReader reader(
       std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
   auto in = reader.root<wire::StreamInfo>();
-  return StreamInfo{id, in.getSimulation(), in.getClosed(), in.getPushed()};
+  StreamInfo info{id, in.getSimulation(), in.getClosed(), in.getPushed()};
+  info.close_requested = in.getCloseRequested();
+  info.pool_size = in.getPoolSize();
+  info.max_in_flight = in.getMaxInFlight();
+  auto keys = in.getConfigKeys();
+  auto values = in.getConfigValues();
+  if (keys.size() != values.size())
+    throw StoreError("stream " + std::to_string(id) + ": its stored config has " +
+                     std::to_string(keys.size()) + " keys and " + std::to_string(values.size()) + " values");
+  auto config = std::make_shared<Config>();
+  for (unsigned i = 0; i < keys.size(); ++i) config->set(keys[i], wire::decode(values[i], {}));
+  info.config = std::move(config);
+  return info;
+}
+
+std::string encode_pending(const Value& parameters) {
+  capnp::MallocMessageBuilder builder;
+  wire::Attachments none;
+  wire::encode(parameters, builder.initRoot<wire::PendingSet>().initParameters(), none, kInline);
+  return flat(builder);
+}
+
+Value decode_pending(const rocksdb::Slice& bytes) {
+  wire::HeaderReader reader(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  return wire::decode(reader.root<wire::PendingSet>().getParameters(), {});
 }
 
 void check(const rocksdb::Status& status, const std::string& what, const std::filesystem::path& dir) {
@@ -100,6 +140,10 @@ ResultStore::ResultStore(std::shared_ptr<NodeDatabase> database)
 ResultStore::~ResultStore() = default;
 
 std::uint64_t ResultStore::create_stream(const std::string& simulation) {
+  return create_stream(StreamInfo{0, simulation});
+}
+
+std::uint64_t ResultStore::create_stream(StreamInfo info) {
   std::string last;
   std::uint64_t next = 1;
   if (db_->Get(rocksdb::ReadOptions(), "n", &last).ok() && last.size() == 8)
@@ -108,7 +152,8 @@ std::uint64_t ResultStore::create_stream(const std::string& simulation) {
   for (int shift = 56; shift >= 0; shift -= 8) encoded += static_cast<char>((next >> shift) & 0xff);
   rocksdb::WriteBatch batch;
   batch.Put("n", encoded);
-  batch.Put(key('m', next), encode_info(StreamInfo{next, simulation, false, 0}));
+  info.id = next;
+  batch.Put(key('m', next), encode_info(info));
   rocksdb::WriteOptions sync;
   sync.sync = true;
   check(db_->Write(sync, &batch), "cannot create a stream", directory_);
@@ -119,6 +164,29 @@ void ResultStore::update_stream(const StreamInfo& info) {
   rocksdb::WriteOptions sync;
   sync.sync = true;
   check(db_->Put(sync, key('m', info.id), encode_info(info)), "cannot update a stream", directory_);
+}
+
+void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters) {
+  rocksdb::WriteBatch batch;
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    batch.Put(key('p', info.id, first_id + i), encode_pending(parameters[i]));
+  batch.Put(key('m', info.id), encode_info(info));
+  check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot write parameter sets ahead", directory_);
+}
+
+void ResultStore::sync() {
+  check(db_->SyncWAL(), "cannot sync the write-ahead log", directory_);
+}
+
+void ResultStore::pending(std::uint64_t stream,
+                          const std::function<void(std::uint64_t id, Value parameters)>& visit) const {
+  const std::string end = key('p', stream + 1);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(key('p', stream)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+    if (it->key().size() != 17) continue;
+    visit(read_be64(it->key().data() + 9), decode_pending(it->value()));
+  }
+  check(it->status(), "cannot read the parameter sets written ahead", directory_);
 }
 
 std::optional<StreamInfo> ResultStore::stream(std::uint64_t id) const {
@@ -147,6 +215,7 @@ std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vec
     if (mode == Check::stored && db_->Get(rocksdb::ReadOptions(), k, &ignored).ok())
       continue;  // stored by an earlier run
     batch.Put(k, encode_result(r));
+    batch.Delete(key('p', stream, r.id));
     written.push_back(r.id);
   }
   if (written.empty()) return written;

@@ -1,6 +1,8 @@
-// ResultStore: a node's RocksDB store of stream results. Each result is kept under (stream, sequence id),
-// at most once: a second write of an id is refused, which is what makes a rerun after a worker failure
-// exactly-once. Writes are synced before they return, so a result counts as delivered only once durable;
+// ResultStore: a node's RocksDB store of streams. Each result is kept under (stream, sequence id), at most
+// once: a second write of an id is refused, which is what makes a rerun after a worker failure
+// exactly-once. Parameter sets are written ahead when a stream accepts them and deleted in the same batch
+// that stores their result, so after a restart the sets still written ahead are exactly those to run
+// again. Result writes are synced before they return, so a result counts as delivered only once durable;
 // reads work while a stream runs and after the node restarts.
 #pragma once
 
@@ -9,10 +11,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "graph/simulation.hpp"
 #include "graph/stream_record.hpp"
 #include "graph/value.hpp"
 
@@ -23,8 +27,13 @@ namespace tessera {
 struct StreamInfo {
   std::uint64_t id = 0;
   std::string simulation;
-  bool closed = false;
-  std::uint64_t pushed = 0;
+  bool closed = false;       // finished: closed and every accepted set answered
+  std::uint64_t pushed = 0;  // parameter sets accepted: ids below this
+  bool close_requested = false;
+  // What it was opened with, so that a restarted node resumes it as it was.
+  std::uint32_t pool_size = 0;
+  std::uint64_t max_in_flight = 0;
+  std::shared_ptr<const Config> config = std::make_shared<Config>();
 };
 
 class ResultStore {
@@ -39,15 +48,27 @@ class ResultStore {
 
   const std::filesystem::path& directory() const { return directory_; }
 
-  // Streams: a new id for a simulation, and its record (pushed count, closed).
+  // Streams: a new id (never one used before in this store), and its record (pushed count, closed).
   std::uint64_t create_stream(const std::string& simulation);
+  // The same with the settings a restart resumes it with; info.id is ignored.
+  std::uint64_t create_stream(StreamInfo info);
   void update_stream(const StreamInfo& info);
+
+  // Writes parameter sets first_id, first_id + 1, ... ahead, with the stream's record (info.pushed says
+  // how many are accepted now), in one batch. Not synced: sync() makes every write so far durable, so a
+  // stream can accept many pushes per sync.
+  void accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters);
+  void sync();
+  // The sets written ahead and not answered, in id order.
+  void pending(std::uint64_t stream,
+               const std::function<void(std::uint64_t id, Value parameters)>& visit) const;
   std::optional<StreamInfo> stream(std::uint64_t id) const;
   std::vector<StreamInfo> streams() const;
 
-  // Writes the results not stored yet, in one synced batch; returns those it wrote (a result whose id is
-  // already stored is a rerun's duplicate and is skipped). One writer per stream at a time. A writer that
-  // knows its ids are new (the stream actor answers each id once) passes known_new and skips the reads.
+  // Writes the results not stored yet, in one synced batch that also deletes their sets written ahead;
+  // returns those it wrote (a result whose id is already stored is a rerun's duplicate and is skipped). One
+  // writer per stream at a time. A writer that knows its ids are new (the stream actor answers each id once)
+  // passes known_new and skips the reads.
   enum class Check { stored, known_new };
   std::vector<std::uint64_t> put(std::uint64_t stream, const std::vector<StreamResult>& results,
                                  Check check = Check::stored);

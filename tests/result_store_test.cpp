@@ -69,6 +69,50 @@ TEST(ResultStore, KeepsEachIdOnceAndSurvivesReopening) {
   EXPECT_EQ(ids, (std::vector<std::uint64_t>{2, 3}));
 }
 
+// Parameter sets written ahead stay until their result is stored (in the same batch that stores it), and
+// survive reopening the store with the stream's settings: what a restarted node runs again.
+TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
+  TempDir dir;
+  std::uint64_t stream = 0;
+  {
+    ResultStore store(dir.path());
+    StreamInfo info{0, "costly_simulation"};
+    info.pool_size = 3;
+    info.max_in_flight = 100;
+    auto config = std::make_shared<Config>();
+    config->set("scale", to_value(2.5));
+    info.config = config;
+    stream = store.create_stream(info);
+    info.id = stream;
+    std::vector<Value> sets;
+    for (int i = 0; i < 10; ++i) sets.push_back(to_value(double(i)));
+    info.pushed = 10;
+    store.accept(info, 0, sets);
+    store.sync();
+    std::vector<StreamResult> answers{ok(2, 4.0), ok(7, 49.0)};
+    EXPECT_EQ(store.put(stream, answers, ResultStore::Check::known_new).size(), 2u);
+  }
+  ResultStore store(dir.path());
+  const auto info = store.stream(stream);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->pushed, 10u);
+  EXPECT_FALSE(info->closed);
+  EXPECT_EQ(info->pool_size, 3u);
+  EXPECT_EQ(info->max_in_flight, 100u);
+  EXPECT_DOUBLE_EQ(info->config->get<double>("scale", 0), 2.5);
+  std::vector<std::uint64_t> waiting;
+  store.pending(stream, [&](std::uint64_t id, Value parameters) {
+    EXPECT_DOUBLE_EQ(from_value<double>(parameters), double(id));
+    waiting.push_back(id);
+  });
+  EXPECT_EQ(waiting, (std::vector<std::uint64_t>{0, 1, 3, 4, 5, 6, 8, 9}));
+  // Another stream's sets are its own.
+  const auto other = store.create_stream("costly_simulation");
+  int others = 0;
+  store.pending(other, [&](std::uint64_t, Value) { ++others; });
+  EXPECT_EQ(others, 0);
+}
+
 TEST(ResultQuery, FiltersSummariesAndExports) {
   TempDir dir;
   ResultStore store(dir.path());

@@ -1,5 +1,5 @@
-// The stream actor's protocol: the client's parameter sets and close, the simulation pools' outcomes,
-// the scheduler's news of workers joining and leaving, and its progress watchdog's question.
+// The stream actor's protocol: the client's parameter sets, close and reattach, the simulation pools'
+// outcomes, the scheduler's news of workers joining and leaving, and its progress watchdog's question.
 #pragma once
 
 #include <caf/all.hpp>
@@ -12,6 +12,10 @@ namespace tessera::protocols {
 
 using stream_actor_type =
     caf::typed_actor<caf::reacts_to<stream_push_atom, StreamBatch>, caf::reacts_to<stream_close_atom>,
+                     // Its own: what was written ahead since the last sync is made durable, then accepted.
+                     caf::reacts_to<stream_sync_atom>,
+                     // A client that reconnected; true once its stored results were sent again.
+                     caf::replies_to<stream_attach_atom, StreamAttach>::with<bool>,
                      caf::reacts_to<simulated_atom, SimulationOutcome>,
                      caf::reacts_to<worker_joined_atom, StreamWorker>,
                      caf::reacts_to<worker_left_atom, std::uint32_t>,
