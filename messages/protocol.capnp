@@ -269,6 +269,24 @@ struct StreamOpen {
   simulation @1 :Text;
   poolSize @2 :UInt32;
   config @3 :List(ConfigEntry);
+  maxInFlight @4 :UInt64;   # sets pushed and unanswered at once; the scheduler enforces it too
+}
+
+# Client -> scheduler, after a reconnect: results of this open stream go to this connection now; the
+# stored results of `unanswered` (pushed, no result received) are sent again. Answered by streamOpened
+# with the same requestId (an error when there is no such stream); then streamAccepted says which
+# pushed sets the stream has. The client then sends again what was not accepted, and its close if it
+# had closed the stream.
+struct StreamAttach {
+  requestId @0 :UInt64;
+  streamId @1 :UInt64;
+  unanswered @2 :List(UInt64);
+}
+
+# Scheduler -> client: the stream's parameter sets with ids below upTo are written ahead.
+struct StreamAccepted {
+  streamId @0 :UInt64;
+  upTo @1 :UInt64;
 }
 
 struct StreamOpened {
@@ -533,5 +551,7 @@ struct Envelope {
     simulationEnd @39 :UInt64;     # the stream's last job was sent: its setup can go
     memory @40 :WorkerMemory;
     resultsLost @41 :LostInputs;
+    streamAttach @42 :StreamAttach;
+    streamAccepted @43 :StreamAccepted;
   }
 }

@@ -400,6 +400,12 @@ const std::vector<KeySpec>& key_specs() {
                                               {"info", LogLevel::info},
                                               {"debug", LogLevel::debug}});
        }},
+      {"node.data_dir", "string (path)", "\"\" (a temporary directory, removed at exit)",
+       "where this node keeps its RocksDB store: a scheduler's streams (parameter sets written ahead and "
+       "results), a worker's spilled chunks. A scheduler restarted with the same data_dir resumes every "
+       "stream that had not finished. Relative to the config file; created at start, refused when it "
+       "cannot be written. The same as worker.data_dir (set one, or both alike)",
+       store(&NodeConfig::node_data_dir, path_in_config_dir())},
       seconds_key(
           "node.shutdown_timeout", &NodeConfig::shutdown_timeout_seconds, 0.1, 3600, false, "10",
           "after SIGINT or SIGTERM, the orderly shutdown may take this long; then the node exits with "
@@ -515,6 +521,10 @@ const std::vector<KeySpec>& key_specs() {
                         "a worker claiming more compute threads in its hello is refused"),
       limit_size_key("limits.max_worker_memory", &NodeLimits::max_worker_memory, MiB, PiB,
                      "a worker claiming more memory in its hello is refused"),
+      limit_integer_key("limits.max_streams_per_client", &NodeLimits::max_streams_per_client, 1, 65536,
+                        "streams one client may have open at once; another open is refused"),
+      limit_integer_key("limits.max_clients", &NodeLimits::max_clients, 1, 1000000,
+                        "clients connected at once; another is refused at hello"),
   };
   return specs;
 }
@@ -544,6 +554,13 @@ void check_together(NodeConfig& c, const Context& cx,
                ") make " + std::to_string(c.workers * threads) + " compute threads, more than the " +
                std::to_string(kMaxComputeThreadsPerNode) + " one node may start");
     }
+  }
+  if (!c.node_data_dir.empty()) {
+    if (!c.data_dir.empty() && c.data_dir != c.node_data_dir)
+      fail(cx, at("worker.data_dir"),
+           "key 'worker.data_dir' (" + quote_excerpt(c.data_dir) + ") differs from key 'node.data_dir' (" +
+               quote_excerpt(c.node_data_dir) + "): a node has one store; set one of them");
+    c.data_dir = c.node_data_dir;
   }
   if (c.limits.max_slots_per_submission > c.limits.max_slots_per_client)
     fail(cx,
@@ -699,8 +716,8 @@ std::string config_key_location(const NodeConfig& config, std::string_view key) 
 void check_data_dir(const NodeConfig& config) {
   if (config.data_dir.empty()) return;
   const auto refuse = [&](const std::string& why) {
-    throw ConfigError(config_key_location(config, "worker.data_dir") + " (" + quote_excerpt(config.data_dir) +
-                      "): " + why);
+    const std::string_view key = config.node_data_dir.empty() ? "worker.data_dir" : "node.data_dir";
+    throw ConfigError(config_key_location(config, key) + " (" + quote_excerpt(config.data_dir) + "): " + why);
   };
   std::error_code error;
   fs::create_directories(config.data_dir, error);

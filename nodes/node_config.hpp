@@ -33,6 +33,8 @@ struct NodeLimits {
   std::uint64_t max_message_size = std::uint64_t{256} << 20;  // limits.max_message_size (ZMQ_MAXMSGSIZE)
   std::uint32_t max_worker_threads = 1024;                    // limits.max_worker_threads
   std::uint64_t max_worker_memory = std::uint64_t{16} << 40;  // limits.max_worker_memory
+  std::uint32_t max_streams_per_client = 256;                 // limits.max_streams_per_client
+  std::uint32_t max_clients = 4096;                           // limits.max_clients
 };
 
 // The most compute threads one node may start: worker.workers x worker.threads_per_worker (a
@@ -56,7 +58,8 @@ struct NodeConfig {
   std::uint64_t memory_limit_bytes = 0;             // worker.memory_limit (0: no limit)
   double memory_target_fraction = 0.6;              // worker.memory_target_fraction
   double memory_pause_fraction = 0.8;               // worker.memory_pause_fraction
-  std::string data_dir;                             // worker.data_dir (absolute once parsed)
+  std::string data_dir;                             // node.data_dir or worker.data_dir (absolute once parsed)
+  std::string node_data_dir;                        // node.data_dir as given (absolute once parsed)
   std::vector<std::string> plugins;                 // plugins.paths (absolute once parsed)
   bool curve = false;                               // security.curve
   std::string secret_key_file;                      // security.secret_key_file (absolute once parsed)

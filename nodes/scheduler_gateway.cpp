@@ -77,6 +77,22 @@ class RemoteStreamSink final : public StreamSink {
       wire::encode(records[i], list[static_cast<unsigned>(i)], message.attachments());
     server->send(peer_, message);
   }
+  void accept(std::uint64_t up_to) override {
+    auto server = server_.lock();
+    if (!server) return;
+    transport::Outgoing message;
+    auto out = message.envelope().initStreamAccepted();
+    out.setStreamId(stream_);
+    out.setUpTo(up_to);
+    server->send(peer_, message);
+  }
+  void refuse(const std::string& reason) override {
+    auto server = server_.lock();
+    if (!server) return;
+    transport::Outgoing message;
+    message.envelope().initError().setReason(reason);
+    server->send(peer_, message);
+  }
   void finish(std::string error) override {
     auto server = server_.lock();
     if (!server) return;
@@ -210,6 +226,9 @@ struct SchedulerGateway::State {
   std::unordered_map<std::string, Client> clients;
   std::unordered_map<std::string, WorkerPeer> workers;
   std::unordered_map<std::uint64_t, caf::actor> streams;  // every open stream, for workers' answers
+  // Streams resumed after a restart that no client has attached yet, since when: closed after
+  // client_grace, as a silent client's are.
+  std::unordered_map<std::uint64_t, std::pair<caf::actor, Clock::time_point>> orphans;
   std::unique_ptr<QueryExecutor> queries;
 
   void answer_open(const transport::PeerInfo& peer, std::uint64_t request, std::uint64_t stream,
@@ -246,6 +265,15 @@ struct SchedulerGateway::State {
     settings.simulation = simulation;
     settings.config = wire::decode(open.getConfig(), frames);
     settings.pool_size = open.getPoolSize();
+    // The client's own bound, never past what the node lets a client push ahead.
+    settings.max_in_flight = std::min<std::uint64_t>(
+        open.getMaxInFlight() ? open.getMaxInFlight() : StreamSettings::kDefaultMaxInFlight,
+        options.limits.max_slots_per_client);
+    if (client.streams.size() >= options.limits.max_streams_per_client)
+      return answer_open(peer, open.getRequestId(), 0,
+                         "this client has " + std::to_string(client.streams.size()) +
+                             " streams open, the most one client may have (limits.max_streams_per_client)",
+                         0);
     auto sink = std::make_shared<RemoteStreamSink>(server, peer.id);
     try {
       auto [id, actor] = options.open_stream(settings, sink);
@@ -257,6 +285,81 @@ struct SchedulerGateway::State {
     } catch (const std::exception& e) {
       answer_open(peer, open.getRequestId(), 0, e.what(), 0);
     }
+  }
+
+  // A client that reconnected takes its stream back: the stream's results go to this connection now, and
+  // what it waits for and the store has is sent again. A stream that finished meanwhile is answered from
+  // the store.
+  void attach_stream(const transport::PeerInfo& peer, Client& client, wire::StreamAttach::Reader in) {
+    const std::uint64_t id = in.getStreamId(), request = in.getRequestId();
+    if (in.getUnanswered().size() > options.limits.max_slots_per_client) {
+      answer_open(peer, request, 0,
+                  "stream " + std::to_string(id) + ": " + std::to_string(in.getUnanswered().size()) +
+                      " unanswered ids exceed the limit of " +
+                      std::to_string(options.limits.max_slots_per_client) + " (limits.max_slots_per_client)",
+                  0);
+      return;
+    }
+    if (!client.streams.count(id) && client.streams.size() >= options.limits.max_streams_per_client)
+      return answer_open(peer, request, 0,
+                         "this client has " + std::to_string(client.streams.size()) +
+                             " streams open, the most one client may have (limits.max_streams_per_client)",
+                         0);
+    std::shared_ptr<const ResultStore> store = options.store ? options.store() : nullptr;
+    std::optional<StreamInfo> info;
+    if (store) info = store->stream(id);
+    if (!info) return answer_open(peer, request, 0, "no stream " + std::to_string(id) + " on this node", 0);
+    std::vector<std::uint64_t> unanswered;
+    unanswered.reserve(in.getUnanswered().size());
+    for (std::uint64_t wanted : in.getUnanswered()) unanswered.push_back(wanted);
+    for (auto& [other_id, other] : clients)
+      if (&other != &client) {
+        other.streams.erase(id);
+        other.pushed.erase(id);
+      }
+    orphans.erase(id);
+    auto sink = std::make_shared<RemoteStreamSink>(server, peer.id);
+    sink->set_stream(id);
+    answer_open(peer, request, id, "", 0);
+    caf::actor actor = options.stream_actor ? options.stream_actor(id) : caf::actor();
+    if (actor) {
+      // Asked here, on the I/O thread, so that the pushes this client sends again reach the stream after
+      // it has attached. The stream answers at once; a stream that ended meanwhile answers with an error.
+      caf::scoped_actor self{scheduler->home_system()};
+      bool attached = false;
+      self->request(actor, std::chrono::seconds(5), stream_attach_atom::value, StreamAttach{sink, unanswered})
+          .receive([&](bool ok) { attached = ok; }, [&](const caf::error&) {});
+      if (attached) {
+        client.streams[id] = actor;
+        client.pushed[id] = Client::Pushed{sink, 0};
+        streams[id] = actor;
+        return;
+      }
+    }
+    // Finished (or no longer running): what the client waits for comes from the store, off this thread.
+    auto job = [store, sink, id, unanswered = std::move(unanswered)] {
+      try {
+        std::vector<StreamRecord> batch;
+        for (std::uint64_t wanted : unanswered) {
+          if (auto r = store->get(id, wanted))
+            batch.push_back(StreamRecord{r->id, r->value, r->failed, r->error, r->node});
+          if (batch.size() >= 4096) {
+            sink->deliver(batch);
+            batch.clear();
+          }
+        }
+        sink->deliver(batch);
+        const auto now = store->stream(id);
+        sink->accept(now ? now->pushed : 0);
+        sink->finish(now && now->closed
+                         ? std::string()
+                         : "stream " + std::to_string(id) + " is no longer running on this node (it failed)");
+      } catch (const std::exception& e) {
+        sink->finish(printable(e.what(), 400));
+      }
+    };
+    if (!queries->post(std::move(job)))
+      sink->finish("this node is answering as many queries as it queues; attach again later");
   }
 
   // Checks a query's cost on the I/O thread (cheap), then answers it on the query executor.
@@ -362,6 +465,17 @@ struct SchedulerGateway::State {
       close_streams(it->second);
       target.forget(it->first);
       it = clients.erase(it);
+    }
+    for (auto it = orphans.begin(); it != orphans.end();) {
+      if (now - it->second.second <= options.client_grace) {
+        ++it;
+        continue;
+      }
+      log("stream " + std::to_string(it->first) + " was resumed but no client attached within " +
+          std::to_string(options.client_grace.count()) +
+          " ms: it is closed; what it accepted still runs and is stored");
+      caf::anon_send(it->second.first, stream_close_atom::value);
+      it = orphans.erase(it);
     }
   }
 
@@ -617,8 +731,11 @@ struct SchedulerGateway::State {
           throw wire::WireError("push to stream " + std::to_string(push.getStreamId()) +
                                 ", which this client has not open");
         auto& pushed = client.pushed[push.getStreamId()];
-        const std::uint64_t ahead =
-            pushed.sets + push.getParameters().size() - (pushed.sink ? pushed.sink->delivered() : 0);
+        // Sets sent again after a reconnect, and results sent again, make these counts approximate: the
+        // stream actor enforces the stream's own max_in_flight exactly.
+        const std::uint64_t sent = pushed.sets + push.getParameters().size();
+        const std::uint64_t answered = pushed.sink ? pushed.sink->delivered() : 0;
+        const std::uint64_t ahead = sent > answered ? sent - answered : 0;
         if (ahead > options.limits.max_slots_per_client) {
           const std::string reason = "stream " + std::to_string(push.getStreamId()) + ": " +
                                      std::to_string(ahead) +
@@ -645,6 +762,9 @@ struct SchedulerGateway::State {
         client.pushed.erase(envelope.getStreamClose());
         return;
       }
+      case wire::Envelope::STREAM_ATTACH:
+        attach_stream(peer, client, envelope.getStreamAttach());
+        return;
       case wire::Envelope::RESULTS_QUERY:
         query_results(peer, client, envelope.getResultsQuery());
         return;
@@ -659,8 +779,13 @@ struct SchedulerGateway::State {
         if (auto target = server.lock()) target->forget(peer.id);
         return;
       }
-      case wire::Envelope::HEARTBEAT:
+      case wire::Envelope::HEARTBEAT: {
+        // Answered, so that a client notices a scheduler that is gone.
+        transport::Outgoing beat;
+        beat.envelope().initHeartbeat();
+        if (auto target = server.lock()) target->send(peer.id, beat);
         return;
+      }
       default:  // the transport refused what a client may not send; the rest is handled above
         throw wire::WireError("no handler here for '" + wire::kind_name(envelope.which()) + "'");
     }
@@ -692,7 +817,15 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
   };
   options.tick = [state](transport::Server& server) { state->tick(server); };
   // A worker's hello claims its threads and memory: what the node's limits allow, or it is refused.
-  options.admit = [limits = gateway.limits](const transport::PeerInfo& peer) -> std::optional<std::string> {
+  for (auto& [id, actor] : gateway.resumed) {
+    state_->streams[id] = actor;
+    state_->orphans[id] = {actor, State::Clock::now()};
+  }
+  options.admit = [limits = gateway.limits,
+                   raw = state_.get()](const transport::PeerInfo& peer) -> std::optional<std::string> {
+    if (peer.role == wire::Role::CLIENT && raw->clients.size() >= limits.max_clients)
+      return "this node serves " + std::to_string(raw->clients.size()) +
+             " clients, the most it takes (limits.max_clients)";
     if (peer.role != wire::Role::WORKER) return std::nullopt;
     if (peer.threads == 0 || peer.threads > limits.max_worker_threads)
       return "a worker claiming " + std::to_string(peer.threads) + " threads (this node accepts 1 to " +

@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
@@ -29,7 +31,9 @@ struct GatewayLimits {
                                    << 20;   // limits.max_answer_bytes: larger answers are paged
   std::uint32_t max_worker_threads = 1024;  // limits.max_worker_threads: a worker's claim
   std::uint64_t max_worker_memory = std::uint64_t{16} << 40;  // limits.max_worker_memory: a worker's claim
-  std::uint32_t max_queries_per_client = 4;  // results queries one client may have waiting at once
+  std::uint32_t max_queries_per_client = 4;    // results queries one client may have waiting at once
+  std::uint32_t max_streams_per_client = 256;  // limits.max_streams_per_client: open at once
+  std::uint32_t max_clients = 4096;            // limits.max_clients: connected at once
 };
 
 struct GatewayOptions {
@@ -42,6 +46,10 @@ struct GatewayOptions {
       open_stream{};
   // The store that stream results are written to, for queries.
   std::function<std::shared_ptr<const ResultStore>()> store{};
+  // The actor of a running stream (null when it finished), for a client that reattaches after a reconnect.
+  std::function<caf::actor(std::uint64_t)> stream_actor{};
+  // Streams the node resumed at its start: closed after client_grace unless a client attaches.
+  std::vector<std::pair<std::uint64_t, caf::actor>> resumed{};
   GatewayLimits limits{};
 };
 

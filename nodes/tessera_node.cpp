@@ -235,6 +235,12 @@ int main(int argc, char** argv) {
       options.memory_pause_fraction = config.memory_pause_fraction;
       options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
       cluster = std::make_unique<tessera::EmbeddedCluster>(options);
+      // A restart from the same data_dir: every stream that had not finished runs on, and waits for its
+      // client to attach again (a temporary directory is new, so it has none).
+      std::vector<std::pair<std::uint64_t, caf::actor>> resumed;
+      if (!config.data_dir.empty())
+        resumed =
+            cluster->resume_streams([](std::uint64_t) { return std::make_shared<tessera::StreamSink>(1); });
       tessera::transport::ServerOptions server;
       server.listen = config.listen;
       server.name = config.name;
@@ -257,13 +263,17 @@ int main(int argc, char** argv) {
                       return cluster->open_stream(settings, std::move(sink));
                     },
                 .store = [&cluster] { return std::shared_ptr<const tessera::ResultStore>(cluster->store()); },
+                .stream_actor = [&cluster](std::uint64_t id) { return cluster->stream_actor(id); },
+                .resumed = std::move(resumed),
                 .limits = tessera::GatewayLimits{.max_slots_per_submission = static_cast<std::uint32_t>(
                                                      limits.max_slots_per_submission),
                                                  .max_slots_per_client = limits.max_slots_per_client,
                                                  .max_histogram_bins = limits.max_histogram_bins,
                                                  .max_answer_bytes = limits.max_answer_bytes,
                                                  .max_worker_threads = limits.max_worker_threads,
-                                                 .max_worker_memory = limits.max_worker_memory}});
+                                                 .max_worker_memory = limits.max_worker_memory,
+                                                 .max_streams_per_client = limits.max_streams_per_client,
+                                                 .max_clients = limits.max_clients}});
       } catch (const zmq::error_t& e) {
         refuse_listen(config, "scheduler.listen", config.listen, e);
       }

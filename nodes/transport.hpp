@@ -30,7 +30,8 @@
 namespace tessera::transport {
 
 // Bumped whenever the meaning of an existing message changes; peers of another version are refused.
-inline constexpr std::uint32_t kProtocolVersion = 3;  // 3: refused submissions, paged answers
+inline constexpr std::uint32_t kProtocolVersion =
+    4;  // 4: write-ahead streams, reattach, heartbeats to clients
 
 // ZeroMQ allocates what a frame announces before it arrives, so this bounds every frame (a chunk travels
 // as a frame of its own). Larger frames are dropped by ZeroMQ, and the peer with them.

@@ -43,7 +43,9 @@ enum class Cost : std::uint8_t {
   query,     // histogram bins (limits.max_histogram_bins), answers paged at limits.max_answer_bytes,
              // limits.max_queries_per_client waiting; answered off the I/O thread
   stream,    // a stream's pool size (StreamSettings::kMaxPoolSize), its parameter sets pushed ahead of their
-             // results (limits.max_slots_per_client)
+             // results (its max_in_flight, enforced by the stream actor, and limits.max_slots_per_client),
+             // the ids a reattaching client lists (limits.max_slots_per_client), open streams per client
+             // (limits.max_streams_per_client)
 };
 
 // X(KIND, "log name", directions, cost, atom, payload): KIND names wire::Envelope::KIND.
@@ -51,7 +53,7 @@ enum class Cost : std::uint8_t {
   X(HELLO, "hello", kToServer, Cost::hello, no_atom, NoPayload)                                              \
   X(WELCOME, "welcome", kFromServer, Cost::constant, no_atom, NoPayload)                                     \
   X(REFUSE, "refuse", kFromServer, Cost::frame, no_atom, NoPayload)                                          \
-  X(HEARTBEAT, "heartbeat", kToServer, Cost::constant, no_atom, NoPayload)                                   \
+  X(HEARTBEAT, "heartbeat", kToServer | kSchedulerToClient, Cost::constant, no_atom, NoPayload)              \
   X(ERROR, "error", kSchedulerToClient | kSchedulerToWorker, Cost::frame, no_atom, NoPayload)                \
   X(VALUE, "value", kClientToScheduler | kSchedulerToClient, Cost::frame, no_atom, NoPayload)                \
   X(SUBMIT, "submit", kClientToScheduler, Cost::slots, no_atom, NoPayload)                                   \
@@ -91,7 +93,9 @@ enum class Cost : std::uint8_t {
   X(GLM, "glm", kClientToScheduler | kSchedulerToClient | kWorkerToScheduler | kSchedulerToWorker,           \
     Cost::frame, glm_atom, ::tessera::GlmMessage)                                                            \
   X(MEMORY, "memory", kWorkerToScheduler, Cost::frame, memory_atom, ::tessera::WorkerMemory)                 \
-  X(RESULTS_LOST, "results lost", kWorkerToScheduler, Cost::frame, results_lost_atom, ::tessera::LostInputs)
+  X(RESULTS_LOST, "results lost", kWorkerToScheduler, Cost::frame, results_lost_atom, ::tessera::LostInputs) \
+  X(STREAM_ATTACH, "stream attach", kClientToScheduler, Cost::stream, no_atom, NoPayload)                    \
+  X(STREAM_ACCEPTED, "stream accepted", kSchedulerToClient, Cost::constant, no_atom, NoPayload)
 
 struct KindInfo {
   Envelope::Which kind;

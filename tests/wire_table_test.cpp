@@ -123,6 +123,7 @@ TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
       {wire::Envelope::STREAM_OPEN, wire::Cost::stream},
       {wire::Envelope::STREAM_PUSH, wire::Cost::stream},
       {wire::Envelope::STREAM_CLOSE, wire::Cost::constant},
+      {wire::Envelope::STREAM_ATTACH, wire::Cost::stream},
       {wire::Envelope::RESULTS_QUERY, wire::Cost::query},
       {wire::Envelope::GLM, wire::Cost::frame},
   };
