@@ -12,7 +12,8 @@ ResultSink::ResultSink(std::uint32_t size, std::weak_ptr<const SchedulerLink> li
       watches_(std::move(watches)),
       references_(new std::atomic<std::uint32_t>[size]),
       states_(size, TaskState::waiting),
-      values_(size) {
+      values_(size),
+      open_slots_(size) {
   for (std::uint32_t i = 0; i < size; ++i) references_[i].store(1, std::memory_order_relaxed);
 }
 
@@ -33,11 +34,13 @@ void ResultSink::deliver(std::vector<Delivery>& batch) {
       if (d.slot >= size_ || is_final(states_[d.slot])) continue;  // a remote peer may send anything
       finished.push_back(d.slot);
       states_[d.slot] = d.state;
+      open_slots_ -= 1;
       if (d.state == TaskState::done) {
         values_[d.slot] = std::move(d.value);
         if (d.held) {
           if (held_.empty()) held_.resize(size_);
           held_[d.slot] = true;
+          held_slots_ += 1;
         }
       } else {
         if (errors_.empty()) errors_.resize(size_);
@@ -76,7 +79,10 @@ bool ResultSink::wait(std::uint32_t slot, std::chrono::steady_clock::time_point 
 Value ResultSink::result(std::uint32_t slot) const {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return is_final(states_[slot]); });
-  if (states_[slot] != TaskState::done) throw TaskFailed(*errors_[slot]);
+  if (states_[slot] != TaskState::done) {
+    if (lost_ && errors_[slot] == lost_) throw ConnectionLost(lost_->message());
+    throw TaskFailed(*errors_[slot]);
+  }
   if (held_.empty() || !held_[slot]) return values_[slot];
   lock.unlock();
   if (!fetch_)
@@ -119,6 +125,36 @@ void ResultSink::notify_scheduler() {
   } else {
     caf::anon_send(link->scheduler, release_atom::value, shared_from_this());
   }
+}
+
+bool ResultSink::settled() const {
+  std::lock_guard lock(mutex_);
+  return open_slots_ == 0 && held_slots_ == 0;
+}
+
+void ResultSink::reopen_held() {
+  std::lock_guard lock(mutex_);
+  if (held_slots_ == 0) return;
+  for (std::uint32_t slot = 0; slot < size_; ++slot)
+    if (held_[slot]) {
+      held_[slot] = false;
+      states_[slot] = TaskState::waiting;
+      values_[slot] = Value{};
+      open_slots_ += 1;
+    }
+  held_slots_ = 0;
+}
+
+void ResultSink::lose(const std::string& why) {
+  std::vector<Delivery> failed;
+  {
+    std::lock_guard lock(mutex_);
+    if (!lost_) lost_ = std::make_shared<const TaskFailed>("(connection)", "", why, false);
+    for (std::uint32_t slot = 0; slot < size_; ++slot)
+      if (!is_final(states_[slot])) failed.push_back(Delivery{slot, TaskState::erred, Value{}, lost_});
+  }
+  // Through deliver, so that waiters and as_completed listeners hear of it as of any failure.
+  ResultSink::deliver(failed);
 }
 
 void ResultSink::listen(const std::shared_ptr<CompletionQueue>& queue) {

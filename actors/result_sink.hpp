@@ -76,6 +76,15 @@ class ResultSink : public std::enable_shared_from_this<ResultSink> {
   void release(std::uint32_t slot);
   void listen(const std::shared_ptr<CompletionQueue>& queue);
 
+  // Connection side (a remote client's table). Every slot is final and none is held on a worker: nothing
+  // of it would be lost with the scheduler.
+  bool settled() const;
+  // After a reconnect to a scheduler that restarted: done slots whose value stayed on a worker wait
+  // again (the submission is sent again, and the worker no longer has them).
+  void reopen_held();
+  // The connection is gone for good: every slot not final fails, and asking it throws ConnectionLost.
+  void lose(const std::string& why);
+
  private:
   void notify_scheduler();
   const std::uint32_t size_;
@@ -92,6 +101,8 @@ class ResultSink : public std::enable_shared_from_this<ResultSink> {
   std::vector<bool> held_;                                 // sized on first held value
   Fetcher fetch_;
   std::vector<std::weak_ptr<CompletionQueue>> listeners_;
+  std::uint32_t open_slots_ = 0, held_slots_ = 0;  // not final; done and held on a worker
+  std::shared_ptr<const TaskFailed> lost_;         // set by lose(): the error of the slots it failed
 
   std::mutex release_mutex_;
   std::vector<std::uint32_t> released_;

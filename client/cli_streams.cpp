@@ -247,22 +247,29 @@ int stream_push(const Target& target, const PushOptions& options) {
   std::atomic<bool> pushing{true};
   std::thread progress([&] {
     auto next = std::chrono::steady_clock::now();
-    while (pushing || stored < stream.pushed()) {
-      if (!quiet && std::chrono::steady_clock::now() >= next) {
-        std::cerr << "\rstream " << stream.id() << ": pushed " << stream.pushed() << ", stored "
-                  << stored.load() << std::flush;
-        next += std::chrono::milliseconds(500);
+    try {
+      while (pushing || stored < stream.pushed()) {
+        if (!quiet && std::chrono::steady_clock::now() >= next) {
+          std::cerr << "\rstream " << stream.id() << ": pushed " << stream.accepted() << ", stored "
+                    << stored.load() << std::flush;
+          next += std::chrono::milliseconds(500);
+        }
+        if (!pushing && stream.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(20))) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the progress line's refresh period
       }
-      if (!pushing && stream.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(20))) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the progress line's refresh period
+    } catch (const ConnectionLost&) {
+      // The main thread says so.
     }
   });
-  std::string problem;
+  std::string problem, lost;
   while (row) {
     try {
       stream.push(*row);
     } catch (const SubmissionError& e) {
       problem = reader->name() + ":" + std::to_string(reader->line()) + ": " + bounded_message(e.what());
+      break;
+    } catch (const ConnectionLost& e) {
+      lost = e.what();
       break;
     }
     try {
@@ -272,13 +279,30 @@ int stream_push(const Target& target, const PushOptions& options) {
       break;
     }
   }
-  stream.close();
+  try {
+    stream.close();
+  } catch (const ConnectionLost& e) {
+    if (lost.empty()) lost = e.what();
+  }
   pushing = false;
+  if (lost.empty()) {
+    try {
+      stream.wait();
+    } catch (const ConnectionLost& e) {
+      lost = e.what();
+    }
+  }
   progress.join();
-  stream.wait();
   if (!quiet) std::cerr << "\n";
   // Every result the client was given is durable in the node's store: it is stored first, then sent.
   const std::uint64_t pushed = stream.pushed(), answered = stream.completed();
+  if (!lost.empty()) {
+    std::cerr << "tessera: stream " << stream.id() << ": " << bounded_message(lost) << "\n"
+              << "tessera: stream " << stream.id() << ": " << stream.accepted() << " of the " << pushed
+              << " parameter sets pushed were accepted (they run, and are stored, on the node), " << answered
+              << " results received\n";
+    return 1;
+  }
   std::cout << "stream " << stream.id() << ": " << pushed << " parameter sets, " << answered
             << " results stored (" << failed.load() << " failed)" << std::endl;
   if (!stream.error().empty())

@@ -53,7 +53,9 @@ Client::Client(const std::string& scheduler_address, const ConnectOptions& optio
                         .curve = options.secret_key.empty() ? std::nullopt
                                                             : std::optional(transport::CurveKeys{
                                                                   options.public_key, options.secret_key}),
-                        .server_public_key = options.scheduler_public_key})) {}
+                        .server_public_key = options.scheduler_public_key,
+                        .heartbeat_timeout = options.heartbeat_timeout,
+                        .reconnect_timeout = options.reconnect_timeout})) {}
 
 Client::Client(LocalCluster& cluster) : backend_(detail::LocalClusterAccess::engine(cluster).backend()) {}
 

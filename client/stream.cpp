@@ -52,6 +52,7 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
                                 std::to_string(StreamOptions::kMaxPoolSize) +
                                 " simulation actors per worker");
   settings.pool_size = options.pool_size;
+  settings.max_in_flight = st.max_in_flight;
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
   auto stream_id = std::make_shared<std::uint64_t>(0);
   st.sink->set_fetch(
@@ -68,7 +69,12 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
 }
 
 Stream::~Stream() {
-  if (state_) close();
+  if (!state_) return;
+  try {
+    close();
+  } catch (const ConnectionError&) {
+    // The scheduler is gone for good: nothing is left to close.
+  }
 }
 
 Stream::Stream(Stream&&) noexcept = default;
@@ -80,6 +86,10 @@ std::uint64_t Stream::id() const {
 
 void Stream::on_result(std::function<void(const StreamRecord&)> callback) {
   state_->sink->on_result(std::move(callback));
+}
+
+std::uint64_t Stream::accepted() const {
+  return state_->sink->accepted();
 }
 
 std::uint64_t Stream::completed() const {
@@ -104,7 +114,7 @@ std::uint64_t Stream::push_value(Value parameters) {
                           std::to_string(st.id) + ": " + why);
   // Before waiting for credit, send what is buffered: its answers are the credit.
   if (st.sink->in_flight() + 1 > st.max_in_flight) st.flush_locked();
-  st.sink->acquire(1);
+  st.sink->acquire(st.next_id);
   const std::uint64_t id = st.next_id++;
   st.buffer.push_back(std::move(parameters));
   // Send now when nothing sent is outstanding (latency), else batch until the batch is full.

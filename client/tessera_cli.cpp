@@ -177,6 +177,11 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_seconds,
                  "seconds status and workers wait for the node's handshake and answer (default 10)")
       ->check(tessera::cli::real_in(0.1, 3600));
+  double reconnect_timeout_seconds = 30;
+  app.add_option("--reconnect-timeout", reconnect_timeout_seconds,
+                 "seconds stream push and results reconnect to a scheduler that went away (it may be "
+                 "restarting) before giving up with ConnectionLost, exit 1 (default 30)")
+      ->check(tessera::cli::real_in(0.1, 86400));
   keys.add_to(app);
 
   std::string prefix = "tessera";
@@ -258,6 +263,8 @@ int main(int argc, char** argv) {
     tessera::cli::Target target{scheduler, {}};
     try {
       target.connect = keys.connect_options("tessera-cli");
+      target.connect.reconnect_timeout =
+          std::chrono::milliseconds(static_cast<long long>(reconnect_timeout_seconds * 1000));
       check_key_pair(target.connect);
     } catch (const std::invalid_argument& e) {
       std::cerr << "tessera: " << e.what() << "\n";
@@ -280,7 +287,7 @@ int main(int argc, char** argv) {
       return tessera::cli::results(target, results);
     } catch (const tessera::ConnectionError& e) {
       std::cerr << "tessera: " << tessera::cli::bounded_message(e.what()) << "\n";
-      if (!keys.given())
+      if (!keys.given() && !dynamic_cast<const tessera::ConnectionLost*>(&e))
         std::cerr << "tessera: if the node has CURVE on, give --public-key, --secret-key and --scheduler-key "
                      "(or --client-config)\n";
       return 1;

@@ -25,6 +25,13 @@ class ConnectionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The connection to a scheduler node was lost and could not be made again within reconnect_timeout; the
+// message names the address and how long the client waited.
+class ConnectionLost : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // A task failed (its function threw) or was cancelled because a task it depends on failed.
 class TaskFailed : public std::runtime_error {
  public:

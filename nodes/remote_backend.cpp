@@ -2,12 +2,16 @@
 
 #include <zmq_addon.hpp>
 
+#include <condition_variable>
+#include <deque>
 #include <future>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
+#include "graph/printable.hpp"
 #include "messages/protocol_codec.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/stream_codec.hpp"
@@ -18,12 +22,9 @@ namespace {
 class RemoteBackend final : public ClusterBackend {
  public:
   RemoteBackend(const std::string& address, RemoteOptions options)
-      : connection_(transport::ConnectionOptions{.address = address,
-                                                 .role = wire::Role::CLIENT,
-                                                 .name = options.name,
-                                                 .curve = options.curve,
-                                                 .server_public_key = options.server_public_key,
-                                                 .handshake_timeout = options.handshake_timeout}) {
+      : address_(address),
+        options_(std::move(options)),
+        connection_(std::make_shared<transport::Connection>(connection_options(options_.handshake_timeout))) {
     link_ = std::make_shared<SchedulerLink>();
     link_->released = [this](const std::shared_ptr<ResultSink>& sink) { send_release(*sink); };
     thread_ = std::thread([this] { run(); });
@@ -31,13 +32,19 @@ class RemoteBackend final : public ClusterBackend {
 
   ~RemoteBackend() override {
     link_.reset();  // futures that outlive the connection stop reporting releases
-    stopping_ = true;
+    {
+      std::lock_guard lock(link_mutex_);
+      stopping_ = true;
+    }
+    link_changed_.notify_all();
     thread_.join();
+    std::lock_guard lock(link_mutex_);
+    if (phase_ != Phase::up) return;
     // Goodbye: the scheduler releases what this client held now instead of after its grace period.
     transport::Outgoing goodbye;
     goodbye.envelope().setShutdown();
-    connection_.set_linger(std::chrono::milliseconds(200));
-    connection_.send(goodbye);
+    connection_->set_linger(std::chrono::milliseconds(200));
+    connection_->send(goodbye);
   }
 
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
@@ -46,14 +53,26 @@ class RemoteBackend final : public ClusterBackend {
     sink->set_fetcher(fetcher());
     const std::uint64_t id = next_sink_id_++;
     sink->set_tag(id);
+    transport::Outgoing message;
+    wire::encode(wire::SubmitMessage{id, slots, operations, watches}, message.envelope().initSubmit(),
+                 message.attachments());
     {
       std::lock_guard lock(sinks_mutex_);
-      sinks_[id] = sink;
+      // Kept until every result has come, to be sent again to a scheduler that restarted meanwhile.
+      sinks_[id] = Submitted{sink, std::move(operations), std::move(watches), slots, {}, 0};
+      prune_sinks();
     }
-    transport::Outgoing message;
-    wire::encode(wire::SubmitMessage{id, slots, std::move(operations), std::move(watches)},
-                 message.envelope().initSubmit(), message.attachments());
-    send(message);
+    std::lock_guard lock(link_mutex_);
+    if (phase_ == Phase::lost) {
+      sink->lose(lost_reason_);
+      return sink;
+    }
+    std::lock_guard sinks(sinks_mutex_);
+    auto& entry = sinks_[id];
+    if (entry.sent_epoch != epoch_) {  // a reconnect in between sent it already
+      entry.sent_epoch = epoch_;
+      connection_->post(message);
+    }
     return sink;
   }
 
@@ -64,27 +83,32 @@ class RemoteBackend final : public ClusterBackend {
       std::lock_guard lock(streams_mutex_);
       answer = opening_[request].get_future();
     }
-    transport::Outgoing message;
-    auto open = message.envelope().initStreamOpen();
-    open.setRequestId(request);
-    open.setSimulation(settings.simulation);
-    open.setPoolSize(settings.pool_size);
-    if (settings.config)
-      wire::encode(*settings.config,
-                   open.initConfig(static_cast<unsigned>(settings.config->entries().size())),
-                   message.attachments());
-    send(message);
-    if (answer.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    auto fill = [&](transport::Outgoing& message) {
+      auto open = message.envelope().initStreamOpen();
+      open.setRequestId(request);
+      open.setSimulation(settings.simulation);
+      open.setPoolSize(settings.pool_size);
+      open.setMaxInFlight(settings.max_in_flight);
+      if (settings.config)
+        wire::encode(*settings.config,
+                     open.initConfig(static_cast<unsigned>(settings.config->entries().size())),
+                     message.attachments());
+    };
+    OpenAnswer opened;
+    try {
+      opened =
+          await(answer, fill, "opening a stream on '" + settings.simulation + "'", std::chrono::seconds(30));
+    } catch (...) {
       std::lock_guard lock(streams_mutex_);
       opening_.erase(request);
-      throw ConnectionError("the scheduler did not answer opening a stream on '" + settings.simulation + "'");
+      throw;
     }
-    auto opened = answer.get();
     if (!opened.error.empty()) throw SubmissionError(opened.error);
     std::lock_guard lock(streams_mutex_);
-    streams_[opened.id] = std::move(sink);
+    streams_[opened.id] = OpenStream{std::move(sink), {}, false};
     return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt};
   }
+
   GlmFitted fit_glm(GlmFitRequest request) override {
     const std::uint64_t id = next_request_++;
     std::future<GlmFitted> answer;
@@ -92,11 +116,19 @@ class RemoteBackend final : public ClusterBackend {
       std::lock_guard lock(streams_mutex_);
       answer = fitting_[id].get_future();
     }
-    transport::Outgoing message;
-    wire::encode(GlmMessage{id, std::move(request)}, message.envelope().initGlm(), message.attachments());
-    send(message);
-    return answer.get();  // the scheduler always answers, with an error if the fit failed
+    auto fill = [&](transport::Outgoing& message) {
+      wire::encode(GlmMessage{id, request}, message.envelope().initGlm(), message.attachments());
+    };
+    try {
+      // No deadline of its own: a fit takes as long as it takes; a lost scheduler ends the wait.
+      return await(answer, fill, "a GLM fit", std::nullopt);
+    } catch (...) {
+      std::lock_guard lock(streams_mutex_);
+      fitting_.erase(id);
+      throw;
+    }
   }
+
   void push(std::uint64_t stream, StreamBatch batch) override {
     transport::Outgoing message;
     auto push = message.envelope().initStreamPush();
@@ -105,9 +137,20 @@ class RemoteBackend final : public ClusterBackend {
     auto list = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
     for (std::size_t i = 0; i < batch.parameters.size(); ++i)
       wire::encode(batch.parameters[i], list[static_cast<unsigned>(i)], message.attachments());
+    {
+      // Kept until the stream says it has them (written ahead), to be sent again after a reconnect.
+      std::lock_guard lock(streams_mutex_);
+      auto it = streams_.find(stream);
+      if (it != streams_.end()) it->second.unacked.push_back(std::move(batch));
+    }
     send(message);
   }
   void close(std::uint64_t stream) override {
+    {
+      std::lock_guard lock(streams_mutex_);
+      auto it = streams_.find(stream);
+      if (it != streams_.end()) it->second.closed = true;
+    }
     transport::Outgoing message;
     message.envelope().setStreamClose(stream);
     send(message);
@@ -124,23 +167,26 @@ class RemoteBackend final : public ClusterBackend {
       std::lock_guard lock(streams_mutex_);
       answer = asking_[request].get_future();
     }
-    transport::Outgoing message;
-    auto q = message.envelope().initResultsQuery();
-    q.setRequestId(request);
-    q.setStreamId(stream);
-    q.setFilter(filter);
-    q.setFormat(format);
-    q.setField(field);
-    q.setBins(bins);
-    q.setFirst(first);
-    q.setLast(last);
-    send(message);
-    if (answer.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
-      std::lock_guard lock(streams_mutex_);
-      asking_.erase(request);
-      throw ConnectionError("the scheduler did not answer a results query");
-    }
-    auto received = answer.get();
+    auto fill = [&](transport::Outgoing& message) {
+      auto q = message.envelope().initResultsQuery();
+      q.setRequestId(request);
+      q.setStreamId(stream);
+      q.setFilter(filter);
+      q.setFormat(format);
+      q.setField(field);
+      q.setBins(bins);
+      q.setFirst(first);
+      q.setLast(last);
+    };
+    transport::Received received = [&] {
+      try {
+        return await(answer, fill, "a results query", std::chrono::seconds(60));
+      } catch (...) {
+        std::lock_guard lock(streams_mutex_);
+        asking_.erase(request);
+        throw;
+      }
+    }();
     auto a = received.envelope().getResultsAnswer();
     if (a.getError().size()) throw QueryError(std::string(a.getError()));
     return received;
@@ -157,6 +203,37 @@ class RemoteBackend final : public ClusterBackend {
   }
 
  private:
+  enum class Phase { up, reconnecting, lost };
+
+  // A submission, kept while results of it may still come: a scheduler that restarted gets it again.
+  struct Submitted {
+    std::weak_ptr<ResultSink> sink;
+    std::vector<OperationPtr> operations;  // cleared once every result came
+    std::vector<Watch> watches;
+    std::uint32_t slots = 0;
+    std::vector<std::uint32_t> released;  // slots released so far, sent again with it
+    std::uint64_t sent_epoch = 0;         // the connection it was sent on
+  };
+  struct OpenStream {
+    std::shared_ptr<StreamSink> sink;
+    std::deque<StreamBatch> unacked;  // pushed, not yet written ahead by the stream
+    bool closed = false;
+  };
+  struct OpenAnswer {
+    std::uint64_t id = 0;
+    std::uint32_t arity = 0;
+    std::string error;
+  };
+
+  transport::ConnectionOptions connection_options(std::chrono::milliseconds handshake) const {
+    return transport::ConnectionOptions{.address = address_,
+                                        .role = wire::Role::CLIENT,
+                                        .name = options_.name,
+                                        .curve = options_.curve,
+                                        .server_public_key = options_.server_public_key,
+                                        .handshake_timeout = handshake};
+  }
+
   void send_release(ResultSink& sink) {
     auto slots = sink.take_released();
     if (slots.empty()) return;
@@ -165,31 +242,107 @@ class RemoteBackend final : public ClusterBackend {
     release.setSinkId(sink.tag());
     auto list = release.initSlots(static_cast<unsigned>(slots.size()));
     for (std::size_t i = 0; i < slots.size(); ++i) list.set(static_cast<unsigned>(i), slots[i]);
-    send(message);
+    std::lock_guard lock(link_mutex_);
+    if (phase_ == Phase::lost) return;
+    std::lock_guard sinks(sinks_mutex_);
+    auto it = sinks_.find(sink.tag());
+    if (it == sinks_.end()) return;
+    auto& entry = it->second;
+    if (!entry.operations.empty()) entry.released.insert(entry.released.end(), slots.begin(), slots.end());
+    // A table this scheduler never got (it restarted, and the table had all its results) is not its.
+    if (entry.sent_epoch == epoch_) connection_->post(message);
   }
 
-  // Any thread: the I/O thread sends it (ZeroMQ sockets are not thread-safe).
-  void send(transport::Outgoing& message) { connection_.post(message); }
+  // Entries of sinks nobody holds any more, dropped each time the table doubles.
+  void prune_sinks() {
+    if (sinks_.size() < 2 * pruned_size_ + 64) return;
+    std::erase_if(sinks_, [](const auto& entry) { return entry.second.sink.expired(); });
+    pruned_size_ = sinks_.size();
+  }
+
+  // Any thread: the I/O thread sends it (ZeroMQ sockets are not thread-safe). While reconnecting it goes
+  // to the old connection, and is lost with it: what matters is sent again once connected (restore).
+  void send(transport::Outgoing& message) {
+    std::lock_guard lock(link_mutex_);
+    if (phase_ == Phase::lost) throw ConnectionLost(lost_reason_);
+    connection_->post(message);
+  }
+
+  // Sends a request and waits for its answer; asks again after a reconnect, fails with ConnectionLost
+  // when the scheduler is gone for good, and with ConnectionError when it is there but does not answer
+  // within `timeout` (counted while connected).
+  template <class T>
+  T await(std::future<T>& answer, const std::function<void(transport::Outgoing&)>& fill,
+          const std::string& what, std::optional<std::chrono::milliseconds> timeout) {
+    std::uint64_t sent_epoch = 0;
+    auto deadline = std::chrono::steady_clock::time_point::max();
+    for (;;) {
+      {
+        std::unique_lock lock(link_mutex_);
+        if (phase_ == Phase::lost) throw ConnectionLost(lost_reason_);
+        if (phase_ == Phase::up && sent_epoch != epoch_) {
+          transport::Outgoing message;
+          fill(message);
+          connection_->post(message);
+          sent_epoch = epoch_;
+          if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
+        } else if (phase_ != Phase::up && timeout) {
+          deadline = std::chrono::steady_clock::now() + *timeout;  // reconnect_timeout bounds this wait
+        }
+      }
+      if (answer.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) return answer.get();
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw ConnectionError("the scheduler at " + address_ + " did not answer " + what + " within " +
+                              std::to_string(timeout->count() / 1000) + " s");
+    }
+  }
 
   void run() {
-    auto next_heartbeat = std::chrono::steady_clock::now();
-    while (!stopping_) {
-      // Heartbeats tell the scheduler this client is still there while it only waits.
-      if (std::chrono::steady_clock::now() >= next_heartbeat) {
+    auto last_heard = std::chrono::steady_clock::now();
+    auto next_heartbeat = last_heard;
+    for (;;) {
+      std::shared_ptr<transport::Connection> connection;
+      {
+        std::unique_lock lock(link_mutex_);
+        if (stopping_) return;
+        if (phase_ == Phase::lost) {
+          link_changed_.wait(lock, [&] { return stopping_; });
+          return;
+        }
+        connection = connection_;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      // Heartbeats tell the scheduler this client is still there while it only waits; its answers tell
+      // the client the scheduler is.
+      if (now >= next_heartbeat) {
         transport::Outgoing heartbeat;
         heartbeat.envelope().initHeartbeat();
-        connection_.post(heartbeat);
-        next_heartbeat = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        connection->post(heartbeat);
+        next_heartbeat = now + options_.heartbeat_interval;
       }
       std::optional<transport::Received> message;
       try {
-        message = connection_.pump(std::chrono::milliseconds(20));
+        message = connection->pump(std::chrono::milliseconds(20));
       } catch (const std::exception& e) {
         std::cerr << "[tessera client] dropped a malformed message from the scheduler: " << e.what()
                   << std::endl;
         continue;
       }
-      if (!message) continue;
+      if (!message) {
+        if (std::chrono::steady_clock::now() - last_heard > options_.heartbeat_timeout) {
+          reconnect("it sent nothing for " + std::to_string(options_.heartbeat_timeout.count()) + " ms");
+          last_heard = next_heartbeat = std::chrono::steady_clock::now();
+        }
+        continue;
+      }
+      last_heard = std::chrono::steady_clock::now();
+      if (message->envelope().isRefuse()) {
+        // A scheduler that restarted does not know this connection.
+        reconnect("it refused this connection (" +
+                  printable(std::string(message->envelope().getRefuse().getReason()), 200) + ")");
+        last_heard = next_heartbeat = std::chrono::steady_clock::now();
+        continue;
+      }
       try {
         handle(*message);
       } catch (const std::exception& e) {
@@ -201,6 +354,141 @@ class RemoteBackend final : public ClusterBackend {
     }
   }
 
+  // On the I/O thread: connects again with backoff until reconnect_timeout, then gives up for good.
+  void reconnect(const std::string& cause) {
+    const auto since = std::chrono::steady_clock::now();
+    const auto deadline = since + options_.reconnect_timeout;
+    {
+      std::lock_guard lock(link_mutex_);
+      phase_ = Phase::reconnecting;
+    }
+    std::cerr << "[tessera client] lost the scheduler at " << address_ << ": " << cause
+              << "; reconnecting for up to " << options_.reconnect_timeout.count() / 1000.0 << " s"
+              << std::endl;
+    auto backoff = std::chrono::milliseconds(50);
+    std::string last_error = cause;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      try {
+        auto fresh = std::make_shared<transport::Connection>(
+            connection_options(std::min<std::chrono::milliseconds>(left, std::chrono::seconds(2))));
+        std::lock_guard lock(link_mutex_);
+        if (stopping_) return;
+        connection_ = fresh;
+        epoch_ += 1;
+        restore(*fresh);
+        phase_ = Phase::up;
+        std::cerr << "[tessera client] reconnected to the scheduler at " << address_ << " after "
+                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count() << " s"
+                  << std::endl;
+        return;
+      } catch (const std::exception& e) {
+        last_error = e.what();
+      }
+      std::unique_lock lock(link_mutex_);
+      // The pause between attempts, not a test's sleep: a stop ends it.
+      if (link_changed_.wait_for(lock, std::min(backoff, left), [&] { return stopping_; })) return;
+      backoff = std::min<std::chrono::milliseconds>(2 * backoff, std::chrono::seconds(2));
+    }
+    const std::string reason = "lost the connection to the scheduler at " + address_ + " (" + cause +
+                               ") and could not connect again within " +
+                               std::to_string(options_.reconnect_timeout.count() / 1000.0).substr(0, 5) +
+                               " s (reconnect_timeout): " + printable(last_error, 300);
+    std::cerr << "[tessera client] " << reason << std::endl;
+    lose_everything(reason);
+  }
+
+  // Under link_mutex_, on a new connection: what the scheduler must know again, in the order it needs it.
+  // Submissions first (later ones and GLM fits may name their operations), then each open stream: attach,
+  // the pushes not acknowledged, its close.
+  void restore(transport::Connection& fresh) {
+    {
+      std::lock_guard lock(sinks_mutex_);
+      for (auto it = sinks_.begin(); it != sinks_.end();) {
+        auto sink = it->second.sink.lock();
+        auto& entry = it->second;
+        if (!sink) {
+          it = sinks_.erase(it);
+          continue;
+        }
+        if (entry.operations.empty() || sink->settled()) {
+          entry.operations.clear();
+          ++it;
+          continue;
+        }
+        sink->reopen_held();
+        transport::Outgoing message;
+        wire::encode(wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches},
+                     message.envelope().initSubmit(), message.attachments());
+        fresh.post(message);
+        if (!entry.released.empty()) {
+          transport::Outgoing release;
+          auto out = release.envelope().initRelease();
+          out.setSinkId(it->first);
+          auto list = out.initSlots(static_cast<unsigned>(entry.released.size()));
+          for (std::size_t i = 0; i < entry.released.size(); ++i)
+            list.set(static_cast<unsigned>(i), entry.released[i]);
+          fresh.post(release);
+        }
+        entry.sent_epoch = epoch_;
+        ++it;
+      }
+    }
+    std::lock_guard lock(streams_mutex_);
+    for (auto& [id, open] : streams_) {
+      const std::uint64_t request = next_request_++;
+      attaching_[request] = id;
+      transport::Outgoing attach;
+      auto out = attach.envelope().initStreamAttach();
+      out.setRequestId(request);
+      out.setStreamId(id);
+      const auto unanswered = open.sink->unanswered();
+      auto list = out.initUnanswered(static_cast<unsigned>(unanswered.size()));
+      for (std::size_t i = 0; i < unanswered.size(); ++i) list.set(static_cast<unsigned>(i), unanswered[i]);
+      fresh.post(attach);
+      for (const auto& batch : open.unacked) {
+        transport::Outgoing message;
+        auto push = message.envelope().initStreamPush();
+        push.setStreamId(id);
+        push.setFirstId(batch.first_id);
+        auto sets = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
+        for (std::size_t i = 0; i < batch.parameters.size(); ++i)
+          wire::encode(batch.parameters[i], sets[static_cast<unsigned>(i)], message.attachments());
+        fresh.post(message);
+      }
+      if (open.closed) {
+        transport::Outgoing close;
+        close.envelope().setStreamClose(id);
+        fresh.post(close);
+      }
+    }
+  }
+
+  // The scheduler is gone for good: every waiting and later call fails with `reason`.
+  void lose_everything(const std::string& reason) {
+    {
+      std::lock_guard lock(link_mutex_);
+      phase_ = Phase::lost;
+      lost_reason_ = reason;
+    }
+    link_changed_.notify_all();
+    std::vector<std::shared_ptr<ResultSink>> sinks;
+    {
+      std::lock_guard lock(sinks_mutex_);
+      for (auto& [id, entry] : sinks_)
+        if (auto sink = entry.sink.lock()) sinks.push_back(std::move(sink));
+    }
+    for (auto& sink : sinks) sink->lose(reason);
+    std::vector<std::shared_ptr<StreamSink>> streams;
+    {
+      std::lock_guard lock(streams_mutex_);
+      for (auto& [id, open] : streams_) streams.push_back(open.sink);
+    }
+    for (auto& stream : streams) stream->lose(reason);
+  }
+
   void handle(transport::Received& message) {
     auto envelope = message.envelope();
     if (envelope.isResults()) {
@@ -209,8 +497,7 @@ class RemoteBackend final : public ClusterBackend {
       {
         std::lock_guard lock(sinks_mutex_);
         auto it = sinks_.find(results.getSinkId());
-        if (it != sinks_.end()) sink = it->second.lock();
-        if (!sink && it != sinks_.end()) sinks_.erase(it);
+        if (it != sinks_.end()) sink = it->second.sink.lock();
       }
       if (!sink) return;
       std::vector<Delivery> deliveries;
@@ -225,13 +512,56 @@ class RemoteBackend final : public ClusterBackend {
         deliveries = wire::decode(results, message.frames());
       }
       sink->deliver(deliveries);
+      if (sink->settled()) {
+        std::lock_guard lock(sinks_mutex_);
+        auto it = sinks_.find(results.getSinkId());
+        if (it != sinks_.end()) it->second.operations.clear();  // nothing of it to send again
+      }
     } else if (envelope.isStreamOpened()) {
       auto opened = envelope.getStreamOpened();
-      std::lock_guard lock(streams_mutex_);
-      auto it = opening_.find(opened.getRequestId());
-      if (it == opening_.end()) return;
-      it->second.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
-      opening_.erase(it);
+      std::shared_ptr<StreamSink> failed;
+      {
+        std::lock_guard lock(streams_mutex_);
+        if (auto attach = attaching_.find(opened.getRequestId()); attach != attaching_.end()) {
+          const std::uint64_t stream = attach->second;
+          attaching_.erase(attach);
+          if (opened.getError().size() == 0) return;
+          // The scheduler restarted without this stream (another data_dir): it cannot go on.
+          if (auto it = streams_.find(stream); it != streams_.end()) {
+            failed = it->second.sink;
+            streams_.erase(it);
+          }
+        } else {
+          auto it = opening_.find(opened.getRequestId());
+          if (it == opening_.end()) return;
+          it->second.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
+          opening_.erase(it);
+          return;
+        }
+      }
+      if (failed)
+        failed->finish("the scheduler at " + address_ +
+                       " could not resume the stream: " + printable(std::string(opened.getError()), 300));
+    } else if (envelope.isStreamAccepted()) {
+      auto in = envelope.getStreamAccepted();
+      const std::uint64_t up_to = in.getUpTo();
+      std::shared_ptr<StreamSink> sink;
+      {
+        std::lock_guard lock(streams_mutex_);
+        auto it = streams_.find(in.getStreamId());
+        if (it == streams_.end()) return;
+        auto& unacked = it->second.unacked;
+        while (!unacked.empty() && unacked.front().first_id + unacked.front().parameters.size() <= up_to)
+          unacked.pop_front();
+        if (!unacked.empty() && unacked.front().first_id < up_to) {
+          auto& front = unacked.front();
+          const auto taken = static_cast<std::ptrdiff_t>(up_to - front.first_id);
+          front.parameters.erase(front.parameters.begin(), front.parameters.begin() + taken);
+          front.first_id = up_to;
+        }
+        sink = it->second.sink;
+      }
+      sink->accept(up_to);
     } else if (envelope.isResultsAnswer()) {
       std::promise<transport::Received> waiting;
       {
@@ -265,29 +595,35 @@ class RemoteBackend final : public ClusterBackend {
     }
   }
 
-  struct OpenAnswer {
-    std::uint64_t id = 0;
-    std::uint32_t arity = 0;
-    std::string error;
-  };
   std::shared_ptr<StreamSink> stream_sink(std::uint64_t id) {
     std::lock_guard lock(streams_mutex_);
     auto it = streams_.find(id);
-    return it == streams_.end() ? nullptr : it->second;
+    return it == streams_.end() ? nullptr : it->second.sink;
   }
 
-  transport::Connection connection_;
+  const std::string address_;
+  const RemoteOptions options_;
+  // Lock order: link_mutex_, then sinks_mutex_ or streams_mutex_.
+  std::mutex link_mutex_;
+  std::condition_variable link_changed_;
+  std::shared_ptr<transport::Connection> connection_;  // replaced on a reconnect (I/O thread)
+  Phase phase_ = Phase::up;
+  std::uint64_t epoch_ = 1;  // connections made so far
+  std::string lost_reason_;
+  bool stopping_ = false;
+
   std::mutex streams_mutex_;
   std::unordered_map<std::uint64_t, std::promise<OpenAnswer>> opening_;
+  std::unordered_map<std::uint64_t, std::uint64_t> attaching_;  // attach request -> stream
   std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<StreamSink>> streams_;
+  std::map<std::uint64_t, OpenStream> streams_;
   std::unordered_map<std::uint64_t, std::promise<GlmFitted>> fitting_;  // GLM fits waiting, by request id
   std::atomic<std::uint64_t> next_request_{1};
   std::shared_ptr<SchedulerLink> link_;
   std::mutex sinks_mutex_;
-  std::unordered_map<std::uint64_t, std::weak_ptr<ResultSink>> sinks_;
+  std::map<std::uint64_t, Submitted> sinks_;  // in submission order, as they are sent again
+  std::size_t pruned_size_ = 0;
   std::atomic<std::uint64_t> next_sink_id_{1};
-  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

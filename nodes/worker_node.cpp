@@ -130,19 +130,23 @@ struct WorkerNode::State {
 
   void run() {
     auto connection = std::move(first_connection);
+    bool failed = false;  // the last attempt to connect failed
     for (;;) {
       if (connection) session(connection);
       connection.reset();
       std::unique_lock lock(mutex);
       if (stopping) return;
-      // Not a test's sleep: the pause between attempts to reach a scheduler that is away.
-      changed.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; });
+      // Not a test's sleep: the pause between attempts to reach a scheduler that is away. Right after a
+      // session ends (a scheduler that restarted refuses the old one) the next attempt goes at once.
+      if (failed) changed.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; });
       if (stopping) return;
       lock.unlock();
       try {
         connection = connect();
+        failed = false;
         log("reconnected to the scheduler at " + options.scheduler);
       } catch (const std::exception& e) {
+        failed = true;
         log("cannot reach the scheduler at " + options.scheduler + ": " + e.what());
       }
     }

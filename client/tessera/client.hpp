@@ -2,6 +2,7 @@
 // and Dask-style dictionary graphs (get), all run by the cluster the client is bound to.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -38,6 +39,12 @@ struct ConnectOptions {
   std::string public_key{};
   std::string secret_key{};
   std::string scheduler_public_key{};
+  // A scheduler silent this long (it answers every heartbeat) is taken for gone and reconnected to.
+  std::chrono::milliseconds heartbeat_timeout{3000};
+  // How long a lost scheduler is reconnected to (with backoff) before every waiting and later call
+  // fails with ConnectionLost, naming the address and the wait. After a reconnect the client carries on
+  // by itself: streams attach again, unacknowledged pushes and unfinished submissions are sent again.
+  std::chrono::milliseconds reconnect_timeout{30000};
 };
 
 class Client {

@@ -7,6 +7,11 @@
 //
 // Each parameter set gets a sequence id (0, 1, 2, ... per stream). Results arrive in completion order,
 // through a callback (on_result) or the results() iterator, once they are durable in the node's store.
+// A set counts as accepted once the stream has written it ahead to that store; across processes, a
+// scheduler that is killed and restarted from the same data_dir resumes the stream, the client
+// reconnects and sends again what was not accepted, and each id is still answered exactly once. A
+// scheduler gone for longer than ConnectOptions::reconnect_timeout makes push, next and wait throw
+// ConnectionLost.
 #pragma once
 
 #include <chrono>
@@ -75,6 +80,9 @@ class Stream {
   bool wait(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   // Parameter sets pushed so far: the id the next push gets.
   std::uint64_t pushed() const;
+  // Parameter sets the stream has accepted: written ahead to the store where it runs, so they run (once)
+  // even if that node is killed and restarted. Ids below this.
+  std::uint64_t accepted() const;
   std::uint64_t completed() const;
   // Set when the stream failed as a whole (its store could not be written).
   const std::string& error() const;

@@ -1,0 +1,295 @@
+// A scheduler process killed with SIGKILL and started again from the same config and data_dir, with
+// real worker processes and clients: streams resume by themselves and store every id exactly once, with
+// the right value; `tessera stream push` finishes with exit 0 across the kill; a gather waiting across
+// the restart gets its results; and clients blocked in gather, a GLM fit and a query when the scheduler
+// dies for good get ConnectionLost within their reconnect_timeout.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <tessera/array.hpp>
+#include <tessera/glm.hpp>
+#include <tessera/tessera.hpp>
+#include <thread>
+
+#include "node_process.hpp"
+#include "test_util.hpp"
+
+namespace plugin_tasks {
+std::int64_t slow_square(std::int64_t x);
+}  // namespace plugin_tasks
+
+namespace {
+
+using tessera::testing::NodeProcess;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string plugins() {
+  return "[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n";
+}
+
+// A port nobody listens on now: the restarted scheduler must listen where its workers and clients
+// reconnect.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t size = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  const int port = ntohs(address.sin_port);
+  close(fd);
+  return port;
+}
+
+struct TemporaryDir {
+  fs::path path = fs::temp_directory_path() / ("tessera-durability-" + std::to_string(getpid()) + "-" +
+                                               std::to_string(Clock::now().time_since_epoch().count()));
+  TemporaryDir() { fs::create_directories(path); }
+  ~TemporaryDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+std::string scheduler_config(const std::string& endpoint, const fs::path& data_dir) {
+  return "[node]\nname = \"restarting-scheduler\"\nrole = \"scheduler\"\ndata_dir = \"" + data_dir.string() +
+         "\"\n[scheduler]\nlisten = \"" + endpoint +
+         "\"\nheartbeat_interval = 0.1\nheartbeat_timeout = 1.0\n" + plugins();
+}
+
+std::string worker_config(const std::string& name, const std::string& scheduler) {
+  return "[node]\nname = \"" + name +
+         "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
+         scheduler + "\"\nthreads_per_worker = 2\n" + plugins();
+}
+
+std::string run_command(const std::string& command, int& code) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  code = WEXITSTATUS(pclose(pipe));
+  return out;
+}
+
+// A scheduler on a fixed port with its data_dir, and two worker processes that outlive its restarts.
+class SchedulerRestart : public ::testing::Test {
+ protected:
+  TemporaryDir data;
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  std::unique_ptr<NodeProcess> scheduler =
+      std::make_unique<NodeProcess>(scheduler_config(endpoint, data.path / "store"), true);
+  NodeProcess alpha{worker_config("alpha", endpoint)};
+  NodeProcess beta{worker_config("beta", endpoint)};
+
+  // kill -9, then the same config and data_dir again.
+  void restart() {
+    scheduler->kill_hard();
+    scheduler = std::make_unique<NodeProcess>(scheduler_config(endpoint, data.path / "store"), true);
+  }
+  tessera::ConnectOptions fast_reconnect() const {
+    tessera::ConnectOptions options;
+    options.name = "durability-test";
+    options.heartbeat_timeout = std::chrono::milliseconds(1000);
+    options.reconnect_timeout = std::chrono::seconds(30);
+    return options;
+  }
+};
+
+// Every id of a stream of n stored once, with its square (13 refused by the simulation). The CLI pushes
+// each CSV row as a vector (`rows`), the library here plain numbers.
+void expect_exactly_once(tessera::Client& client, std::uint64_t stream, std::uint64_t n, bool rows = false) {
+  auto stored = client.results(stream).range(0, n + 1);
+  ASSERT_EQ(stored.size(), n) << "stream " << stream;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(stored[i].id, i) << "stream " << stream;  // in id order, none twice, none missing
+    if (i == 13) {
+      ASSERT_TRUE(stored[i].failed);
+      continue;
+    }
+    ASSERT_FALSE(stored[i].failed) << stored[i].error;
+    ASSERT_DOUBLE_EQ(tessera::from_value<double>(stored[i].value), double(i) * double(i)) << "id " << i;
+    const double parameter = rows ? tessera::from_value<std::vector<double>>(stored[i].parameters).at(0)
+                                  : tessera::from_value<double>(stored[i].parameters);
+    ASSERT_DOUBLE_EQ(parameter, double(i)) << "id " << i;
+  }
+}
+
+// (a) Twenty runs in a row, each a stream of 100,000 parameter sets whose scheduler is killed with
+// SIGKILL at a different point and started again at once: the stream resumes by itself, the client
+// reconnects and pushes on, and every id is stored exactly once with the right value.
+TEST_F(SchedulerRestart, AStreamResumesAfterEachOfTwentyKillsAndStoresEveryIdOnce) {
+  constexpr std::uint64_t n = 100000;
+  tessera::Client client(endpoint, fast_reconnect());
+  for (int run = 0; run < 20; ++run) {
+    tessera::StreamOptions options;
+    options.config.set("pause_us", tessera::to_value(std::int64_t{20}));
+    auto stream = client.stream("pause_square", std::move(options));
+    std::atomic<std::uint64_t> answered{0};
+    stream.on_result([&](const tessera::StreamRecord&) { answered += 1; });
+    const std::uint64_t kill_at = 2000 + std::uint64_t(run) * 4000;  // 2,000 to 78,000 answered
+    std::atomic<bool> restarted{false};
+    std::thread saboteur([&] {
+      if (tessera::testing::eventually([&] { return answered.load() >= kill_at; }, std::chrono::seconds(60)))
+        restart();
+      restarted = true;
+    });
+    for (std::uint64_t i = 0; i < n; ++i) stream.push(double(i));
+    stream.close();
+    const bool finished = stream.wait(Clock::now() + std::chrono::seconds(120));
+    saboteur.join();
+    ASSERT_TRUE(finished) << "run " << run << ": " << answered.load() << " answered";
+    ASSERT_TRUE(restarted.load());
+    EXPECT_EQ(answered.load(), n) << "run " << run;  // each result reached the client once
+    EXPECT_EQ(stream.accepted(), n);
+    EXPECT_TRUE(stream.error().empty()) << stream.error();
+    expect_exactly_once(client, stream.id(), n);
+    if (HasFailure()) return;
+  }
+  EXPECT_NE(scheduler->log().find("resumed"), std::string::npos) << scheduler->log();
+}
+
+// (a) `tessera stream push` of 20,000 sets (500 µs each) finishes by itself, exit 0, with the scheduler
+// killed and restarted under it; stream ids are never reused across the restart.
+TEST_F(SchedulerRestart, CliPushFinishesWithExitZeroAcrossAKill) {
+  const fs::path input = data.path / "params.csv";
+  {
+    std::ofstream csv(input);
+    csv << "x\n";
+    for (int i = 0; i < 20000; ++i) csv << i << "\n";
+  }
+  tessera::Client probe(endpoint, fast_reconnect());
+  std::atomic<bool> done{false};
+  int code = -1;
+  std::string out;
+  std::thread push([&] {
+    out = run_command(std::string(TESSERA_CLI_BINARY) + " --scheduler " + endpoint +
+                          " stream push --quiet --simulation pause_square --input " + input.string(),
+                      code);
+    done = true;
+  });
+  // The CLI's stream is the store's first: restart once part of it is stored.
+  ASSERT_TRUE(tessera::testing::eventually(
+      [&] {
+        try {
+          return probe.results(1).count() >= 2000 || done.load();
+        } catch (const std::exception&) {
+          return false;  // not opened yet
+        }
+      },
+      std::chrono::seconds(60)));
+  restart();
+  push.join();
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("stream 1: 20000 parameter sets, 20000 results stored (1 failed)"), std::string::npos)
+      << out;
+  expect_exactly_once(probe, 1, 20000, true);
+  // A new stream after the restart takes a new id.
+  auto next = probe.stream("pause_square");
+  EXPECT_EQ(next.id(), 2u);
+}
+
+// A gather waiting when the scheduler is killed and restarted gets its results: the client sends the
+// submission again, and the workers, registered again, run it.
+TEST_F(SchedulerRestart, AGatherWaitingAcrossARestartGetsItsResults) {
+  tessera::Client client(endpoint, fast_reconnect());
+  std::vector<std::int64_t> xs(600);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto squares = client.map(plugin_tasks::slow_square, xs);  // 10 ms each, 4 threads: 1.5 s
+  ASSERT_TRUE(
+      tessera::testing::eventually([&] { return squares[100].status() == tessera::TaskState::done; }));
+  restart();
+  const auto values = client.gather(squares);
+  for (std::int64_t i = 0; i < 600; ++i) ASSERT_EQ(values[i], i * i);
+}
+
+// (c) A scheduler that dies for good: clients blocked in gather, in a GLM fit and in a query get
+// ConnectionLost within heartbeat_timeout + reconnect_timeout, naming the address and the wait.
+TEST(SchedulerGone, CallsBlockedInGatherFitAndQueryFailWithConnectionLost) {
+  TemporaryDir data;
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  NodeProcess scheduler(scheduler_config(endpoint, data.path / "store"));
+  NodeProcess worker(worker_config("alpha", endpoint));
+  tessera::ConnectOptions options;
+  options.heartbeat_timeout = std::chrono::milliseconds(1000);
+  options.reconnect_timeout = std::chrono::milliseconds(2000);
+  tessera::Client client(endpoint, options);
+  tessera::ArrayOptions normal;
+  normal.chunks = {500, 4};
+  normal.seed = 3;
+  normal.distribution = "normal";
+  const auto x = tessera::Array::random({2000, 4}, normal).persist(client);
+  tessera::ArrayOptions uniform;
+  uniform.chunks = {500};
+  uniform.seed = 4;
+  const auto y = (tessera::Array::random({2000}, uniform) < x.dot(tessera::Array::full({4}, 0.5)).sigmoid())
+                     .persist(client);
+  {
+    auto stream = client.stream("pause_square");
+    for (int i = 0; i < 100; ++i) stream.push(double(i));
+    stream.close();
+    ASSERT_TRUE(stream.wait(Clock::now() + std::chrono::seconds(30)));
+  }
+  std::vector<std::int64_t> xs(100000);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto slow = client.map(plugin_tasks::slow_square, xs);  // minutes of work
+
+  struct Outcome {
+    std::atomic<bool> ended{false};
+    std::string error;
+    Clock::time_point at;
+  };
+  Outcome gathered, fitted, queried;
+  const auto blocked = [](Outcome& outcome, const std::function<void()>& call) {
+    return std::thread([&outcome, call] {
+      try {
+        call();
+        outcome.error = "(returned)";
+      } catch (const tessera::ConnectionLost& e) {
+        outcome.error = e.what();
+      } catch (const std::exception& e) {
+        outcome.error = std::string("(not ConnectionLost) ") + e.what();
+      }
+      outcome.at = Clock::now();
+      outcome.ended = true;
+    });
+  };
+  auto gather = blocked(gathered, [&] { (void)client.gather(slow); });
+  auto fit = blocked(fitted, [&] {
+    tessera::glm::LogisticRegression({.solver = "gradient_descent", .max_iter = 300000, .tol = 0})
+        .fit(client, x, y);
+  });
+  // Give the fit time to reach its rounds; the query then waits on a scheduler that no longer answers.
+  ASSERT_TRUE(tessera::testing::eventually([&] { return slow[0].status() == tessera::TaskState::done; }));
+  kill(scheduler.pid(), SIGSTOP);
+  const auto died = Clock::now();
+  auto query = blocked(queried, [&] { (void)client.results(1).count(); });
+  scheduler.kill_hard();
+  const auto bound = std::chrono::milliseconds(1000 + 2000 + 3000);  // heartbeat + reconnect + slack
+  for (Outcome* outcome : {&gathered, &fitted, &queried}) {
+    EXPECT_TRUE(
+        tessera::testing::eventually([&] { return outcome->ended.load(); }, std::chrono::seconds(20)));
+  }
+  gather.join();
+  fit.join();
+  query.join();
+  for (Outcome* outcome : {&gathered, &fitted, &queried}) {
+    EXPECT_NE(outcome->error.find("lost the connection to the scheduler at " + endpoint), std::string::npos)
+        << outcome->error;
+    EXPECT_NE(outcome->error.find("reconnect_timeout"), std::string::npos) << outcome->error;
+    EXPECT_LE(outcome->at - died, bound) << outcome->error;
+  }
+  // Later calls fail at once, the same way.
+  EXPECT_THROW((void)client.results(1).count(), tessera::ConnectionLost);
+  EXPECT_THROW(client.stream("pause_square"), tessera::ConnectionLost);
+}
+
+}  // namespace
