@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <span>
 #include <unordered_map>
 
@@ -36,11 +37,15 @@ struct StreamState {
     std::uint32_t worker;
   };
   std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
-  double seconds_per_set = -1;                            // measured
-  StreamInfo info;           // its record in the store; info.pushed: sets accepted (ids below it)
-  std::uint64_t stored = 0;  // sets answered and stored
-  std::uint64_t rerun = 0;   // parameter sets sent again after their worker was lost
-  bool sync_queued = false;  // a stream_sync_atom to itself is in its mailbox
+  // Pushes written ahead, by first id: how many of their sets are still unanswered. A push's record is
+  // deleted with the result that answers its last set.
+  std::map<std::uint64_t, std::uint64_t> pushes;
+  double seconds_per_set = -1;  // measured
+  StreamInfo info;              // its record in the store; info.pushed: sets accepted (ids below it)
+  std::uint64_t stored = 0;     // sets answered and stored
+  std::uint64_t rerun = 0;      // parameter sets sent again after their worker was lost
+  std::uint64_t durable = 0;    // accepted sets below this are synced to disk, and the client was told
+  bool sync_queued = false;     // a stream_sync_atom to itself is on its way
   bool closed = false, finished = false;
 
   std::uint64_t max_in_flight() const {
@@ -95,7 +100,7 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
   }
   const std::uint64_t skip = accepted - batch.first_id;
   if (skip >= batch.parameters.size()) {
-    if (!st.sync_queued) st.args.sink->accept(accepted);  // all sent before: say so again
+    st.args.sink->accept(st.durable);  // all sent before: say so again
     return;
   }
   const std::uint64_t unanswered = accepted - st.stored;
@@ -116,18 +121,29 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
     end(self, e.what());
     return;
   }
+  st.pushes[accepted] = take;
   for (std::uint64_t i = 0; i < take; ++i)
     st.pending.push_back(Pending{accepted + i, std::move(batch.parameters[skip + i])});
-  // One sync for every push already in the mailbox: the sync message queues behind them.
+  // One sync for every push of the next millisecond, or none: a synced result write in between makes
+  // everything written before it durable too.
   if (!st.sync_queued) {
     st.sync_queued = true;
-    self->send(self, stream_sync_atom::value);
+    self->delayed_send(self, std::chrono::milliseconds(1), stream_sync_atom::value);
   }
+}
+
+// What is accepted so far is durable: the client may forget it.
+void acknowledge(StreamActor* self, std::uint64_t durable) {
+  auto& st = self->state;
+  if (durable <= st.durable) return;
+  st.durable = durable;
+  st.args.sink->accept(durable);
 }
 
 void sync_accepted(StreamActor* self) {
   auto& st = self->state;
   st.sync_queued = false;
+  if (st.durable >= st.info.pushed) return;
   try {
     st.args.store->sync();
   } catch (const std::exception& e) {
@@ -135,7 +151,7 @@ void sync_accepted(StreamActor* self) {
     end(self, e.what());
     return;
   }
-  st.args.sink->accept(st.info.pushed);
+  acknowledge(self, st.info.pushed);
 }
 
 void dispatch(StreamActor* self) {
@@ -194,9 +210,22 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
     results.push_back(StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node});
   }
+  // The pushes these results complete: their records go in the same write.
+  std::vector<std::uint64_t> completed;
+  for (const auto& r : results) {
+    auto push = st.pushes.upper_bound(r.id);
+    if (push == st.pushes.begin()) continue;
+    --push;
+    if (--push->second == 0) {
+      completed.push_back(push->first);
+      st.pushes.erase(push);
+    }
+  }
+  const std::uint64_t written_ahead = st.info.pushed;  // before this synced write in the log
   try {
     // Each id is answered once here (in_flight), so no read-before-write is needed.
-    st.args.store->put(st.args.id, results, ResultStore::Check::known_new);
+    if (!st.args.store->put(st.args.id, results, ResultStore::Check::known_new, completed).empty())
+      acknowledge(self, written_ahead);
   } catch (const std::exception& e) {
     std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
     end(self, e.what());
@@ -218,10 +247,18 @@ void resume(StreamActor* self) {
   auto info = st.args.store->stream(st.args.id);
   if (!info) throw StoreError("stream " + std::to_string(st.args.id) + " has no record to resume from");
   st.info = *info;
-  st.args.store->pending(st.args.id, [&](std::uint64_t id, Value parameters) {
-    st.pending.push_back(Pending{id, std::move(parameters)});
-  });
+  std::vector<std::uint64_t> answered;  // pushes answered whole before the restart
+  for (auto& push : st.args.store->pending(st.args.id)) {
+    if (push.unanswered.empty()) {
+      answered.push_back(push.first_id);
+      continue;
+    }
+    st.pushes[push.first_id] = push.unanswered.size();
+    for (auto& [id, parameters] : push.unanswered) st.pending.push_back(Pending{id, std::move(parameters)});
+  }
+  st.args.store->forget_pushes(st.args.id, answered);
   st.stored = st.info.pushed - std::min<std::uint64_t>(st.info.pushed, st.pending.size());
+  st.durable = st.info.pushed;  // it survived the restart
   st.closed = st.info.close_requested;
   std::cerr << "[tessera] stream " << st.args.id << " ('" << st.info.simulation
             << "') resumed: " << st.info.pushed << " parameter sets accepted, " << st.pending.size()
@@ -239,7 +276,7 @@ bool attach(StreamActor* self, StreamAttach& request) {
       again.push_back(StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node});
   }
   if (!again.empty()) st.args.sink->deliver(again);
-  if (!st.sync_queued) st.args.sink->accept(st.info.pushed);
+  st.args.sink->accept(st.durable);
   return true;
 }
 

@@ -143,11 +143,9 @@ class StreamSink {
   // Stream side: parameter sets with ids below `up_to` are written ahead.
   virtual ~StreamSink() = default;
   virtual void accept(std::uint64_t up_to) {
-    {
-      std::lock_guard lock(mutex_);
-      accepted_ = std::max(accepted_, up_to);
-    }
-    changed_.notify_all();
+    // Nothing waits for this (credit comes back with results): no wakeup.
+    std::lock_guard lock(mutex_);
+    accepted_ = std::max(accepted_, up_to);
   }
   // Stream side: parameter sets it took no room for (a client past max_in_flight, which ours never is).
   virtual void refuse(const std::string&) {}

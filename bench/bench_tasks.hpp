@@ -1,6 +1,7 @@
 // The no-op task the throughput benchmarks run, shared with the node plugin of the remote benchmark.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <tessera/tessera.hpp>
 
@@ -15,6 +16,7 @@ TESSERA_TASK(noop);
 
 #include <unistd.h>
 
+#include <thread>
 #include <vector>
 
 namespace bench_tasks {
@@ -48,10 +50,16 @@ TESSERA_TASK(crossed_bytes);
 
 namespace bench_tasks {
 
-// A trivial simulation for stream throughput across processes: the cost measured is Tessera's.
+// A trivial simulation for stream throughput across processes: the cost measured is Tessera's. With
+// pause_us (the restart benchmark) each set takes that long.
 struct EchoSimulation {
-  explicit EchoSimulation(const tessera::Config&) {}
-  double run(double x) { return x; }
+  explicit EchoSimulation(const tessera::Config& config)
+      : pause_us(config.get<std::int64_t>("pause_us", 0)) {}
+  double run(double x) {
+    if (pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    return x;
+  }
+  std::int64_t pause_us;
 };
 TESSERA_SIMULATION(EchoSimulation, "bench_echo");
 

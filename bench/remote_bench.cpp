@@ -16,55 +16,10 @@
 #include <memory>
 #include <numeric>
 
+#include "bench_node.hpp"
 #include "bench_tasks.hpp"
 #include "bench_util.hpp"
 #include "cli_options.hpp"
-
-namespace {
-
-namespace fs = std::filesystem;
-
-// A tessera-node child process; the first line it prints names an endpoint.
-class Node {
- public:
-  Node(const std::string& binary, const std::string& config_text) {
-    static int instances = 0;
-    config_ = fs::temp_directory_path() / ("tessera-bench-remote-" + std::to_string(getpid()) + "-" +
-                                           std::to_string(++instances) + ".toml");
-    std::ofstream(config_) << config_text;
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      execl(binary.c_str(), binary.c_str(), "--config", config_.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    stdout_ = fdopen(out[0], "r");
-    char line[512];
-    if (!fgets(line, sizeof line, stdout_)) throw std::runtime_error("tessera-node did not start");
-    const std::string text = line;
-    const auto at = text.find("tcp://");
-    endpoint_ = text.substr(at, text.find_first_of(" ;\n", at) - at);
-  }
-  ~Node() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    fclose(stdout_);
-    fs::remove(config_);
-  }
-  const std::string& endpoint() const { return endpoint_; }
-
- private:
-  fs::path config_;
-  pid_t pid_ = -1;
-  FILE* stdout_ = nullptr;
-  std::string endpoint_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) try {
   tessera::cli::FlagTable flags(
@@ -89,22 +44,23 @@ int main(int argc, char** argv) try {
   if (topology != "processes" && topology != "both")
     throw std::runtime_error("--topology must be processes or both, not " + topology);
   const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
-  std::unique_ptr<Node> scheduler;
-  std::vector<std::unique_ptr<Node>> workers;
+  std::unique_ptr<tessera::bench::Node> scheduler;
+  std::vector<std::unique_ptr<tessera::bench::Node>> workers;
   if (topology == "both") {
-    scheduler = std::make_unique<Node>(
+    scheduler = std::make_unique<tessera::bench::Node>(
         flags.str("node"),
         "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
         "[worker]\nworkers = " +
             std::to_string(flags.integer("workers")) +
             "\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins);
   } else {
-    scheduler = std::make_unique<Node>(flags.str("node"),
-                                       "[node]\nname = \"bench-scheduler\"\nrole = "
-                                       "\"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
-                                           plugins);
+    scheduler = std::make_unique<tessera::bench::Node>(
+        flags.str("node"),
+        "[node]\nname = \"bench-scheduler\"\nrole = "
+        "\"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
+            plugins);
     for (long long i = 0; i < flags.integer("worker-processes"); ++i)
-      workers.push_back(std::make_unique<Node>(
+      workers.push_back(std::make_unique<tessera::bench::Node>(
           flags.str("node"), "[node]\nname = \"bench-worker-" + std::to_string(i) +
                                  "\"\nrole = \"worker\"\n[worker]\nscheduler = \"" + scheduler->endpoint() +
                                  "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) +

@@ -32,7 +32,8 @@ struct StreamInfo {
   configValues @7 :List(Values.Value);
 }
 
-# A parameter set accepted by a stream and not yet answered: written ahead, so a restarted node runs it.
-struct PendingSet {
-  parameters @0 :Values.Value;
+# Parameter sets a stream accepted in one push (ids from the key's on), written ahead so that a
+# restarted node runs those without a stored result; deleted once every one of them is answered.
+struct PendingBatch {
+  parameters @0 :List(Values.Value);
 }

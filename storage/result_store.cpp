@@ -112,17 +112,13 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   return info;
 }
 
-std::string encode_pending(const Value& parameters) {
+std::string encode_pending(std::span<const Value> parameters) {
   capnp::MallocMessageBuilder builder;
   wire::Attachments none;
-  wire::encode(parameters, builder.initRoot<wire::PendingSet>().initParameters(), none, kInline);
+  auto list = builder.initRoot<wire::PendingBatch>().initParameters(static_cast<unsigned>(parameters.size()));
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    wire::encode(parameters[i], list[static_cast<unsigned>(i)], none, kInline);
   return flat(builder);
-}
-
-Value decode_pending(const rocksdb::Slice& bytes) {
-  wire::HeaderReader reader(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
-  return wire::decode(reader.root<wire::PendingSet>().getParameters(), {});
 }
 
 void check(const rocksdb::Status& status, const std::string& what, const std::filesystem::path& dir) {
@@ -168,8 +164,7 @@ void ResultStore::update_stream(const StreamInfo& info) {
 
 void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters) {
   rocksdb::WriteBatch batch;
-  for (std::size_t i = 0; i < parameters.size(); ++i)
-    batch.Put(key('p', info.id, first_id + i), encode_pending(parameters[i]));
+  batch.Put(key('q', info.id, first_id), encode_pending(parameters));
   batch.Put(key('m', info.id), encode_info(info));
   check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot write parameter sets ahead", directory_);
 }
@@ -178,15 +173,40 @@ void ResultStore::sync() {
   check(db_->SyncWAL(), "cannot sync the write-ahead log", directory_);
 }
 
-void ResultStore::pending(std::uint64_t stream,
-                          const std::function<void(std::uint64_t id, Value parameters)>& visit) const {
-  const std::string end = key('p', stream + 1);
+std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream) const {
+  std::vector<PendingBatch> out;
+  const std::string end = key('q', stream + 1);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(key('p', stream)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+  std::unique_ptr<rocksdb::Iterator> stored(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(key('q', stream)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
     if (it->key().size() != 17) continue;
-    visit(read_be64(it->key().data() + 9), decode_pending(it->value()));
+    PendingBatch batch{read_be64(it->key().data() + 9), {}};
+    wire::HeaderReader reader(std::span<const std::byte>(
+        reinterpret_cast<const std::byte*>(it->value().data()), it->value().size()));
+    auto list = reader.root<wire::PendingBatch>().getParameters();
+    // One pass over the stored results of these ids tells which still need running.
+    stored->Seek(key('r', stream, batch.first_id));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      const std::uint64_t id = batch.first_id + i;
+      while (stored->Valid() && stored->key().size() == 17 && stored->key()[0] == 'r' &&
+             read_be64(stored->key().data() + 1) == stream && read_be64(stored->key().data() + 9) < id)
+        stored->Next();
+      const bool answered = stored->Valid() && stored->key().size() == 17 && stored->key()[0] == 'r' &&
+                            read_be64(stored->key().data() + 1) == stream &&
+                            read_be64(stored->key().data() + 9) == id;
+      if (!answered) batch.unanswered.emplace_back(id, wire::decode(list[i], {}));
+    }
+    out.push_back(std::move(batch));
   }
   check(it->status(), "cannot read the parameter sets written ahead", directory_);
+  return out;
+}
+
+void ResultStore::forget_pushes(std::uint64_t stream, std::span<const std::uint64_t> first_ids) {
+  if (first_ids.empty()) return;
+  rocksdb::WriteBatch batch;
+  for (std::uint64_t first : first_ids) batch.Delete(key('q', stream, first));
+  check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot delete answered parameter sets", directory_);
 }
 
 std::optional<StreamInfo> ResultStore::stream(std::uint64_t id) const {
@@ -204,7 +224,7 @@ std::vector<StreamInfo> ResultStore::streams() const {
 }
 
 std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results,
-                                            Check mode) {
+                                            Check mode, std::span<const std::uint64_t> answered) {
   rocksdb::WriteBatch batch;
   std::vector<std::uint64_t> written;
   std::unordered_set<std::uint64_t> in_batch;
@@ -215,10 +235,10 @@ std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vec
     if (mode == Check::stored && db_->Get(rocksdb::ReadOptions(), k, &ignored).ok())
       continue;  // stored by an earlier run
     batch.Put(k, encode_result(r));
-    batch.Delete(key('p', stream, r.id));
     written.push_back(r.id);
   }
-  if (written.empty()) return written;
+  for (std::uint64_t first : answered) batch.Delete(key('q', stream, first));
+  if (written.empty() && answered.empty()) return written;
   rocksdb::WriteOptions sync;
   sync.sync = true;
   check(db_->Write(sync, &batch), "cannot write results", directory_);

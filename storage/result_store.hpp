@@ -54,24 +54,31 @@ class ResultStore {
   std::uint64_t create_stream(StreamInfo info);
   void update_stream(const StreamInfo& info);
 
-  // Writes parameter sets first_id, first_id + 1, ... ahead, with the stream's record (info.pushed says
-  // how many are accepted now), in one batch. Not synced: sync() makes every write so far durable, so a
-  // stream can accept many pushes per sync.
+  // Writes parameter sets first_id, first_id + 1, ... ahead as one record, with the stream's record
+  // (info.pushed says how many are accepted now), in one batch. Not synced: sync() makes every write so
+  // far durable, so a stream can accept many pushes per sync.
   void accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters);
   void sync();
-  // The sets written ahead and not answered, in id order.
-  void pending(std::uint64_t stream,
-               const std::function<void(std::uint64_t id, Value parameters)>& visit) const;
+  // The pushes written ahead and not yet deleted, in id order, each with its sets that have no stored
+  // result.
+  struct PendingBatch {
+    std::uint64_t first_id = 0;
+    std::vector<std::pair<std::uint64_t, Value>> unanswered;
+  };
+  std::vector<PendingBatch> pending(std::uint64_t stream) const;
+  // Deletes written-ahead pushes whose sets are all answered (ones that were answered before a restart).
+  void forget_pushes(std::uint64_t stream, std::span<const std::uint64_t> first_ids);
   std::optional<StreamInfo> stream(std::uint64_t id) const;
   std::vector<StreamInfo> streams() const;
 
-  // Writes the results not stored yet, in one synced batch that also deletes their sets written ahead;
-  // returns those it wrote (a result whose id is already stored is a rerun's duplicate and is skipped). One
+  // Writes the results not stored yet, in one synced batch that also deletes the written-ahead pushes
+  // `answered` (first ids: pushes these results complete); returns those it wrote (a result whose id is
+  // already stored is a rerun's duplicate and is skipped). One
   // writer per stream at a time. A writer that knows its ids are new (the stream actor answers each id once)
   // passes known_new and skips the reads.
   enum class Check { stored, known_new };
   std::vector<std::uint64_t> put(std::uint64_t stream, const std::vector<StreamResult>& results,
-                                 Check check = Check::stored);
+                                 Check check = Check::stored, std::span<const std::uint64_t> answered = {});
   bool contains(std::uint64_t stream, std::uint64_t id) const;
   std::optional<StreamResult> get(std::uint64_t stream, std::uint64_t id) const;
   // Results with first <= id < last, in id order; `visit` returns false to stop.

@@ -296,8 +296,8 @@ TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {
 
 namespace {
 
-// The shipped config/scheduler.toml and config/worker.toml, on a free port and with the examples plugin
-// given by its absolute path (the test writes them elsewhere).
+// The shipped config/scheduler.toml and config/worker.toml, on a free port, with the examples plugin given
+// by its absolute path and the store beside the config (the test writes them elsewhere).
 std::string shipped(const std::string& file, const std::string& scheduler_address) {
   std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/config/" + file);
   std::stringstream text;
@@ -308,6 +308,8 @@ std::string shipped(const std::string& file, const std::string& scheduler_addres
     if (line.rfind("paths = ", 0) == 0) line = "paths = [\"" TESSERA_EXAMPLES_PLUGIN "\"]";
     if (line.rfind("listen = \"tcp://127.0.0.1:7070\"", 0) == 0) line = "listen = \"tcp://127.0.0.1:0\"";
     if (line.rfind("scheduler = ", 0) == 0) line = "scheduler = \"" + scheduler_address + "\"";
+    // Beside the config the test writes (removed with it), not the shared one of build/.
+    if (line.rfind("data_dir = \"../", 0) == 0) line = "data_dir = \"store\"";
     out += line + "\n";
   }
   return out;

@@ -399,4 +399,65 @@ TEST(HostilePeer, AWorkersMemoryReportAndLostResultClaimsAreCheckedNotTrusted) {
   }));
 }
 
+// A client that pushes past its stream's max_in_flight is throttled by the scheduler, not trusted: only
+// max_in_flight sets are accepted (and acknowledged), the rest refused with an error naming the limit;
+// a reattach listing more ids than limits.max_slots_per_client is refused; the node goes on serving.
+TEST(HostilePeer, AStreamsMaxInFlightIsEnforcedByTheScheduler) {
+  NodeProcess node(
+      node_config("", "[limits]\nmax_slots_per_submission = 1000\nmax_slots_per_client = 1000\n"));
+  auto client = connect_client(node);
+  Outgoing open;
+  auto o = open.envelope().initStreamOpen();
+  o.setRequestId(1);
+  o.setSimulation("pause_square");
+  o.setMaxInFlight(10);
+  // 200 ms a set: nothing is answered while the test pushes.
+  auto config = o.initConfig(1);
+  config[0].setKey("pause_us");
+  tessera::wire::encode(tessera::to_value(std::int64_t{200000}), config[0].initValue(), open.attachments());
+  auto [opened, open_took] = ask(client, open, [](auto e) { return e.isStreamOpened(); });
+  ASSERT_TRUE(opened);
+  const std::uint64_t stream = opened->envelope().getStreamOpened().getStreamId();
+  ASSERT_GT(stream, 0u) << std::string(opened->envelope().getStreamOpened().getError());
+
+  Outgoing push;
+  auto p = push.envelope().initStreamPush();
+  p.setStreamId(stream);
+  p.setFirstId(0);
+  auto sets = p.initParameters(500);
+  for (unsigned i = 0; i < 500; ++i)
+    tessera::wire::encode(tessera::to_value(double(i)), sets[i], push.attachments());
+  client.send(push);
+  std::optional<std::uint64_t> accepted;
+  std::string refusal;
+  const auto start = Clock::now();
+  while (Clock::now() - start < std::chrono::seconds(5) && (!accepted || refusal.empty())) {
+    auto answer = client.receive(std::chrono::milliseconds(100));
+    if (!answer) continue;
+    if (answer->envelope().isStreamAccepted()) accepted = answer->envelope().getStreamAccepted().getUpTo();
+    if (answer->envelope().isError()) refusal = answer->envelope().getError().getReason();
+  }
+  ASSERT_TRUE(accepted);
+  EXPECT_EQ(*accepted, 10u);
+  EXPECT_NE(refusal.find("490 parameter sets from id 10 exceed max_in_flight = 10"), std::string::npos)
+      << refusal;
+
+  Outgoing attach;
+  auto a = attach.envelope().initStreamAttach();
+  a.setRequestId(2);
+  a.setStreamId(stream);
+  a.initUnanswered(5000);
+  auto [attached, attach_took] = ask(client, attach, [](auto e) { return e.isStreamOpened(); });
+  ASSERT_TRUE(attached);
+  EXPECT_LT(attach_took, kPromptly);
+  EXPECT_NE(
+      std::string(attached->envelope().getStreamOpened().getError()).find("limits.max_slots_per_client"),
+      std::string::npos);
+
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  auto [status_answer, status_took] = ask(client, status, [](auto e) { return e.isStatus(); });
+  ASSERT_TRUE(status_answer) << "the node stopped answering";
+}
+
 }  // namespace

@@ -69,8 +69,9 @@ TEST(ResultStore, KeepsEachIdOnceAndSurvivesReopening) {
   EXPECT_EQ(ids, (std::vector<std::uint64_t>{2, 3}));
 }
 
-// Parameter sets written ahead stay until their result is stored (in the same batch that stores it), and
-// survive reopening the store with the stream's settings: what a restarted node runs again.
+// Parameter sets written ahead stay until every set of their push is answered (deleted in the batch that
+// stores the last), and survive reopening the store with the stream's settings: a restarted node runs
+// exactly those without a stored result.
 TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
   TempDir dir;
   std::uint64_t stream = 0;
@@ -100,17 +101,24 @@ TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
   EXPECT_EQ(info->pool_size, 3u);
   EXPECT_EQ(info->max_in_flight, 100u);
   EXPECT_DOUBLE_EQ(info->config->get<double>("scale", 0), 2.5);
+  const auto pushes = store.pending(stream);
+  ASSERT_EQ(pushes.size(), 1u);
+  EXPECT_EQ(pushes[0].first_id, 0u);
   std::vector<std::uint64_t> waiting;
-  store.pending(stream, [&](std::uint64_t id, Value parameters) {
+  for (const auto& [id, parameters] : pushes[0].unanswered) {
     EXPECT_DOUBLE_EQ(from_value<double>(parameters), double(id));
     waiting.push_back(id);
-  });
+  }
   EXPECT_EQ(waiting, (std::vector<std::uint64_t>{0, 1, 3, 4, 5, 6, 8, 9}));
-  // Another stream's sets are its own.
+  // Another stream's pushes are its own; an answered push's record goes with the results that answer it.
   const auto other = store.create_stream("costly_simulation");
-  int others = 0;
-  store.pending(other, [&](std::uint64_t, Value) { ++others; });
-  EXPECT_EQ(others, 0);
+  EXPECT_TRUE(store.pending(other).empty());
+  std::vector<StreamResult> rest;
+  for (std::uint64_t id : waiting) rest.push_back(ok(id, double(id * id)));
+  const std::uint64_t first = 0;
+  store.put(stream, rest, ResultStore::Check::stored, std::span<const std::uint64_t>(&first, 1));
+  EXPECT_TRUE(store.pending(stream).empty());
+  EXPECT_EQ(store.count(stream), 10u);
 }
 
 TEST(ResultQuery, FiltersSummariesAndExports) {

@@ -82,6 +82,7 @@ TEST(Stream, EveryParameterSetIsAnsweredOnceAndStored) {
     EXPECT_DOUBLE_EQ(tessera::result_as<std::vector<double>>(r)[0], double(r.id) * 2 + 0.5);
   }
   EXPECT_EQ(seen.size(), std::size_t(n));
+  EXPECT_EQ(stream.accepted(), std::uint64_t(n));  // every set was written ahead before its answer
   // One instance per simulation actor (2 workers x 2 threads), kept between parameter sets.
   EXPECT_LE(constructions.load(), 4);
   EXPECT_GE(constructions.load(), 1);
