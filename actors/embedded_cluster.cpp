@@ -47,6 +47,11 @@ EmbeddedCluster::~EmbeddedCluster() {
   link_.reset();  // futures that outlive the cluster stop reporting releases
   caf::anon_send(scheduler_, shutdown_atom::value);
   scheduler_ = nullptr;
+  {
+    // Handles go before the actor system does.
+    std::lock_guard lock(streams_mutex_);
+    streams_.clear();
+  }
   system_->await_all_actors_done();
   system_.reset();
   store_.reset();

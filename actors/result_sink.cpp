@@ -149,7 +149,7 @@ void ResultSink::lose(const std::string& why) {
   std::vector<Delivery> failed;
   {
     std::lock_guard lock(mutex_);
-    if (!lost_) lost_ = std::make_shared<const TaskFailed>("(connection)", "", why, false);
+    if (!lost_) lost_ = std::make_shared<const TaskFailed>(kLostConnectionFunction, "", why, false);
     for (std::uint32_t slot = 0; slot < size_; ++slot)
       if (!is_final(states_[slot])) failed.push_back(Delivery{slot, TaskState::erred, Value{}, lost_});
   }

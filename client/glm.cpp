@@ -73,8 +73,10 @@ GeneralizedLinearModel& GeneralizedLinearModel::fit(Client& client, const Array&
   std::int64_t first_row = 0;
   for (std::size_t i = 0; i < held.size(); ++i) {
     held[i].wait();
-    if (auto failure = held[i].exception())
+    if (auto failure = held[i].exception()) {
+      if (failure->function() == kLostConnectionFunction) throw ConnectionLost(failure->message());
       throw FitError(where + "partition " + std::to_string(i) + " could not be made: " + failure->what());
+    }
     const TaskRef task = held[i].task();
     request.partitions.push_back(GlmPartitionTask{task.op, task.index, first_row});
     first_row += row_chunks[i];

@@ -31,6 +31,9 @@ class ConnectionLost : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };
+// The function a result slot failed by a lost connection names (its TaskFailed); asking the slot for its
+// value throws ConnectionLost instead.
+inline constexpr const char* kLostConnectionFunction = "(connection)";
 
 // A task failed (its function threw) or was cancelled because a task it depends on failed.
 class TaskFailed : public std::runtime_error {

@@ -131,12 +131,7 @@ class RemoteBackend final : public ClusterBackend {
 
   void push(std::uint64_t stream, StreamBatch batch) override {
     transport::Outgoing message;
-    auto push = message.envelope().initStreamPush();
-    push.setStreamId(stream);
-    push.setFirstId(batch.first_id);
-    auto list = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
-    for (std::size_t i = 0; i < batch.parameters.size(); ++i)
-      wire::encode(batch.parameters[i], list[static_cast<unsigned>(i)], message.attachments());
+    encode_push(stream, batch, message);
     {
       // Kept until the stream says it has them (written ahead), to be sent again after a reconnect.
       std::lock_guard lock(streams_mutex_);
@@ -251,6 +246,15 @@ class RemoteBackend final : public ClusterBackend {
     if (!entry.operations.empty()) entry.released.insert(entry.released.end(), slots.begin(), slots.end());
     // A table this scheduler never got (it restarted, and the table had all its results) is not its.
     if (entry.sent_epoch == epoch_) connection_->post(message);
+  }
+
+  static void encode_push(std::uint64_t stream, const StreamBatch& batch, transport::Outgoing& message) {
+    auto push = message.envelope().initStreamPush();
+    push.setStreamId(stream);
+    push.setFirstId(batch.first_id);
+    auto sets = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
+    for (std::size_t i = 0; i < batch.parameters.size(); ++i)
+      wire::encode(batch.parameters[i], sets[static_cast<unsigned>(i)], message.attachments());
   }
 
   // Entries of sinks nobody holds any more, dropped each time the table doubles.
@@ -450,12 +454,7 @@ class RemoteBackend final : public ClusterBackend {
       fresh.post(attach);
       for (const auto& batch : open.unacked) {
         transport::Outgoing message;
-        auto push = message.envelope().initStreamPush();
-        push.setStreamId(id);
-        push.setFirstId(batch.first_id);
-        auto sets = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
-        for (std::size_t i = 0; i < batch.parameters.size(); ++i)
-          wire::encode(batch.parameters[i], sets[static_cast<unsigned>(i)], message.attachments());
+        encode_push(id, batch, message);
         fresh.post(message);
       }
       if (open.closed) {

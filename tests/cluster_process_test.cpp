@@ -33,6 +33,7 @@ double chunk_sum(const std::vector<double>& chunk, std::int64_t offset);
 namespace {
 
 using tessera::testing::NodeProcess;
+using tessera::testing::run_command;
 
 std::string plugins() {
   return "[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n";
@@ -49,15 +50,6 @@ std::string worker_config(const std::string& name, const std::string& scheduler)
   return "[node]\nname = \"" + name +
          "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
          scheduler + "\"\nthreads_per_worker = 2\nmemory_limit = \"1GiB\"\n" + plugins();
-}
-
-std::string run_command(const std::string& command, int& code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  code = WEXITSTATUS(pclose(pipe));
-  return out;
 }
 
 std::string cli(const NodeProcess& scheduler, const std::string& args) {

@@ -26,6 +26,7 @@ std::int64_t slow_square(std::int64_t x);
 namespace {
 
 using tessera::testing::NodeProcess;
+using tessera::testing::run_command;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -69,15 +70,6 @@ std::string worker_config(const std::string& name, const std::string& scheduler)
   return "[node]\nname = \"" + name +
          "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
          scheduler + "\"\nthreads_per_worker = 2\n" + plugins();
-}
-
-std::string run_command(const std::string& command, int& code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  code = WEXITSTATUS(pclose(pipe));
-  return out;
 }
 
 // A scheduler on a fixed port with its data_dir, and two worker processes that outlive its restarts.
@@ -282,6 +274,7 @@ TEST(SchedulerGone, CallsBlockedInGatherFitAndQueryFailWithConnectionLost) {
   fit.join();
   query.join();
   for (Outcome* outcome : {&gathered, &fitted, &queried}) {
+    EXPECT_EQ(outcome->error.rfind("(not ConnectionLost)", 0), std::string::npos) << outcome->error;
     EXPECT_NE(outcome->error.find("lost the connection to the scheduler at " + endpoint), std::string::npos)
         << outcome->error;
     EXPECT_NE(outcome->error.find("reconnect_timeout"), std::string::npos) << outcome->error;

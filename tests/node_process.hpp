@@ -93,4 +93,14 @@ class NodeProcess {
   std::string first_line_, endpoint_;
 };
 
+// Runs a shell command; its standard output and error, and its exit code in `code`.
+inline std::string run_command(const std::string& command, int& code) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  code = WEXITSTATUS(pclose(pipe));
+  return out;
+}
+
 }  // namespace tessera::testing
