@@ -81,7 +81,10 @@ Value ResultSink::result(std::uint32_t slot) const {
   changed_.wait(lock, [&] { return is_final(states_[slot]); });
   if (states_[slot] != TaskState::done) {
     if (lost_ && errors_[slot] == lost_) throw ConnectionLost(lost_->message());
-    throw TaskFailed(*errors_[slot]);
+    // A new one, not a copy: a copy of std::runtime_error shares its message's buffer with the original,
+    // which the thread that drops the sink frees (a race ThreadSanitizer sees through libstdc++).
+    const TaskFailed& failed = *errors_[slot];
+    throw TaskFailed(failed.function(), failed.key(), failed.message(), failed.cancelled());
   }
   if (held_.empty() || !held_[slot]) return values_[slot];
   lock.unlock();
