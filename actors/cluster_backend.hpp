@@ -18,6 +18,7 @@
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
 #include "graph/fetch_task.hpp"
+#include "storage/checkpoint_store.hpp"
 #include "storage/result_source.hpp"
 
 namespace tessera {
@@ -25,9 +26,13 @@ namespace tessera {
 class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
  public:
   virtual ~ClusterBackend() = default;
-  // Sends operations to run; the returned sink receives the results of the watched tasks.
+  // Sends operations to run; the returned sink receives the results of the watched tasks. With
+  // `checkpoint`, those results are also stored as checkpoints (Submission::checkpoint).
   virtual std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
-                                             std::uint32_t slots) = 0;
+                                             std::uint32_t slots, bool checkpoint = false) = 0;
+  // The checkpoints the scheduler node stores, and dropping them (see Client::checkpoints).
+  virtual std::vector<CheckpointInfo> checkpoints(const std::string& function, std::size_t limit) = 0;
+  virtual std::uint64_t drop_checkpoints(const CheckpointSelection& selection) = 0;
   virtual void cancel(std::vector<TaskRef> tasks) = 0;
 
   // Streams of parameter sets: opens one (the simulation's name is checked first; an unknown one is a
@@ -75,18 +80,26 @@ class LocalBackend final : public ClusterBackend {
   using StreamOpener =
       std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>;
   LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link, StreamOpener open_stream = {},
-               std::function<std::shared_ptr<const ResultStore>()> store = {})
+               std::function<std::shared_ptr<const ResultStore>()> store = {},
+               std::function<std::shared_ptr<CheckpointStore>()> checkpoints = {})
       : scheduler_(std::move(scheduler)),
         link_(std::move(link)),
         open_stream_(std::move(open_stream)),
-        store_(std::move(store)) {}
+        store_(std::move(store)),
+        checkpoints_(std::move(checkpoints)) {}
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
-                                     std::uint32_t slots) override {
+                                     std::uint32_t slots, bool checkpoint = false) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
     sink->set_fetcher(fetcher());
     caf::anon_send(scheduler_, submit_atom::value,
-                   Submission{std::move(operations), std::move(watches), sink});
+                   Submission{std::move(operations), std::move(watches), sink, checkpoint});
     return sink;
+  }
+  std::vector<CheckpointInfo> checkpoints(const std::string& function, std::size_t limit) override {
+    return checkpoint_store().list(function, {}, limit);
+  }
+  std::uint64_t drop_checkpoints(const CheckpointSelection& selection) override {
+    return checkpoint_store().drop(selection);
   }
   void cancel(std::vector<TaskRef> tasks) override {
     caf::anon_send(scheduler_, cancel_atom::value, CancelRequest{std::move(tasks)});
@@ -121,6 +134,10 @@ class LocalBackend final : public ClusterBackend {
   }
 
  private:
+  CheckpointStore& checkpoint_store() {
+    if (!checkpoints_) throw std::logic_error("this cluster keeps no checkpoints");
+    return *checkpoints_();
+  }
   caf::actor stream_actor(std::uint64_t stream) {
     std::lock_guard lock(streams_mutex_);
     auto it = streams_.find(stream);
@@ -133,6 +150,7 @@ class LocalBackend final : public ClusterBackend {
   std::weak_ptr<const SchedulerLink> link_;
   StreamOpener open_stream_;
   std::function<std::shared_ptr<const ResultStore>()> store_;
+  std::function<std::shared_ptr<CheckpointStore>()> checkpoints_;
   std::mutex streams_mutex_;
   std::unordered_map<std::uint64_t, caf::actor> streams_;
 };

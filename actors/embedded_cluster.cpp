@@ -38,7 +38,9 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   config_ = std::make_unique<caf::actor_system_config>();
   config_->set("scheduler.max-threads", static_cast<size_t>(options_.actor_threads));
   system_ = std::make_unique<caf::actor_system>(*config_);
-  scheduler_ = spawn_scheduler(*system_, options_.scheduler, directory_);
+  CheckpointAccess checkpoint_access{nullptr, [this] { return checkpoints(); }};
+  if (!options_.data_dir.empty()) checkpoint_access.store = checkpoints();  // a restart finds its own
+  scheduler_ = spawn_scheduler(*system_, options_.scheduler, directory_, std::move(checkpoint_access));
   link_ = std::make_shared<SchedulerLink>(SchedulerLink{scheduler_});
   if (options_.workers > 0) scale(options_.workers);  // none: a scheduler for worker processes
 }
@@ -55,6 +57,7 @@ EmbeddedCluster::~EmbeddedCluster() {
   system_->await_all_actors_done();
   system_.reset();
   store_.reset();
+  checkpoints_.reset();
   database_.reset();
   if (!temporary_store_.empty()) {
     std::error_code ignored;
@@ -82,6 +85,13 @@ std::shared_ptr<ResultStore> EmbeddedCluster::store() {
   std::lock_guard lock(store_mutex_);
   if (!store_) store_ = std::make_shared<ResultStore>(std::move(opened));
   return store_;
+}
+
+std::shared_ptr<CheckpointStore> EmbeddedCluster::checkpoints() {
+  auto opened = database();
+  std::lock_guard lock(store_mutex_);
+  if (!checkpoints_) checkpoints_ = std::make_shared<CheckpointStore>(std::move(opened));
+  return checkpoints_;
 }
 
 caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settings,
@@ -192,7 +202,8 @@ std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
       [self](const StreamSettings& settings, std::shared_ptr<StreamSink> sink) {
         return self->open_stream(settings, std::move(sink));
       },
-      [self] { return std::shared_ptr<const ResultStore>(self->store()); });
+      [self] { return std::shared_ptr<const ResultStore>(self->store()); },
+      [self] { return self->checkpoints(); });
 }
 
 }  // namespace tessera

@@ -21,6 +21,7 @@
 #include "actors/stream_actor.hpp"
 #include "client/tessera/cluster_options.hpp"
 #include "scheduling/status.hpp"
+#include "storage/checkpoint_store.hpp"
 
 namespace tessera {
 
@@ -51,8 +52,10 @@ class EmbeddedCluster {
   caf::actor_system& system() { return *system_; }
   // The result store, opened on first use (in data_dir).
   std::shared_ptr<ResultStore> store();
-  // The node's database (stream results and spilled chunks), opened on first use.
+  // The node's database (stream results, spilled chunks, checkpoints), opened on first use.
   std::shared_ptr<NodeDatabase> database();
+  // The checkpoints stored in it, opened on first use (at start when data_dir is set: it may hold some).
+  std::shared_ptr<CheckpointStore> checkpoints();
   // Opens a stream on this cluster: its id in the store and its stream actor.
   std::pair<std::uint64_t, caf::actor> open_stream(const StreamSettings& settings,
                                                    std::shared_ptr<StreamSink> sink);
@@ -77,6 +80,7 @@ class EmbeddedCluster {
   std::mutex store_mutex_;
   std::shared_ptr<NodeDatabase> database_;
   std::shared_ptr<ResultStore> store_;
+  std::shared_ptr<CheckpointStore> checkpoints_;
   std::filesystem::path temporary_store_;  // removed at destruction when the store lives there
   // Recursive: a stream that ends while it is spawned (a resume that fails) unregisters itself at once.
   mutable std::recursive_mutex streams_mutex_;

@@ -52,6 +52,7 @@ struct Slot {
   bool holds_result : 1 = false;  // kept here, and counted in HeldResults
   bool stored : 1 = false;        // in the chunk store (else small, in `result`, counted there inline)
   bool report : 1 = true;         // the result goes back to the scheduler, not just the fact
+  bool checkpoint : 1 = false;    // the result goes back to the scheduler to be stored, whatever `report`
   std::uint16_t missing = 0;      // inputs still expected, once assigned
   Value result;                   // written by the compute thread that ran the task; then in the store
   std::unique_ptr<SlotExtra> extra;
@@ -488,6 +489,42 @@ void wait_for_lost_inputs(OperationActor* self, const std::vector<LostArgument>&
   if (!report.inputs.empty()) self->send(st.args.scheduler, results_lost_atom::value, std::move(report));
 }
 
+// One finished task in the scheduler's report: its value when someone watches it (unless it is large and
+// stays here, held), and whenever it is to be stored as a checkpoint.
+void add_to_report(DoneBatch& done, const Slot& s, const Value& result, bool keeps_large_results) {
+  done.tasks.push_back(s.task);
+  if (s.report && keeps_large_results && result.payload_bytes() >= kHeldResultBytes) {
+    // Stays here, spillable, until a client asks for it: what the client holds is not unbounded memory.
+    done.held.push_back(static_cast<std::uint32_t>(done.tasks.size() - 1));
+    done.results.push_back(s.checkpoint ? result : Value{});
+  } else {
+    done.results.push_back(s.report || s.checkpoint ? result : Value{});
+  }
+}
+
+bool keeps_large_results(const OperationState& st) {
+  return st.args.store->options().limit > 0 && !st.args.op->function().always_delivered;
+}
+
+// A run read from checkpoints: each slot takes its stored value as its result, as an adopt slot takes a
+// moved one, and the scheduler hears they finished (no task ran).
+void take_restored(OperationActor* self, const AssignRun& run) {
+  auto& st = self->state;
+  DoneBatch done;
+  done.worker = st.args.worker_id;
+  done.op = st.args.op->id();
+  const bool keeps_large = keeps_large_results(st);
+  for (std::uint32_t k = 0; k < run.count && k < run.restored.size(); ++k) {
+    const std::uint32_t index = run.first_slot + k;
+    Slot& s = st.slot(index);
+    if (is_final(s.state.load())) continue;
+    InputDelivery delivery{st.id(), index, kAdoptColumn, run.restored[k]};
+    accept_input(self, index, kAdoptColumn, delivery);
+    add_to_report(done, s, run.restored[k], keeps_large);
+  }
+  self->send(st.args.scheduler, done_atom::value, std::move(done));
+}
+
 void on_ran(OperationActor* self, RanReport& report) {
   auto& st = self->state;
   trim_queued(st);
@@ -504,21 +541,13 @@ void on_ran(OperationActor* self, RanReport& report) {
   done.ran = static_cast<std::uint32_t>(ran);
   done.tasks.reserve(report.finished.size());
   done.results.reserve(report.finished.size());
-  const bool keeps_large_results =
-      st.args.store->options().limit > 0 && !st.args.op->function().always_delivered;
+  const bool keeps_large = keeps_large_results(st);
   Outgoing outgoing;
   for (auto index : report.finished) {
     Slot& s = (*st.slots)[index];
     s.state.store(SlotState::done);
     Value result = std::move(s.result);
-    done.tasks.push_back(s.task);
-    if (s.report && keeps_large_results && result.payload_bytes() >= kHeldResultBytes) {
-      // Stays here, spillable, until a client asks for it: what the client holds is not unbounded memory.
-      done.held.push_back(static_cast<std::uint32_t>(done.tasks.size() - 1));
-      done.results.emplace_back();
-    } else {
-      done.results.push_back(s.report ? result : Value{});
-    }
+    add_to_report(done, s, result, keeps_large);
     st.release_inputs(index, s);
     if (s.extra) {
       s.extra->inputs.clear();
@@ -559,7 +588,8 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
           s.task = run.first_task + k;
           s.assigned = true;
           s.report = run.report;
-          if (run.adopt) {
+          s.checkpoint = run.checkpoint;
+          if (run.adopt || !run.restored.empty()) {
             s.adopt = true;
             continue;
           }
@@ -567,6 +597,7 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
           s.missing = static_cast<std::uint16_t>(refs - (s.extra ? s.extra->received : 0));
           if (s.missing == 0) mark_ready(st, index, s);
         }
+        if (!run.restored.empty()) take_restored(self, run);
         start_ready(self);
       },
       [=](input_atom, InputBatch& batch) {

@@ -22,6 +22,7 @@ namespace {
 
 struct SchedulerActorState {
   std::unique_ptr<scheduling::SchedulerCore> core;
+  std::unique_ptr<CheckpointKeeper> checkpoints;
   std::shared_ptr<WorkerDirectory> directory;
   std::vector<protocols::worker_actor_type> workers;  // by id; null once the worker was told to shut down
   // Stream actors, told when a worker joins or leaves (their parameter sets run elsewhere).
@@ -74,6 +75,8 @@ void send_to_worker(SchedulerActor* self, const protocols::worker_actor_type& wo
 
 void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
   auto& st = self->state;
+  // Stored before anyone hears they finished: a client that sees its result may rely on its checkpoint.
+  if (!out.checkpoints.empty()) st.checkpoints->store(out.checkpoints);
   for (auto& [sink, batch] : out.deliveries) sink->deliver(batch);
   for (auto& [id, message] : out.to_workers) {
     if (id >= st.workers.size() || !st.workers[id]) continue;
@@ -149,9 +152,12 @@ void on_glm_fit(SchedulerActor* self, const GlmFitRequest& request, const std::s
 }
 
 protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* self, SchedulerOptions options,
-                                                               std::shared_ptr<WorkerDirectory> directory) {
+                                                               std::shared_ptr<WorkerDirectory> directory,
+                                                               CheckpointAccess checkpoints) {
   auto& st = self->state;
   st.core = std::make_unique<scheduling::SchedulerCore>(options);
+  st.checkpoints = std::make_unique<CheckpointKeeper>(std::move(checkpoints), *st.core);
+  st.core->set_checkpoints(st.checkpoints.get());
   st.directory = directory ? std::move(directory) : std::make_shared<WorkerDirectory>();
   self->set_down_handler([=](const caf::down_msg& down) {
     auto& watchers = self->state.stream_watchers;
@@ -170,6 +176,7 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
   }
   return {
       [=](submit_atom, Submission& submission) {
+        self->state.checkpoints->prepare(submission);
         step(self, [&](auto& core) { return core.submit(std::move(submission)); });
       },
       [=](done_atom, const DoneBatch& batch) { step(self, [&](auto& core) { return core.done(batch); }); },
@@ -241,6 +248,7 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
       },
       [=](status_atom) -> SchedulerStatus {
         auto status = self->state.core->status();
+        self->state.checkpoints->report(status);
         for (const auto& w : self->state.core->workers()) status.memory.push_back(memory_of(self->state, w));
         return status;
       },
@@ -273,8 +281,9 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
 }  // namespace
 
 caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options,
-                           std::shared_ptr<WorkerDirectory> directory) {
-  return caf::actor_cast<caf::actor>(system.spawn(scheduler_actor, options, std::move(directory)));
+                           std::shared_ptr<WorkerDirectory> directory, CheckpointAccess checkpoints) {
+  return caf::actor_cast<caf::actor>(
+      system.spawn(scheduler_actor, options, std::move(directory), std::move(checkpoints)));
 }
 
 }  // namespace tessera

@@ -9,14 +9,17 @@
 #include <caf/all.hpp>
 #include <memory>
 
+#include "actors/checkpoint_keeper.hpp"
 #include "actors/worker_directory.hpp"
 #include "scheduling/scheduler_options.hpp"
 
 namespace tessera {
 
 // `directory` is filled with each registered worker, for the workers of this process to find each
-// other; made by the scheduler when null.
+// other; made by the scheduler when null. `checkpoints`: where checkpointed results are stored and
+// looked up (none: nowhere).
 caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options = {},
-                           std::shared_ptr<WorkerDirectory> directory = nullptr);
+                           std::shared_ptr<WorkerDirectory> directory = nullptr,
+                           CheckpointAccess checkpoints = {});
 
 }  // namespace tessera

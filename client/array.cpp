@@ -287,8 +287,8 @@ Eigen::SparseMatrix<double> Array::compute_sparse(Client& client) const {
   return out;
 }
 
-Array Array::persist(Client& client) const {
-  auto futures = client.persist(roots_of({*this}));
+Array Array::persist(Client& client, PersistOptions options) const {
+  auto futures = client.persist(roots_of({*this}), options);
   std::vector<DelayedArg> blocks;
   blocks.reserve(futures.size());
   for (auto& f : futures) blocks.emplace_back(f.handle());

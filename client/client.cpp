@@ -28,12 +28,23 @@ std::vector<Watch> coalesce(const std::vector<TaskRef>& tasks) {
 }
 }  // namespace
 
-std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots) {
+std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots,
+                                                   PersistOptions options) {
   for (std::size_t i = 0; i < roots.size(); ++i)
     if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
   detail::LoweredDelayed lowered = detail::lower_delayed(roots);
-  return send(std::move(lowered.operations), coalesce(lowered.roots),
-              static_cast<std::uint32_t>(roots.size()));
+  auto watches = coalesce(lowered.roots);
+  const auto slots = static_cast<std::uint32_t>(roots.size());
+  return backend_->submit(std::move(lowered.operations), std::move(watches), slots,
+                          options.checkpoint || defaults_.checkpoint);
+}
+
+std::vector<CheckpointInfo> Client::checkpoints(const std::string& function, std::size_t limit) {
+  return backend_->checkpoints(function, limit);
+}
+
+std::uint64_t Client::drop_checkpoints(const CheckpointSelection& selection) {
+  return backend_->drop_checkpoints(selection);
 }
 
 GlmFitted Client::fit_glm(GlmFitRequest request) {
@@ -69,7 +80,7 @@ ResultQuery Client::results(std::uint64_t stream) {
 
 std::shared_ptr<ResultSink> Client::send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                          std::uint32_t slots) {
-  return backend_->submit(std::move(operations), std::move(watches), slots);
+  return backend_->submit(std::move(operations), std::move(watches), slots, defaults_.checkpoint);
 }
 
 namespace {

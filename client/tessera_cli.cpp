@@ -18,10 +18,12 @@
 #include <iostream>
 #include <limits>
 
+#include "cli_checkpoints.hpp"
 #include "cli_memory.hpp"
 #include "cli_options.hpp"
 #include "cli_session.hpp"
 #include "cli_streams.hpp"
+#include "graph/printable.hpp"
 #include "nodes/transport.hpp"
 
 namespace {
@@ -120,6 +122,13 @@ int status(Session& session, const std::string& scheduler, bool json) {
                     {"clients", s.getClients()},
                     {"workers_lost", s.getWorkersLost()},
                     {"tasks_recomputed", s.getTasksRecomputed()},
+                    {"tasks_from_checkpoint", s.getTasksFromCheckpoint()},
+                    {"checkpoints_stored", s.getCheckpointsStored()},
+                    {"checkpoints_written", s.getCheckpointsWritten()},
+                    {"checkpoint_bytes_written", s.getCheckpointBytesWritten()},
+                    {"checkpoint_write_seconds", s.getCheckpointWriteSeconds()},
+                    {"checkpoints_corrupt", s.getCheckpointsCorrupt()},
+                    {"checkpoint_error", std::string(s.getCheckpointError())},
                     {"memory", [&] {
                        auto list = Json::array();
                        for (auto m : s.getMemory())
@@ -136,7 +145,12 @@ int status(Session& session, const std::string& scheduler, bool json) {
               << "  tasks done      " << s.getTasksDone() << ", erred " << s.getTasksErred() << ", cancelled "
               << s.getTasksCancelled() << ", stolen " << s.getTasksStolen() << "\n"
               << "  workers lost    " << s.getWorkersLost() << " (tasks recomputed " << s.getTasksRecomputed()
-              << ")\n";
+              << ")\n"
+              << "  checkpoints     " << s.getCheckpointsStored() << " stored, " << s.getCheckpointsWritten()
+              << " written (" << s.getCheckpointBytesWritten() / 1e6 << " MB), " << s.getTasksFromCheckpoint()
+              << " tasks read from them, " << s.getCheckpointsCorrupt() << " damaged\n";
+    if (s.hasCheckpointError() && s.getCheckpointError().size() > 0)
+      std::cout << "  checkpoint error " << tessera::printable(std::string(s.getCheckpointError())) << "\n";
     for (auto m : s.getMemory()) {
       const auto memory = tessera::wire::decode_memory(m);
       std::cout << "  worker " << memory.worker << " memory (limit " << bytes_text(memory.limit)
@@ -235,6 +249,23 @@ int main(int argc, char** argv) {
       ->check(tessera::cli::unsigned_in(0, 1'000'000));
   results_command->add_option("--output", results.output, "write the answer there instead of printing it");
 
+  tessera::cli::CheckpointsOptions checkpoints;
+  auto* checkpoints_command =
+      app.add_subcommand("checkpoints", "the task results the node keeps as checkpoints");
+  checkpoints_command->require_subcommand(1);
+  auto* list_checkpoints_command =
+      checkpoints_command->add_subcommand("list", "key, function, task, bytes and time of each checkpoint");
+  list_checkpoints_command->add_option("--function", checkpoints.function, "only this function's")
+      ->check(tessera::cli::text_at_most(256));
+  list_checkpoints_command->add_flag("--json", checkpoints.json, "one JSON array");
+  auto* drop_checkpoints_command = checkpoints_command->add_subcommand(
+      "drop", "delete checkpoints: every one (--all), a function's (--function), or the keys given");
+  drop_checkpoints_command->add_flag("--all", checkpoints.all, "every checkpoint");
+  drop_checkpoints_command->add_option("--function", checkpoints.function, "the function's checkpoints")
+      ->check(tessera::cli::text_at_most(256));
+  drop_checkpoints_command->add_option("keys", checkpoints.keys, "keys, or prefixes of at least 8 hex digits")
+      ->check(tessera::cli::text_at_most(64));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -243,10 +274,15 @@ int main(int argc, char** argv) {
       std::cerr << "tessera: stream needs a command: push (see tessera stream push --help)\n";
       return 2;
     }
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && checkpoints_command->parsed() &&
+        !list_checkpoints_command->parsed() && !drop_checkpoints_command->parsed()) {
+      std::cerr << "tessera: checkpoints needs a command: list or drop (see tessera checkpoints --help)\n";
+      return 2;
+    }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !app.remaining().empty()) {
       std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
-                << "' (keygen, status, workers, stream push, results; see tessera --help)\n";
+                << "' (keygen, status, workers, stream push, results, checkpoints; see tessera --help)\n";
       return 2;
     }
     return tessera::cli::parse_failure(app, e);
@@ -254,8 +290,11 @@ int main(int argc, char** argv) {
 
   try {
     if (keygen_command->parsed()) return keygen(prefix);
-    const std::string command =
-        push_command->parsed() ? "stream push" : app.get_subcommands().front()->get_name();
+    const std::string command = push_command->parsed()               ? "stream push"
+                                : list_checkpoints_command->parsed() ? "checkpoints list"
+                                : drop_checkpoints_command->parsed()
+                                    ? "checkpoints drop"
+                                    : app.get_subcommands().front()->get_name();
     if (scheduler.empty()) {
       std::cerr << "tessera: " << command << " needs --scheduler tcp://HOST:PORT\n";
       return 2;
@@ -284,6 +323,8 @@ int main(int argc, char** argv) {
         if (pool_option->count()) push.pool_size = pool_size;
         return tessera::cli::stream_push(target, push);
       }
+      if (list_checkpoints_command->parsed()) return tessera::cli::list_checkpoints(target, checkpoints);
+      if (drop_checkpoints_command->parsed()) return tessera::cli::drop_checkpoints(target, checkpoints);
       return tessera::cli::results(target, results);
     } catch (const tessera::ConnectionError& e) {
       std::cerr << "tessera: " << tessera::cli::bounded_message(e.what()) << "\n";

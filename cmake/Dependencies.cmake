@@ -5,6 +5,8 @@ find_package(CapnProto REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(cppzmq REQUIRED)
 find_package(RocksDB REQUIRED)
+find_package(ZLIB REQUIRED)      # CRC-32 of checkpoint records
+find_package(OpenSSL REQUIRED)   # SHA-256 of task digests (checkpoint keys)
 find_package(PkgConfig REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)

@@ -56,6 +56,7 @@ struct Submit {
   slots @1 :UInt32;
   operations @2 :List(Values.Operation);
   watches @3 :List(Watch);
+  checkpoint @4 :Bool;    # the watched tasks' results are stored as checkpoints
 }
 
 enum TaskState {
@@ -116,6 +117,13 @@ struct Status {
   workersLost @11 :UInt64;
   tasksRecomputed @12 :UInt64;
   memory @13 :List(WorkerMemory);  # one per live worker
+  tasksFromCheckpoint @14 :UInt64;
+  checkpointsWritten @15 :UInt64;
+  checkpointBytesWritten @16 :UInt64;
+  checkpointWriteSeconds @17 :Float64;
+  checkpointsCorrupt @18 :UInt64;
+  checkpointError @19 :Text;
+  checkpointsStored @20 :UInt64;
 }
 
 # ---- Scheduler <-> worker and worker <-> worker ----
@@ -139,6 +147,8 @@ struct AssignRun {
   firstSlot @3 :UInt32;
   adopt @4 :Bool;
   report @5 :Bool;
+  checkpoint @6 :Bool;                # results go back to be stored as checkpoints
+  restored @7 :List(Values.Value);   # empty, or one per task: results read from checkpoints
 }
 
 # Scheduler -> worker: batched task assignment. An operation's definition travels once per worker, with
@@ -354,6 +364,33 @@ struct ResultsQuery {
   last @7 :UInt64;
 }
 
+# Client -> scheduler: list the checkpoints the node stores (a page at a time), or drop some.
+struct CheckpointsRequest {
+  requestId @0 :UInt64;
+  function @1 :Text;        # only this function's (list and drop); empty: any
+  after @2 :Text;           # list: keys after this one (the last of the previous page); empty: from the first
+  limit @3 :UInt64;         # list: at most this many
+  drop @4 :Bool;            # drop the selected ones instead of listing
+  dropAll @5 :Bool;
+  keys @6 :List(Text);      # drop: keys, or prefixes of at least 8 hex digits
+}
+
+struct CheckpointEntry {
+  key @0 :Text;
+  function @1 :Text;
+  task @2 :Text;
+  bytes @3 :UInt64;
+  writtenMs @4 :Int64;
+}
+
+struct CheckpointsAnswer {
+  requestId @0 :UInt64;
+  error @1 :Text;
+  entries @2 :List(CheckpointEntry);
+  more @3 :Bool;            # the list goes on past this page
+  dropped @4 :UInt64;
+}
+
 struct ResultsSummary {
   count @0 :UInt64;
   failed @1 :UInt64;
@@ -553,5 +590,7 @@ struct Envelope {
     resultsLost @41 :LostInputs;
     streamAttach @42 :StreamAttach;
     streamAccepted @43 :StreamAccepted;
+    checkpointsRequest @44 :CheckpointsRequest;
+    checkpointsAnswer @45 :CheckpointsAnswer;
   }
 }

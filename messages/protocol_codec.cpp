@@ -12,6 +12,7 @@ std::string text(capnp::Text::Reader t) {
 void encode(const SubmitMessage& message, Submit::Builder out, Attachments& attachments) {
   out.setSinkId(message.sink_id);
   out.setSlots(message.slots);
+  out.setCheckpoint(message.checkpoint);
   auto ops = out.initOperations(static_cast<unsigned>(message.operations.size()));
   for (std::size_t i = 0; i < message.operations.size(); ++i)
     encode(*message.operations[i], ops[static_cast<unsigned>(i)], attachments);
@@ -31,6 +32,7 @@ SubmitMessage decode(Submit::Reader in, std::span<const std::span<const std::byt
   SubmitMessage out;
   out.sink_id = in.getSinkId();
   out.slots = in.getSlots();
+  out.checkpoint = in.getCheckpoint();
   if (out.slots > limits.max_tasks)
     throw WireError("submission asks for " + std::to_string(out.slots) + " results, over the limit of " +
                     std::to_string(limits.max_tasks));

@@ -15,6 +15,7 @@ struct SubmitMessage {
   std::uint32_t slots = 0;
   std::vector<OperationPtr> operations;
   std::vector<tessera::Watch> watches;
+  bool checkpoint = false;
 };
 
 void encode(const SubmitMessage& message, Submit::Builder out, Attachments& attachments);

@@ -37,3 +37,11 @@ struct StreamInfo {
 struct PendingBatch {
   parameters @0 :List(Values.Value);
 }
+
+# What a checkpoint record holds, beside its value (for `tessera checkpoints list`).
+struct CheckpointInfo {
+  function @0 :Text;    # the task function's registered name
+  task @1 :Text;        # the task's readable key in the run that stored it
+  bytes @2 :UInt64;     # the value record's size
+  writtenMs @3 :Int64;  # when, in milliseconds since the Unix epoch
+}

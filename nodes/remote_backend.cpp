@@ -2,6 +2,7 @@
 
 #include <zmq_addon.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -10,9 +11,11 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graph/printable.hpp"
 #include "messages/protocol_codec.hpp"
+#include "nodes/checkpoint_codec.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/stream_codec.hpp"
 
@@ -48,18 +51,18 @@ class RemoteBackend final : public ClusterBackend {
   }
 
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
-                                     std::uint32_t slots) override {
+                                     std::uint32_t slots, bool checkpoint = false) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
     sink->set_fetcher(fetcher());
     const std::uint64_t id = next_sink_id_++;
     sink->set_tag(id);
     transport::Outgoing message;
-    wire::encode(wire::SubmitMessage{id, slots, operations, watches}, message.envelope().initSubmit(),
-                 message.attachments());
+    wire::encode(wire::SubmitMessage{id, slots, operations, watches, checkpoint},
+                 message.envelope().initSubmit(), message.attachments());
     {
       std::lock_guard lock(sinks_mutex_);
       // Kept until every result has come, to be sent again to a scheduler that restarted meanwhile.
-      sinks_[id] = Submitted{sink, std::move(operations), std::move(watches), slots, {}, 0};
+      sinks_[id] = Submitted{sink, std::move(operations), std::move(watches), slots, {}, 0, checkpoint};
       prune_sinks();
     }
     std::lock_guard lock(link_mutex_);
@@ -152,6 +155,32 @@ class RemoteBackend final : public ClusterBackend {
   }
   std::shared_ptr<ResultSource> results() override;
 
+  // Sends a checkpoints request and waits for its answer; an error in it is thrown as
+  // std::invalid_argument (what the scheduler refused, e.g. a key too short).
+  transport::Received ask_checkpoints(wire::CheckpointsQuery query) {
+    query.request_id = next_request_++;
+    std::future<transport::Received> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer = asking_[query.request_id].get_future();
+    }
+    auto fill = [&](transport::Outgoing& message) {
+      wire::encode(query, message.envelope().initCheckpointsRequest());
+    };
+    transport::Received received = [&] {
+      try {
+        return await(answer, fill, "a checkpoints request", std::chrono::seconds(60));
+      } catch (...) {
+        std::lock_guard lock(streams_mutex_);
+        asking_.erase(query.request_id);
+        throw;
+      }
+    }();
+    auto a = received.envelope().getCheckpointsAnswer();
+    if (a.getError().size()) throw std::invalid_argument(std::string(a.getError()));
+    return received;
+  }
+
   // Sends a results query and waits for its answer (on the I/O thread's behalf).
   transport::Received ask(std::uint64_t stream, const std::string& filter, const std::string& format,
                           const std::string& field, std::uint32_t bins, std::uint64_t first,
@@ -187,6 +216,28 @@ class RemoteBackend final : public ClusterBackend {
     return received;
   }
 
+  std::vector<CheckpointInfo> checkpoints(const std::string& function, std::size_t limit) override {
+    std::vector<CheckpointInfo> out;
+    wire::CheckpointsQuery query;
+    query.function = function;
+    for (;;) {
+      query.limit = limit - out.size();
+      auto received = ask_checkpoints(query);
+      auto answer = received.envelope().getCheckpointsAnswer();
+      auto page = wire::decode_entries(answer);
+      out.insert(out.end(), page.begin(), page.end());
+      if (!answer.getMore() || page.empty() || out.size() >= limit) return out;
+      query.after = out.back().key;
+    }
+  }
+  std::uint64_t drop_checkpoints(const CheckpointSelection& selection) override {
+    wire::CheckpointsQuery query;
+    query.drop = true;
+    query.selection = selection;
+    auto received = ask_checkpoints(query);
+    return received.envelope().getCheckpointsAnswer().getDropped();
+  }
+
   void cancel(std::vector<TaskRef> tasks) override {
     transport::Outgoing message;
     auto list = message.envelope().initCancel().initTasks(static_cast<unsigned>(tasks.size()));
@@ -203,11 +254,12 @@ class RemoteBackend final : public ClusterBackend {
   // A submission, kept while results of it may still come: a scheduler that restarted gets it again.
   struct Submitted {
     std::weak_ptr<ResultSink> sink;
-    std::vector<OperationPtr> operations;  // cleared once every result came
+    std::vector<OperationPtr> operations;  // kept while its sink lives: later submissions may read them
     std::vector<Watch> watches;
     std::uint32_t slots = 0;
     std::vector<std::uint32_t> released;  // slots released so far, sent again with it
     std::uint64_t sent_epoch = 0;         // the connection it was sent on
+    bool checkpoint = false;
   };
   struct OpenStream {
     std::shared_ptr<StreamSink> sink;
@@ -410,6 +462,26 @@ class RemoteBackend final : public ClusterBackend {
   void restore(transport::Connection& fresh) {
     {
       std::lock_guard lock(sinks_mutex_);
+      // What goes again: every submission with results to come, and, newest first, every settled one
+      // whose operations those read (the restarted scheduler has none of them; a checkpointed one is
+      // read back from its checkpoints rather than computed).
+      std::unordered_set<OpId> needed;
+      std::unordered_set<std::uint64_t> again;
+      for (auto it = sinks_.rbegin(); it != sinks_.rend(); ++it) {
+        auto sink = it->second.sink.lock();
+        if (!sink) continue;
+        const auto& ops = it->second.operations;
+        const bool feeds_later = std::any_of(
+            ops.begin(), ops.end(), [&](const OperationPtr& op) { return needed.count(op->id()) > 0; });
+        if (sink->settled() && !feeds_later) continue;
+        again.insert(it->first);
+        for (const auto& op : ops) {
+          if (!op->has_references()) continue;
+          for (const auto& column : op->columns())
+            for (std::uint32_t t = 0; t < op->size(); ++t)
+              if (const TaskRef* ref = column.reference(t)) needed.insert(ref->op);
+        }
+      }
       for (auto it = sinks_.begin(); it != sinks_.end();) {
         auto sink = it->second.sink.lock();
         auto& entry = it->second;
@@ -417,15 +489,15 @@ class RemoteBackend final : public ClusterBackend {
           it = sinks_.erase(it);
           continue;
         }
-        if (entry.operations.empty() || sink->settled()) {
-          entry.operations.clear();
+        if (!again.count(it->first)) {
           ++it;
           continue;
         }
         sink->reopen_held();
         transport::Outgoing message;
-        wire::encode(wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches},
-                     message.envelope().initSubmit(), message.attachments());
+        wire::encode(
+            wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches, entry.checkpoint},
+            message.envelope().initSubmit(), message.attachments());
         fresh.post(message);
         if (!entry.released.empty()) {
           transport::Outgoing release;
@@ -511,11 +583,6 @@ class RemoteBackend final : public ClusterBackend {
         deliveries = wire::decode(results, message.frames());
       }
       sink->deliver(deliveries);
-      if (sink->settled()) {
-        std::lock_guard lock(sinks_mutex_);
-        auto it = sinks_.find(results.getSinkId());
-        if (it != sinks_.end()) it->second.operations.clear();  // nothing of it to send again
-      }
     } else if (envelope.isStreamOpened()) {
       auto opened = envelope.getStreamOpened();
       std::shared_ptr<StreamSink> failed;
@@ -561,11 +628,12 @@ class RemoteBackend final : public ClusterBackend {
         sink = it->second.sink;
       }
       sink->accept(up_to);
-    } else if (envelope.isResultsAnswer()) {
+    } else if (envelope.isResultsAnswer() || envelope.isCheckpointsAnswer()) {
       std::promise<transport::Received> waiting;
       {
         std::lock_guard lock(streams_mutex_);
-        auto it = asking_.find(envelope.getResultsAnswer().getRequestId());
+        auto it = asking_.find(envelope.isResultsAnswer() ? envelope.getResultsAnswer().getRequestId()
+                                                          : envelope.getCheckpointsAnswer().getRequestId());
         if (it == asking_.end()) return;
         waiting = std::move(it->second);
         asking_.erase(it);

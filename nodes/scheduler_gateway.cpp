@@ -9,6 +9,7 @@
 #include "actors/messages.hpp"
 #include "graph/printable.hpp"
 #include "messages/protocol_codec.hpp"
+#include "nodes/checkpoint_codec.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/memory_codec.hpp"
 #include "nodes/query_executor.hpp"
@@ -406,6 +407,50 @@ struct SchedulerGateway::State {
     }
   }
 
+  // Lists or drops checkpoints on the query executor; the request's bounds were checked in decode.
+  void query_checkpoints(const transport::PeerInfo& peer, Client& client,
+                         wire::CheckpointsRequest::Reader in) {
+    auto query = wire::decode(in);
+    const auto refuse = [&, id = query.request_id](const std::string& reason) {
+      transport::Outgoing answer;
+      auto out = answer.envelope().initCheckpointsAnswer();
+      out.setRequestId(id);
+      out.setError(reason);
+      if (auto target = server.lock()) target->send(peer.id, answer);
+    };
+    if (!options.checkpoints) return refuse("this node keeps no checkpoints");
+    if (client.queries->load() >= options.limits.max_queries_per_client)
+      return refuse("this client already has " + std::to_string(client.queries->load()) +
+                    " queries waiting, the most one client may have");
+    client.queries->fetch_add(1);
+    auto job = [query = std::move(query), store = options.checkpoints,
+                limit = options.limits.max_answer_bytes, target = server, peer_id = peer.id,
+                count = client.queries] {
+      std::string failure;
+      {
+        transport::Outgoing answer;
+        try {
+          wire::answer(query, *store(), limit, answer.envelope().initCheckpointsAnswer());
+          if (auto server = target.lock()) server->send(peer_id, answer);
+        } catch (const std::exception& e) {
+          failure = printable(e.what(), 400);
+        }
+      }
+      if (!failure.empty()) {  // an error after a partial answer: start again with just the reason
+        transport::Outgoing error;
+        auto out = error.envelope().initCheckpointsAnswer();
+        out.setRequestId(query.request_id);
+        out.setError(failure);
+        if (auto server = target.lock()) server->send(peer_id, error);
+      }
+      count->fetch_sub(1);
+    };
+    if (!queries->post(std::move(job))) {
+      client.queries->fetch_sub(1);
+      refuse("this node is answering as many queries as it queues; ask again later");
+    }
+  }
+
   // A client that left closes its streams: what it pushed still runs and is stored, then they finish.
   void close_streams(Client& client) {
     for (auto& [id, actor] : client.streams) caf::anon_send(actor, stream_close_atom::value);
@@ -612,6 +657,13 @@ struct SchedulerGateway::State {
           out.setClients(client_count);
           out.setWorkersLost(status.workers_lost);
           out.setTasksRecomputed(status.tasks_recomputed);
+          out.setTasksFromCheckpoint(status.tasks_from_checkpoint);
+          out.setCheckpointsWritten(status.checkpoints_written);
+          out.setCheckpointBytesWritten(status.checkpoint_bytes_written);
+          out.setCheckpointWriteSeconds(status.checkpoint_write_seconds);
+          out.setCheckpointsCorrupt(status.checkpoints_corrupt);
+          out.setCheckpointError(status.checkpoint_error);
+          out.setCheckpointsStored(status.checkpoints_stored);
           auto memory = out.initMemory(static_cast<unsigned>(status.memory.size()));
           for (std::size_t i = 0; i < status.memory.size(); ++i)
             wire::encode_memory(status.memory[i], memory[static_cast<unsigned>(i)]);
@@ -673,8 +725,9 @@ struct SchedulerGateway::State {
     sink->unreleased = submit.slots;
     client.sinks[submit.sink_id] = sink;
     client.slots_held += submit.slots;
-    caf::anon_send(scheduler, submit_atom::value,
-                   Submission{std::move(submit.operations), std::move(submit.watches), sink});
+    caf::anon_send(
+        scheduler, submit_atom::value,
+        Submission{std::move(submit.operations), std::move(submit.watches), sink, submit.checkpoint});
   }
 
   void handle(const transport::PeerInfo& peer, transport::Received& message) {
@@ -764,6 +817,9 @@ struct SchedulerGateway::State {
       }
       case wire::Envelope::STREAM_ATTACH:
         attach_stream(peer, client, envelope.getStreamAttach());
+        return;
+      case wire::Envelope::CHECKPOINTS_REQUEST:
+        query_checkpoints(peer, client, envelope.getCheckpointsRequest());
         return;
       case wire::Envelope::RESULTS_QUERY:
         query_results(peer, client, envelope.getResultsQuery());

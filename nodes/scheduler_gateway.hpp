@@ -17,6 +17,7 @@
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
 #include "nodes/transport.hpp"
+#include "storage/checkpoint_store.hpp"
 
 namespace tessera {
 
@@ -46,6 +47,8 @@ struct GatewayOptions {
       open_stream{};
   // The store that stream results are written to, for queries.
   std::function<std::shared_ptr<const ResultStore>()> store{};
+  // The node's checkpoints, for `tessera checkpoints list|drop` (null: the node keeps none).
+  std::function<std::shared_ptr<CheckpointStore>()> checkpoints{};
   // The actor of a running stream (null when it finished), for a client that reattaches after a reconnect.
   std::function<caf::actor(std::uint64_t)> stream_actor{};
   // Streams the node resumed at its start: closed after client_grace unless a client attaches.

@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
                       return cluster->open_stream(settings, std::move(sink));
                     },
                 .store = [&cluster] { return std::shared_ptr<const tessera::ResultStore>(cluster->store()); },
+                .checkpoints = [&cluster] { return cluster->checkpoints(); },
                 .stream_actor = [&cluster](std::uint64_t id) { return cluster->stream_actor(id); },
                 .resumed = std::move(resumed),
                 .limits = tessera::GatewayLimits{.max_slots_per_submission = static_cast<std::uint32_t>(

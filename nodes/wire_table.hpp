@@ -95,7 +95,9 @@ enum class Cost : std::uint8_t {
   X(MEMORY, "memory", kWorkerToScheduler, Cost::frame, memory_atom, ::tessera::WorkerMemory)                 \
   X(RESULTS_LOST, "results lost", kWorkerToScheduler, Cost::frame, results_lost_atom, ::tessera::LostInputs) \
   X(STREAM_ATTACH, "stream attach", kClientToScheduler, Cost::stream, no_atom, NoPayload)                    \
-  X(STREAM_ACCEPTED, "stream accepted", kSchedulerToClient, Cost::constant, no_atom, NoPayload)
+  X(STREAM_ACCEPTED, "stream accepted", kSchedulerToClient, Cost::constant, no_atom, NoPayload)              \
+  X(CHECKPOINTS_REQUEST, "checkpoints request", kClientToScheduler, Cost::query, no_atom, NoPayload)         \
+  X(CHECKPOINTS_ANSWER, "checkpoints answer", kSchedulerToClient, Cost::frame, no_atom, NoPayload)
 
 struct KindInfo {
   Envelope::Which kind;

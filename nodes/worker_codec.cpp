@@ -28,6 +28,12 @@ void encode(const AssignBatch& batch, const std::function<bool(OpId)>& first_tim
     r.setFirstSlot(run.first_slot);
     r.setAdopt(run.adopt);
     r.setReport(run.report);
+    r.setCheckpoint(run.checkpoint);
+    if (!run.restored.empty()) {
+      auto restored = r.initRestored(count(run.restored.size()));
+      for (std::size_t k = 0; k < run.restored.size(); ++k)
+        encode(run.restored[k], restored[count(k)], attachments);
+    }
   }
 }
 
@@ -51,8 +57,16 @@ AssignBatch decode(Assign::Reader in, std::span<const std::span<const std::byte>
                       std::to_string(it->second->size()));
     if (std::uint64_t{r.getFirstSlot()} + r.getCount() > limits.max_tasks)
       throw WireError("assignment to slots past the limit of " + std::to_string(limits.max_tasks));
-    batch.runs.push_back(tessera::AssignRun{it->second, r.getFirstTask(), r.getCount(), r.getFirstSlot(),
-                                            r.getAdopt(), r.getReport()});
+    tessera::AssignRun run{it->second,   r.getFirstTask(), r.getCount(),     r.getFirstSlot(),
+                           r.getAdopt(), r.getReport(),    r.getCheckpoint()};
+    if (r.hasRestored()) {
+      if (r.getRestored().size() != r.getCount())
+        throw WireError("assignment of " + std::to_string(r.getCount()) + " tasks with " +
+                        std::to_string(r.getRestored().size()) + " restored values");
+      run.restored.reserve(r.getCount());
+      for (auto v : r.getRestored()) run.restored.push_back(decode(v, frames));
+    }
+    batch.runs.push_back(std::move(run));
   }
   return batch;
 }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "scheduling/checkpoint_source.hpp"
 #include "scheduling/scheduler_core.hpp"
 
 namespace tessera::scheduling {
@@ -87,6 +88,12 @@ struct OpRecord {
   std::uint64_t holds_total = 0;
   double average_task_seconds = -1;
   std::vector<std::uint32_t> workers_used;
+  // Checkpoints, sized on first use. `from_store`: this run of the task reads its result from a
+  // checkpoint, so it holds no inputs and subscribes to none; `restored` has the value until it is
+  // placed. `checkpoint`: its result is stored when it finishes.
+  std::vector<bool> from_store;
+  std::unordered_map<std::uint32_t, Value> restored;
+  std::vector<bool> checkpoint;
 
   // A record whose tasks all start in `initial`.
   OpRecord(OperationPtr operation, std::shared_ptr<Lineage> home, Placement initial)
@@ -102,6 +109,13 @@ struct OpRecord {
   void add_edge(std::uint32_t producer_task, Edge edge) {
     if (dependents.empty()) dependents.resize(op->size());
     dependents[producer_task].push_back(edge);
+  }
+  bool is_from_store(std::uint32_t task) const { return !from_store.empty() && from_store[task]; }
+  bool is_checkpointed(std::uint32_t task) const { return !checkpoint.empty() && checkpoint[task]; }
+  void restore(std::uint32_t task, Value value) {
+    if (from_store.empty()) from_store.resize(op->size());
+    from_store[task] = true;
+    restored[task] = std::move(value);
   }
   void used(std::uint32_t w) {
     if (std::find(workers_used.begin(), workers_used.end(), w) == workers_used.end())
@@ -143,6 +157,7 @@ inline std::uint64_t task_key(OpId op, std::uint32_t task) {
 
 struct SchedulerCore::State {
   SchedulerOptions options;
+  CheckpointSource* checkpoints = nullptr;
   std::unordered_map<OpId, std::unique_ptr<OpRecord>> ops;
   std::unordered_map<const ResultSink*, std::shared_ptr<SinkRecord>> sinks;
   std::vector<WorkerRecord> workers;
@@ -235,6 +250,13 @@ struct SchedulerCore::State {
   // or it was placed on a worker that is gone. Returns the producers whose results must come back too.
   void revive(OpRecord& rec, std::uint32_t task, std::vector<std::pair<OpRecord*, std::uint32_t>>& more,
               std::vector<std::pair<OpRecord*, std::uint32_t>>& revived);
+  // Reads the task's result from its checkpoint, if one is stored: it then runs from the store.
+  bool try_restore(OpRecord& rec, std::uint32_t task);
+  bool checkpoints_possible() const { return checkpoints && checkpoints->may_hold_any(); }
+  // The tasks of a new submission that are needed (watched, or inputs of needed tasks that are not
+  // restored), looked up in the checkpoints from the watched ones down: a restored task's producers
+  // are not looked up, and end cancelled unless something else needs them.
+  void restore_needed(const std::vector<OpRecord*>& created, const std::vector<Watch>& watches);
   // A forgotten producer's record brought back from lineage, every task released until revived.
   OpRecord* restore_from_lineage(const OpRecord& consumer, OpId id);
 };

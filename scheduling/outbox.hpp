@@ -44,6 +44,13 @@ struct StalledWorker {
   bool kept = false;          // no other worker could take its work: it stays until one joins
 };
 
+// A finished task whose result is to be stored as a checkpoint.
+struct FinishedCheckpoint {
+  OperationPtr op;
+  std::uint32_t task;
+  Value value;
+};
+
 struct Outbox {
   // (worker id, message); messages to one worker keep this order.
   std::vector<std::pair<std::uint32_t, WorkerMessage>> to_workers;
@@ -53,6 +60,7 @@ struct Outbox {
   std::vector<std::uint32_t> workers_joined;
   std::vector<std::uint32_t> workers_lost;
   std::vector<StalledWorker> stalled;
+  std::vector<FinishedCheckpoint> checkpoints;
 
   template <class Message>
   void send(std::uint32_t worker, Message message) {
@@ -60,7 +68,7 @@ struct Outbox {
   }
   bool empty() const {
     return to_workers.empty() && deliveries.empty() && workers_joined.empty() && workers_lost.empty() &&
-           stalled.empty();
+           stalled.empty() && checkpoints.empty();
   }
 };
 

@@ -46,13 +46,21 @@ void SchedulerCore::State::revive(OpRecord& rec, std::uint32_t task,
   if (placement == Placement::failed) return;    // failures are final
   revived.emplace_back(&rec, task);
   transition(rec, task, Placement::unplaced);
-  if (placement == Placement::placed) return;  // still holds its inputs
-  // Finished (its result lost or dropped) or released with a forgotten operation: computed again,
-  // which takes its inputs again.
-  if (placement == Placement::finished && rec.holds[task] > 0) stats.results_held -= 1;
-  // Placed as if for the first time: its consumers wait for it, or subscribe again if placed already.
-  rec.worker[task] = kNoWorker;
-  rec.unfinished += 1;
+  if (placement != Placement::placed) {
+    // Finished (its result lost or dropped) or released with a forgotten operation: run again.
+    if (placement == Placement::finished && rec.holds[task] > 0) stats.results_held -= 1;
+    // Placed as if for the first time: its consumers wait for it, or subscribe again if placed already.
+    rec.worker[task] = kNoWorker;
+    rec.unfinished += 1;
+  }
+  // A result stored as a checkpoint is read again rather than computed (a placed one that reads from
+  // the store lost the value it was given with its worker).
+  if ((placement != Placement::placed || rec.is_from_store(task)) && try_restore(rec, task)) return;
+  if (rec.is_from_store(task)) {
+    rec.from_store[task] = false;  // its record is gone: computed after all, taking its inputs
+  } else if (placement == Placement::placed) {
+    return;  // still holds its inputs
+  }
   stats.tasks_recomputed += 1;
   if (!rec.op->has_references()) return;
   const auto& columns = rec.op->columns();
@@ -160,7 +168,7 @@ void SchedulerCore::State::recover(std::vector<std::pair<OpRecord*, std::uint32_
     if (!rec->op->has_references()) continue;
     const auto& columns = rec->op->columns();
     for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
-      if (is_ended(rec->placement[t])) continue;
+      if (is_ended(rec->placement[t]) || rec->is_from_store(t)) continue;
       for (std::size_t j = 0; j < columns.size(); ++j) {
         const auto* ref = columns[j].reference(t);
         if (!ref || !again.count(task_key(ref->op, ref->index))) continue;
@@ -223,7 +231,7 @@ std::vector<bool> SchedulerCore::State::holds_runnable_tasks(const std::vector<b
   std::vector<bool> runnable(workers.size(), false);
   std::size_t unknown = std::count(suspects.begin(), suspects.end(), true);
   const auto inputs_computed = [&](const OpRecord& rec, std::uint32_t task) {
-    if (!rec.op->has_references()) return true;
+    if (!rec.op->has_references() || rec.is_from_store(task)) return true;
     for (const auto& column : rec.op->columns()) {
       const auto* ref = column.reference(task);
       if (!ref) continue;

@@ -30,12 +30,14 @@ Outbox SchedulerCore::submit(Submission submission) {
     created.push_back(rec.get());
     st.ops.emplace(op->id(), std::move(rec));
   }
+  if (st.checkpoints_possible()) st.restore_needed(created, submission.watches);
   std::vector<std::tuple<OpRecord*, std::uint32_t, std::string>> rejected;
   std::vector<std::tuple<OpRecord*, std::uint32_t, std::shared_ptr<const TaskFailed>>> doomed;
   for (OpRecord* rec : created) {
     if (!rec->op->has_references()) continue;
     const auto& columns = rec->op->columns();
     for (std::uint32_t t = 0; t < rec->op->size(); ++t) {
+      if (rec->is_from_store(t)) continue;  // needs none of its inputs
       for (std::size_t j = 0; j < columns.size(); ++j) {
         const auto* ref = columns[j].reference(t);
         if (!ref) continue;
@@ -80,6 +82,11 @@ Outbox SchedulerCore::submit(Submission submission) {
     sink->unreleased += watch.count;
     for (std::uint32_t t = watch.first_task; t < watch.first_task + watch.count; ++t) rec->holds[t] += 1;
     rec->holds_total += watch.count;
+    if (!submission.checkpoint) continue;
+    // Results already stored, or already computed, are not stored again.
+    if (rec->checkpoint.empty()) rec->checkpoint.resize(rec->op->size());
+    for (std::uint32_t t = watch.first_task; t < watch.first_task + watch.count; ++t)
+      if (!rec->is_from_store(t) && !is_ended(rec->placement[t])) rec->checkpoint[t] = true;
   }
   std::sort(sink->watches.begin(), sink->watches.end(),
             [](const Watch& a, const Watch& b) { return a.first_slot < b.first_slot; });
@@ -153,10 +160,17 @@ Outbox SchedulerCore::done(const DoneBatch& batch) {
     if (!placed_here(t)) continue;
     st.workers[batch.worker].progress += 1;
     st.end_on_worker(*rec, t, Placement::finished);
-    st.stats.tasks_done += 1;
+    const bool from_store = rec->is_from_store(t);
+    if (!from_store) st.stats.tasks_done += 1;
     st.stats.results_held += 1;
-    st.deliver(*rec, t, TaskState::done, i < batch.results.size() ? batch.results[i] : Value{}, nullptr,
-               !held.empty() && held[i]);
+    const bool held_there = !held.empty() && held[i];
+    static const Value none;
+    const Value& value = i < batch.results.size() ? batch.results[i] : none;
+    // A held result stays on its worker; the value that came along is for its checkpoint only.
+    st.deliver(*rec, t, TaskState::done, held_there ? none : value, nullptr, held_there);
+    // A checkpoint run always sends its results along (AssignRun::checkpoint).
+    if (!from_store && rec->is_checkpointed(t) && i < batch.results.size())
+      out.checkpoints.push_back(FinishedCheckpoint{rec->op, t, value});
     st.release_inputs(*rec, t);
     if (!rec->dependents.empty()) rec->dependents[t] = {};
     if (rec->holds[t] == 0) {
@@ -290,6 +304,15 @@ Outbox SchedulerCore::shutdown() {
   for (std::uint32_t w = 0; w < state_->workers.size(); ++w)
     if (!state_->workers[w].gone) out.send(w, ShutdownWorker{});
   return out;
+}
+
+void SchedulerCore::set_checkpoints(CheckpointSource* source) {
+  state_->checkpoints = source;
+}
+
+const Operation* SchedulerCore::operation(OpId id) const {
+  const auto it = state_->ops.find(id);
+  return it == state_->ops.end() ? nullptr : it->second->op.get();
 }
 
 SchedulerStatus SchedulerCore::status() const {

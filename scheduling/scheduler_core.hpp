@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduling/checkpoint_source.hpp"
 #include "scheduling/outbox.hpp"
 #include "scheduling/placement.hpp"
 #include "scheduling/scheduler_options.hpp"
@@ -84,6 +85,10 @@ class SchedulerCore {
   void stream_ended(std::uint64_t stream);
   // Every worker is told to shut down.
   Outbox shutdown();
+  // Where stored checkpoints are looked up (null: nowhere). Not owned; outlives the core's use of it.
+  void set_checkpoints(CheckpointSource* source);
+  // The operation of a record the scheduler holds; null when it holds none.
+  const Operation* operation(OpId id) const;
 
   SchedulerStatus status() const;
   std::vector<WorkerInfo> workers() const;

@@ -37,14 +37,24 @@ struct SchedulerStatus {
   std::uint64_t operations = 0;        // live operation records
   std::uint64_t tasks_pending = 0;     // submitted, not yet final
   std::uint64_t results_held = 0;      // finished results still held on workers
-  std::uint64_t tasks_done = 0;        // since start
+  std::uint64_t tasks_done = 0;        // computed, since start (not those read from checkpoints)
   std::uint64_t tasks_erred = 0;
   std::uint64_t tasks_cancelled = 0;
   std::uint64_t tasks_stolen = 0;      // moved to an idle worker before they started
   std::uint64_t workers_lost = 0;      // declared dead (no heartbeat, or stalled)
   std::uint64_t workers_stalled = 0;   // of those: held work without progress for progress_timeout
   std::uint64_t tasks_recomputed = 0;  // lost with a worker and run again from lineage
-  std::vector<WorkerMemory> memory{};  // one per live worker that has reported
+  // Checkpoints (Submission::checkpoint): tasks whose result was read from one instead of computed,
+  // results stored, their bytes and the time the writes took, records that failed their checksum (the
+  // task was computed instead), and the last write the disk refused (empty if none).
+  std::uint64_t tasks_from_checkpoint = 0;
+  std::uint64_t checkpoints_written = 0;
+  std::uint64_t checkpoint_bytes_written = 0;
+  double checkpoint_write_seconds = 0;
+  std::uint64_t checkpoints_corrupt = 0;
+  std::string checkpoint_error{};
+  std::uint64_t checkpoints_stored = 0;  // records in the store now
+  std::vector<WorkerMemory> memory{};    // one per live worker that has reported
 };
 
 // One worker, for `tessera workers`.

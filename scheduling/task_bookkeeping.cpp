@@ -52,7 +52,7 @@ void SchedulerCore::State::flush_deliveries(Outbox& out) {
 }
 
 void SchedulerCore::State::release_inputs(OpRecord& rec, std::uint32_t task) {
-  if (!rec.op->has_references()) return;
+  if (!rec.op->has_references() || rec.is_from_store(task)) return;  // a restored task took none
   const auto& columns = rec.op->columns();
   for (std::size_t j = 0; j < columns.size(); ++j)
     if (const auto* ref = columns[j].reference(task))
@@ -65,6 +65,7 @@ void SchedulerCore::State::withdraw(OpRecord& rec, std::uint32_t task) {
     touch(rec.worker[task]).cancel[rec.op->id()].push_back(rec.slot[task]);
   }
   transition(rec, task, Placement::cancelled);
+  if (!rec.restored.empty()) rec.restored.erase(task);  // read for nothing
   rec.unfinished -= 1;
   stats.tasks_cancelled += 1;
   maybe_finished.insert(rec.op->id());

@@ -17,10 +17,14 @@ namespace tessera {
 class ResultSink;
 
 // Client -> scheduler: operations to run and which of their tasks the sink wants.
+// With `checkpoint`, the watched tasks' results are also stored, under keys derived from what the tasks
+// compute, in the scheduler node's database when they finish; a later submission of the same tasks reads
+// them instead of running them.
 struct Submission {
   std::vector<OperationPtr> operations;
   std::vector<Watch> watches;
   std::shared_ptr<ResultSink> sink;
+  bool checkpoint = false;
 };
 
 // Client -> scheduler: cancel these tasks (and, with them as the cause, what depends on them).
@@ -32,6 +36,9 @@ struct CancelRequest {
 // An `adopt` run does not compute: its slots receive a finished result moved from a retiring worker.
 // `report`: the finished results go back to the scheduler (someone watches them); otherwise only the
 // fact that they finished does, so an intermediate chunk never travels to the scheduler.
+// `restored` (one value per task, or empty): the tasks' results as read from their checkpoints; the slots
+// take them without running. `checkpoint`: the results go back to the scheduler whatever `report` says,
+// to be stored as checkpoints.
 struct AssignRun {
   OperationPtr op;
   std::uint32_t first_task = 0;
@@ -39,6 +46,8 @@ struct AssignRun {
   std::uint32_t first_slot = 0;
   bool adopt = false;
   bool report = true;
+  bool checkpoint = false;
+  std::vector<Value> restored{};
 };
 struct AssignBatch {
   std::vector<AssignRun> runs;

@@ -40,14 +40,22 @@ void SchedulerCore::State::place(OpRecord& rec, std::uint32_t task, std::uint32_
   rec.used(w);
   worker.occupancy += 1;
   auto& runs = worker.assign.runs;
+  const bool from_store = rec.is_from_store(task);
+  const bool checkpoint = rec.is_checkpointed(task) && !from_store;
   if (!runs.empty() && !runs.back().adopt && runs.back().op == rec.op &&
       runs.back().first_task + runs.back().count == task &&
-      runs.back().first_slot + runs.back().count == slot) {
+      runs.back().first_slot + runs.back().count == slot && runs.back().checkpoint == checkpoint &&
+      runs.back().restored.empty() == !from_store) {
     runs.back().count += 1;
   } else {
-    runs.push_back(AssignRun{rec.op, task, 1, slot, false, !rec.watches.empty()});
+    runs.push_back(AssignRun{rec.op, task, 1, slot, false, !rec.watches.empty(), checkpoint});
   }
-  if (rec.op->has_references()) {
+  if (from_store) {
+    // The worker takes the stored value as the result: it needs no inputs.
+    auto value = rec.restored.find(task);
+    runs.back().restored.push_back(value == rec.restored.end() ? Value{} : std::move(value->second));
+    if (value != rec.restored.end()) rec.restored.erase(value);
+  } else if (rec.op->has_references()) {
     const auto& columns = rec.op->columns();
     for (std::size_t j = 0; j < columns.size(); ++j) {
       const auto* ref = columns[j].reference(task);
@@ -178,6 +186,7 @@ void SchedulerCore::State::dispatch(Outbox& out) {
       const std::uint32_t task = range.begin;
       std::uint32_t w = kNoWorker;
       for (const auto& column : rec->op->columns()) {
+        if (rec->is_from_store(task)) break;  // reads no input: anywhere with room
         const auto* ref = column.reference(task);
         if (!ref) continue;
         const std::uint32_t home = find(ref->op)->worker[ref->index];

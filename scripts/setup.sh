@@ -8,6 +8,7 @@ packages=(
   libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libcli11-dev nlohmann-json3-dev
+  zlib1g-dev libssl-dev
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then

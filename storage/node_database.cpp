@@ -11,6 +11,7 @@ namespace tessera {
 namespace {
 
 constexpr const char* kSpillFamily = "spill";
+constexpr const char* kCheckpointFamily = "checkpoint";
 
 void check(const rocksdb::Status& status, const std::string& what, const std::filesystem::path& dir) {
   if (!status.ok())
@@ -33,6 +34,19 @@ rocksdb::ColumnFamilyOptions spill_options() {
   return options;
 }
 
+// Checkpoints are large values written once and kept across runs: values of 64 KiB or more go to blob
+// files at flush, so compactions move keys, not chunks, and a bloom filter keeps a miss to one probe.
+rocksdb::ColumnFamilyOptions checkpoint_options() {
+  rocksdb::ColumnFamilyOptions options;
+  options.enable_blob_files = true;
+  options.min_blob_size = 64 * 1024;
+  options.write_buffer_size = 64ull << 20;
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return options;
+}
+
 }  // namespace
 
 NodeDatabase::NodeDatabase(const std::filesystem::path& directory) : directory_(directory) {
@@ -44,13 +58,16 @@ NodeDatabase::NodeDatabase(const std::filesystem::path& directory) : directory_(
   options.create_if_missing = true;
   options.create_missing_column_families = true;
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()}, {kSpillFamily, spill_options()}};
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {kSpillFamily, spill_options()},
+      {kCheckpointFamily, checkpoint_options()}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   check(rocksdb::DB::Open(options, directory_.string(), families, &handles, &db), "cannot open", directory_);
   db_.reset(db);
   results_ = handles[0];
   spill_ = handles[1];
+  checkpoints_ = handles[2];
   // Chunks spilled by an earlier process: their owners are gone.
   check(db_->DropColumnFamily(spill_), "cannot clear old spilled chunks", directory_);
   check(db_->DestroyColumnFamilyHandle(spill_), "cannot clear old spilled chunks", directory_);
@@ -61,6 +78,7 @@ NodeDatabase::NodeDatabase(const std::filesystem::path& directory) : directory_(
 
 NodeDatabase::~NodeDatabase() {
   if (db_) {
+    if (checkpoints_) db_->DestroyColumnFamilyHandle(checkpoints_);
     if (spill_) db_->DestroyColumnFamilyHandle(spill_);
     if (results_) db_->DestroyColumnFamilyHandle(results_);
     db_->Close();

@@ -1,6 +1,7 @@
 // NodeDatabase: a node's one RocksDB, with a column family per concern: the default one for stream
-// results (ResultStore) and "spill" for the chunks its workers spilled past their memory target
-// (SpillStore). RocksDB locks its directory, so a process opens it once and the stores share it.
+// results (ResultStore), "spill" for the chunks its workers spilled past their memory target
+// (SpillStore), and "checkpoint" for task results stored as checkpoints (CheckpointStore). RocksDB locks its
+// directory, so a process opens it once and the stores share it.
 #pragma once
 
 #include <filesystem>
@@ -33,12 +34,14 @@ class NodeDatabase {
   rocksdb::DB& db() { return *db_; }
   rocksdb::ColumnFamilyHandle* results() const { return results_; }
   rocksdb::ColumnFamilyHandle* spill() const { return spill_; }
+  rocksdb::ColumnFamilyHandle* checkpoints() const { return checkpoints_; }
 
  private:
   std::filesystem::path directory_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* results_ = nullptr;  // owned by db_
   rocksdb::ColumnFamilyHandle* spill_ = nullptr;
+  rocksdb::ColumnFamilyHandle* checkpoints_ = nullptr;
 };
 
 }  // namespace tessera

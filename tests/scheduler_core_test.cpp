@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <optional>
 
 #include "graph/registry.hpp"
 #include "scheduling/scheduler_core.hpp"
@@ -547,6 +549,102 @@ TEST(SchedulerCore, StreamJobsCountAsWorkAndAnsweredRecordsAsProgress) {
   core.stream_ended(7);
   EXPECT_TRUE(core.check_progress(t0 + milliseconds(5000)).empty());
   EXPECT_EQ(core.usable_workers(), std::vector<std::uint32_t>{answering});
+}
+
+// Checkpoints the tests set by hand, keyed by (operation, task).
+class StoredResults final : public CheckpointSource {
+ public:
+  std::map<std::pair<OpId, std::uint32_t>, Value> stored;
+  int lookups = 0;
+  bool may_hold_any() const override { return !stored.empty(); }
+  std::optional<Value> restore(const Operation& op, std::uint32_t task) override {
+    ++lookups;
+    auto it = stored.find({op.id(), task});
+    if (it == stored.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+std::vector<AssignRun> runs_to(const Outbox& out, std::uint32_t worker) {
+  std::vector<AssignRun> runs;
+  for (const auto& batch : messages_to<AssignBatch>(out, worker))
+    runs.insert(runs.end(), batch.runs.begin(), batch.runs.end());
+  return runs;
+}
+
+TEST(SchedulerCore, ACheckpointedTaskIsRestoredAndItsProducerNeverRuns) {
+  SchedulerCore core;
+  StoredResults checkpoints;
+  core.set_checkpoints(&checkpoints);
+  const auto w = add_worker(core, 1);
+  auto producer = independent(2);
+  auto consumer = consumer_of(producer);
+  checkpoints.stored[{consumer->id(), 1}] = Value(std::int64_t{41});
+  auto sink = table();
+  auto out = core.submit(watching({producer, consumer}, consumer, sink));
+  // Task 1 of the consumer comes from the store: producer task 1 is never needed, nor looked up.
+  EXPECT_EQ(checkpoints.lookups, 3);  // both consumer tasks, then producer task 0
+  EXPECT_EQ(core.placement({producer->id(), 1}), Placement::cancelled);
+  EXPECT_EQ(assigned(out, w, producer), std::vector<std::uint32_t>{0});
+  bool restored_run = false;
+  for (const auto& run : runs_to(out, w))
+    if (run.op == consumer && !run.restored.empty()) {
+      restored_run = true;
+      EXPECT_EQ(run.first_task, 1u);
+      ASSERT_EQ(run.restored.size(), 1u);
+      EXPECT_EQ(run.restored[0].as_int(), 41);
+    }
+  EXPECT_TRUE(restored_run);
+  EXPECT_EQ(core.status().tasks_from_checkpoint, 1u);
+  // Its report (nothing ran) finishes it without counting it as computed, and gives back no holds.
+  DoneBatch restored{w, consumer->id(), {1}, {Value(std::int64_t{41})}, {}, 0, 0};
+  out = core.done(restored);
+  const auto delivered = deliveries(out, sink);
+  ASSERT_EQ(delivered.size(), 1u);
+  EXPECT_EQ(delivered[0].slot, 1u);
+  EXPECT_EQ(delivered[0].value.as_int(), 41);
+  EXPECT_EQ(core.status().tasks_done, 0u);
+  EXPECT_EQ(core.holds({producer->id(), 0}), 1u);  // still held by consumer task 0 only
+}
+
+TEST(SchedulerCore, ACheckpointedSubmissionReportsItsWatchedResultsForStoring) {
+  SchedulerCore core;
+  const auto w = add_worker(core, 1);
+  auto op = independent(3);
+  auto sink = table();
+  auto submission = watching({op}, op, sink);
+  submission.checkpoint = true;
+  auto out = core.submit(std::move(submission));
+  const auto runs = runs_to(out, w);
+  ASSERT_FALSE(runs.empty());
+  for (const auto& run : runs) EXPECT_TRUE(run.checkpoint);
+  out = core.done(finished(w, op, {0, 1, 2}));
+  ASSERT_EQ(out.checkpoints.size(), 3u);
+  EXPECT_EQ(out.checkpoints[2].task, 2u);
+  EXPECT_EQ(out.checkpoints[2].value.as_int(), 2);
+}
+
+TEST(SchedulerCore, AResultLostWithItsWorkerIsReadFromItsCheckpointNotRecomputed) {
+  SchedulerCore core;
+  StoredResults checkpoints;
+  core.set_checkpoints(&checkpoints);
+  const auto lost = add_worker(core, 1);
+  auto [producer, consumer, sink] = submit_chain(core);
+  core.done(finished(lost, producer, {0}));
+  core.done(finished(lost, consumer, {0}));
+  checkpoints.stored[{consumer->id(), 0}] = Value(std::int64_t{7});
+  const auto survivor = add_worker(core, 1);
+  auto out = core.worker_lost(lost);
+  // The watched result was held there: it comes back from the store; its producer stays released.
+  EXPECT_TRUE(assigned(out, survivor, producer).empty());
+  const auto runs = runs_to(out, survivor);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].op, consumer);
+  ASSERT_EQ(runs[0].restored.size(), 1u);
+  EXPECT_EQ(core.status().tasks_recomputed, 0u);
+  EXPECT_EQ(core.status().tasks_from_checkpoint, 1u);
+  out = core.done(DoneBatch{survivor, consumer->id(), {0}, {Value(std::int64_t{7})}, {}, 0, 0});
+  EXPECT_EQ(core.placement({consumer->id(), 0}), Placement::finished);
 }
 
 TEST(SchedulerCore, TheTransitionTableHasExactlyTheDocumentedEdges) {

@@ -125,6 +125,7 @@ TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
       {wire::Envelope::STREAM_CLOSE, wire::Cost::constant},
       {wire::Envelope::STREAM_ATTACH, wire::Cost::stream},
       {wire::Envelope::RESULTS_QUERY, wire::Cost::query},
+      {wire::Envelope::CHECKPOINTS_REQUEST, wire::Cost::query},
       {wire::Envelope::GLM, wire::Cost::frame},
   };
   std::size_t from_clients = 0;

@@ -129,8 +129,9 @@ class Array {
   double compute_scalar(Client& client) const;           // a 0-d (or 1 x 1) array
   // Computes a sparse array without densifying it (dense chunks contribute their nonzeros).
   Eigen::SparseMatrix<double> compute_sparse(Client& client) const;
-  // Computes the chunks and keeps them on the workers: the result's chunks are futures.
-  Array persist(Client& client) const;
+  // Computes the chunks and keeps them on the workers: the result's chunks are futures. With
+  // options.checkpoint, they are also stored as checkpoints (see PersistOptions).
+  Array persist(Client& client, PersistOptions options = {}) const;
 
  private:
   friend struct detail::ArrayAccess;

@@ -95,6 +95,16 @@ class Bag {
     return out;
   }
 
+  // Starts computing every partition and returns a bag of their results, kept on the workers; with
+  // options.checkpoint, also stored as checkpoints (see PersistOptions).
+  Bag persist(Client& client, PersistOptions options = {}) const {
+    auto futures = client.persist(to_delayed(), options);
+    std::vector<DelayedArg> parts;
+    parts.reserve(futures.size());
+    for (auto& f : futures) parts.emplace_back(f.handle());
+    return Bag(std::move(parts));
+  }
+
   explicit Bag(std::vector<DelayedArg> partitions) : partitions_(std::move(partitions)) {}
 
  private:

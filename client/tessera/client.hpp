@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <ranges>
 #include <string>
@@ -14,6 +15,7 @@
 #include "graph/graph_spec.hpp"
 #include "graph/operation.hpp"
 #include "graph/watch.hpp"
+#include "storage/checkpoint_info.hpp"
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
@@ -47,6 +49,17 @@ struct ConnectOptions {
   std::chrono::milliseconds reconnect_timeout{30000};
 };
 
+// How persist (and, through Client::with, submit, map and compute) treats what it computes. With
+// `checkpoint`, each wanted result is also stored in the scheduler node's database under a key derived
+// from what computes it (the function's name, the task's index, its literal arguments, its inputs'
+// keys): a later computation that needs the same task (after a worker is lost, after the cluster is
+// restarted from the same data_dir, from another client) reads it instead of running it. Functions
+// must be deterministic for that to be right; `tessera checkpoints drop --function NAME` forgets a
+// function's results after its code changed.
+struct PersistOptions {
+  bool checkpoint = false;
+};
+
 class Client {
  public:
   // A client of a cluster in this process.
@@ -60,6 +73,18 @@ class Client {
   Stream stream(std::string_view simulation, StreamOptions options = {});
   // Queries over a stream's stored results (see results.hpp).
   ResultQuery results(std::uint64_t stream);
+
+  // A client of the same cluster whose submit, map, compute and persist calls take `options`, e.g.
+  // client.with({.checkpoint = true}).map(fn, inputs) for checkpointed futures.
+  Client with(PersistOptions options) const {
+    Client copy = *this;
+    copy.defaults_ = options;
+    return copy;
+  }
+  // The checkpoints the scheduler node stores (at most `limit`, in key order; of one function when
+  // `function` is not empty), and dropping them; drop returns how many it deleted.
+  std::vector<CheckpointInfo> checkpoints(const std::string& function = {}, std::size_t limit = SIZE_MAX);
+  std::uint64_t drop_checkpoints(const CheckpointSelection& selection);
 
   // Runs fn(args...) now; arguments may be values or futures of earlier tasks.
   template <class F, class... X>
@@ -167,16 +192,17 @@ class Client {
     return out;
   }
 
-  // Starts computing delayed values and returns futures on their results (kept on the workers).
+  // Starts computing delayed values and returns futures on their results (kept on the workers); with
+  // options.checkpoint, also stored as checkpoints (see PersistOptions).
   template <class T>
-  Future<T> persist(const Delayed<T>& value) {
-    return Future<T>(detail::ResultHandle(submit_delayed({value.node().get()}), 0));
+  Future<T> persist(const Delayed<T>& value, PersistOptions options = {}) {
+    return Future<T>(detail::ResultHandle(submit_delayed({value.node().get()}, options), 0));
   }
   template <class T>
-  std::vector<Future<T>> persist(const std::vector<Delayed<T>>& values) {
+  std::vector<Future<T>> persist(const std::vector<Delayed<T>>& values, PersistOptions options = {}) {
     std::vector<const DelayedNode*> roots;
     for (const auto& v : values) roots.push_back(v.node().get());
-    auto sink = submit_delayed(roots);
+    auto sink = submit_delayed(roots, options);
     std::vector<Future<T>> out;
     out.reserve(values.size());
     for (std::uint32_t i = 0; i < values.size(); ++i) out.emplace_back(detail::ResultHandle(sink, i));
@@ -217,12 +243,14 @@ class Client {
   // Sends operations; the returned table holds one reference per slot, for the caller to adopt.
   std::shared_ptr<ResultSink> send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                    std::uint32_t slots);
-  std::shared_ptr<ResultSink> submit_delayed(const std::vector<const DelayedNode*>& roots);
+  std::shared_ptr<ResultSink> submit_delayed(const std::vector<const DelayedNode*>& roots,
+                                             PersistOptions options = {});
   // Computes the roots and returns their values in order (the first failure, in that order, is thrown).
   std::vector<Value> compute_values(const std::vector<const DelayedNode*>& roots);
   void send_cancel(std::vector<TaskRef> tasks);
 
   std::shared_ptr<ClusterBackend> backend_;
+  PersistOptions defaults_{};
 };
 
 }  // namespace tessera
