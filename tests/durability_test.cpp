@@ -21,6 +21,9 @@
 
 namespace plugin_tasks {
 std::int64_t slow_square(std::int64_t x);
+std::int64_t square(std::int64_t x);
+std::int64_t slower_square(std::int64_t x);
+std::vector<double> slow_block(std::int64_t seed);
 }  // namespace plugin_tasks
 
 namespace {
@@ -70,6 +73,21 @@ std::string worker_config(const std::string& name, const std::string& scheduler)
   return "[node]\nname = \"" + name +
          "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
          scheduler + "\"\nthreads_per_worker = 2\n" + plugins();
+}
+
+std::string cli(const std::string& endpoint, const std::string& args) {
+  int code = 0;
+  auto out = run_command(std::string(TESSERA_CLI_BINARY) + " --scheduler " + endpoint + " " + args, code);
+  EXPECT_EQ(code, 0) << out;
+  return out;
+}
+
+// A number in `tessera status --json`; ~0 when absent.
+std::uint64_t status_field(const std::string& endpoint, const std::string& field) {
+  const auto json = cli(endpoint, "status --json");
+  const auto at = json.find("\"" + field + "\":");
+  if (at == std::string::npos) return ~std::uint64_t{0};
+  return std::stoull(json.substr(at + field.size() + 3));
 }
 
 // A scheduler on a fixed port with its data_dir, and two worker processes that outlive its restarts.
@@ -283,6 +301,79 @@ TEST(SchedulerGone, CallsBlockedInGatherFitAndQueryFailWithConnectionLost) {
   // Later calls fail at once, the same way.
   EXPECT_THROW((void)client.results(1).count(), tessera::ConnectionLost);
   EXPECT_THROW(client.stream("pause_square"), tessera::ConnectionLost);
+}
+
+}  // namespace
+
+namespace {
+
+// (b) The first layer of a graph is checkpointed; the scheduler is killed while the second runs. The
+// client reconnects by itself and sends both again: the restarted scheduler reads the whole first layer
+// from its checkpoints and computes only the second.
+TEST_F(SchedulerRestart, AGraphResubmittedAfterAKillComputesOnlyWhatWasNotCheckpointed) {
+  constexpr std::int64_t n = 40;
+  tessera::Client client(endpoint, fast_reconnect());
+  std::vector<std::int64_t> xs(n);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto first = client.with({.checkpoint = true}).map(plugin_tasks::square, xs);
+  client.gather(first);
+  ASSERT_EQ(status_field(endpoint, "checkpoints_stored"), std::uint64_t(n));
+  auto second = client.map(plugin_tasks::slower_square, first);  // 40 x 100 ms on 4 threads
+  ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(endpoint, "tasks_done") >= n + 4; },
+                                           std::chrono::seconds(30)));
+  restart();
+  const auto values = client.gather(second);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * i * i * i);
+  EXPECT_EQ(status_field(endpoint, "tasks_from_checkpoint"), std::uint64_t(n));  // the whole first layer
+  EXPECT_EQ(status_field(endpoint, "tasks_done"), std::uint64_t(n));             // the second, and only it
+  EXPECT_EQ(status_field(endpoint, "checkpoints_written"), 0u);
+}
+
+// (d) A worker killed while its checkpoints travel to the scheduler: what it had not delivered is
+// computed again elsewhere and stored once, whole; every value is right, and the same map from another
+// client reads them all.
+TEST_F(SchedulerRestart, AWorkerKilledWhileItsCheckpointsAreWrittenLosesNone) {
+  constexpr std::int64_t n = 40;
+  std::vector<std::int64_t> seeds(n);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  {
+    tessera::Client client(endpoint, fast_reconnect());
+    auto blocks = client.with({.checkpoint = true}).map(plugin_tasks::slow_block, seeds);
+    ASSERT_TRUE(tessera::testing::eventually(
+        [&] { return status_field(endpoint, "checkpoints_written") >= 4; }, std::chrono::seconds(30)));
+    alpha.kill_hard();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto block = client.gather(blocks[i]);
+      ASSERT_EQ(block.size(), 512u * 1024u);
+      ASSERT_EQ(block.front(), double(i));
+      ASSERT_EQ(block.back(), double(i) + 512 * 1024 - 1);
+    }
+  }
+  EXPECT_EQ(status_field(endpoint, "checkpoints_stored"), std::uint64_t(n));
+  EXPECT_EQ(status_field(endpoint, "checkpoints_corrupt"), 0u);
+  const auto listed = cli(endpoint, "checkpoints list --function slow_block --json");
+  std::size_t entries = 0;
+  for (auto at = listed.find("\"key\""); at != std::string::npos; at = listed.find("\"key\"", at + 1))
+    ++entries;
+  EXPECT_EQ(entries, std::size_t(n)) << listed;
+
+  tessera::Client other(endpoint, fast_reconnect());
+  // (Results the killed worker held and had checkpointed were already read back instead of computed.)
+  const auto done_before = status_field(endpoint, "tasks_done");
+  const auto read_before = status_field(endpoint, "tasks_from_checkpoint");
+  auto again = other.map(plugin_tasks::slow_block, seeds);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(other.gather(again[i]).front(), double(i));
+  EXPECT_EQ(status_field(endpoint, "tasks_from_checkpoint") - read_before, std::uint64_t(n));
+  EXPECT_EQ(status_field(endpoint, "tasks_done"), done_before);  // nothing ran
+
+  EXPECT_NE(cli(endpoint, "checkpoints drop --function slow_block").find("dropped 40 checkpoints"),
+            std::string::npos);
+  EXPECT_EQ(status_field(endpoint, "checkpoints_stored"), 0u);
+  int code = 0;
+  const auto refused = run_command(
+      std::string(TESSERA_CLI_BINARY) + " --scheduler " + endpoint + " checkpoints drop abc 2>&1", code);
+  EXPECT_EQ(code, 1) << refused;
+  EXPECT_NE(refused.find("at least 8 hexadecimal digits"), std::string::npos) << refused;
 }
 
 }  // namespace

@@ -47,6 +47,22 @@ std::int64_t slow_square(std::int64_t x) {
 }
 TESSERA_TASK(slow_square);
 
+// Slow enough that a scheduler can be killed while a layer of them runs.
+std::int64_t slower_square(std::int64_t x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return x * x;
+}
+TESSERA_TASK(slower_square);
+
+// 4 MB that take a while: a worker can be killed while its checkpoints travel to the scheduler.
+std::vector<double> slow_block(std::int64_t seed) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  std::vector<double> out(512 * 1024);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(seed) + static_cast<double>(i);
+  return out;
+}
+TESSERA_TASK(slow_block);
+
 // The sum of a chunk: reading it needs the chunk itself, wherever it was made.
 double chunk_sum(const std::vector<double>& chunk, std::int64_t offset) {
   double s = 0;
