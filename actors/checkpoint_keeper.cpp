@@ -46,7 +46,7 @@ void CheckpointKeeper::prepare(const Submission& submission) {
 }
 
 std::optional<Value> CheckpointKeeper::restore(const Operation& op, std::uint32_t task) {
-  if (!may_hold_any()) return std::nullopt;
+  if (!store_ || !store_->may_hold(op.function().name)) return std::nullopt;
   const auto digest = digests_.of(op, task, [&](OpId id) { return find(id); });
   if (!digest) return std::nullopt;
   try {

@@ -39,7 +39,14 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   config_->set("scheduler.max-threads", static_cast<size_t>(options_.actor_threads));
   system_ = std::make_unique<caf::actor_system>(*config_);
   CheckpointAccess checkpoint_access{nullptr, [this] { return checkpoints(); }};
-  if (!options_.data_dir.empty()) checkpoint_access.store = checkpoints();  // a restart finds its own
+  // A data_dir may hold checkpoints of an earlier run. One that cannot be opened is not fatal here: the
+  // spills that need it report why, and the first checkpoint written tries again and says so in status.
+  if (!options_.data_dir.empty()) {
+    try {
+      checkpoint_access.store = checkpoints();
+    } catch (const StoreError&) {
+    }
+  }
   scheduler_ = spawn_scheduler(*system_, options_.scheduler, directory_, std::move(checkpoint_access));
   link_ = std::make_shared<SchedulerLink>(SchedulerLink{scheduler_});
   if (options_.workers > 0) scale(options_.workers);  // none: a scheduler for worker processes

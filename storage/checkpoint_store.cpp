@@ -107,8 +107,17 @@ CheckpointStore::CheckpointStore(std::shared_ptr<NodeDatabase> database) : datab
   rocksdb::ReadOptions options;
   std::unique_ptr<rocksdb::Iterator> it(database_->db().NewIterator(options, database_->checkpoints()));
   std::uint64_t n = 0;
-  for (it->Seek("i"); it->Valid() && it->key().starts_with("i"); it->Next()) ++n;
+  for (it->Seek("i"); it->Valid() && it->key().starts_with("i"); it->Next()) {
+    ++n;
+    functions_[decode_info(it->key(), it->value()).function] += 1;
+  }
   count_ = n;
+}
+
+bool CheckpointStore::may_hold(const std::string& function) const {
+  if (!may_hold_any()) return false;
+  std::lock_guard lock(mutex_);
+  return functions_.count(function) > 0;
 }
 
 double CheckpointStore::write_seconds() const {
@@ -122,11 +131,14 @@ void CheckpointStore::write(const std::vector<Record>& records) {
   std::lock_guard lock(mutex_);
   rocksdb::WriteBatch batch;
   std::uint64_t fresh = 0, bytes = 0;
+  std::vector<const std::string*> added;
   for (const auto& record : records) {
     const std::string digest = raw(record.digest);
     std::string existing;
-    if (db.Get(rocksdb::ReadOptions(), database_->checkpoints(), info_key(digest), &existing).IsNotFound())
+    if (db.Get(rocksdb::ReadOptions(), database_->checkpoints(), info_key(digest), &existing).IsNotFound()) {
       ++fresh;
+      added.push_back(&record.function);
+    }
     const ValueRecord value(record.value);
     char header[kHeader];
     const std::uint32_t crc = crc_of(value.parts());
@@ -150,6 +162,7 @@ void CheckpointStore::write(const std::vector<Record>& records) {
     throw StoreError("cannot store checkpoints in " + directory().string() + ": " + reason);
   }
   count_ += fresh;
+  for (const auto* function : added) functions_[*function] += 1;
   written_ += records.size();
   bytes_written_ += bytes;
   write_nanoseconds_ += static_cast<std::uint64_t>(
@@ -202,9 +215,14 @@ void CheckpointStore::erase(const std::vector<std::string>& digests) {
   auto& db = database_->db();
   rocksdb::WriteBatch batch;
   std::uint64_t present = 0;
+  std::vector<std::string> functions;
   for (const auto& digest : digests) {
-    std::string ignored;
-    if (db.Get(rocksdb::ReadOptions(), database_->checkpoints(), info_key(digest), &ignored).ok()) ++present;
+    std::string info;
+    if (db.Get(rocksdb::ReadOptions(), database_->checkpoints(), info_key(digest), &info).ok()) {
+      ++present;
+      const std::string key = info_key(digest);
+      functions.push_back(decode_info(rocksdb::Slice(key), rocksdb::Slice(info)).function);
+    }
     batch.Delete(database_->checkpoints(), value_key(digest));
     batch.Delete(database_->checkpoints(), info_key(digest));
   }
@@ -212,6 +230,10 @@ void CheckpointStore::erase(const std::vector<std::string>& digests) {
   if (!status.ok())
     throw StoreError("cannot delete checkpoints in " + directory().string() + ": " + status.ToString());
   count_ -= std::min<std::uint64_t>(present, count_);
+  for (const auto& function : functions) {
+    auto it = functions_.find(function);
+    if (it != functions_.end() && --it->second == 0) functions_.erase(it);
+  }
 }
 
 std::vector<CheckpointInfo> CheckpointStore::list(const std::string& function, const std::string& after,

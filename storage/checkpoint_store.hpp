@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/value.hpp"
@@ -51,6 +52,8 @@ class CheckpointStore {
   std::uint64_t drop(const CheckpointSelection& selection);
 
   bool may_hold_any() const { return count_.load(std::memory_order_relaxed) > 0; }
+  // Whether any checkpoint of `function` is stored: tasks of other functions are not even keyed.
+  bool may_hold(const std::string& function) const;
   std::uint64_t count() const { return count_.load(std::memory_order_relaxed); }
   std::uint64_t written() const { return written_.load(std::memory_order_relaxed); }
   std::uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
@@ -64,7 +67,8 @@ class CheckpointStore {
   std::atomic<std::uint64_t> count_{0};
   std::atomic<std::uint64_t> written_{0}, bytes_written_{0}, corrupt_{0};
   std::atomic<std::uint64_t> write_nanoseconds_{0};
-  std::mutex mutex_;  // writes and deletes, so that count_ stays exact
+  mutable std::mutex mutex_;  // writes and deletes, so that count_ and functions_ stay exact
+  std::unordered_map<std::string, std::uint64_t> functions_;  // records per function
 };
 
 }  // namespace tessera

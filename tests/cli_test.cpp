@@ -120,7 +120,8 @@ TEST(CliHelp, EveryProgramAnswersHelpWithExitZero) {
     EXPECT_EQ(unknown.code, 2) << program << ": " << unknown.out << unknown.err;
     EXPECT_NE(unknown.err.find("--no-such-flag"), std::string::npos) << program << ": " << unknown.err;
   }
-  for (const std::string command : {"stream push", "results", "status", "keygen"}) {
+  for (const std::string command :
+       {"stream push", "results", "status", "keygen", "checkpoints list", "checkpoints drop"}) {
     const auto outcome = run(tessera_cli(command + " --help"));
     EXPECT_EQ(outcome.code, 0) << command;
     EXPECT_NE(outcome.out.find("Usage: tessera " + command), std::string::npos) << outcome.out;
