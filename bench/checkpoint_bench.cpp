@@ -6,8 +6,7 @@
 // that makes the blocks with {.checkpoint = true}, against the same map persisted without. Prints one
 // JSON line per writer and run, and one with medians.
 #include <rocksdb/db.h>
-#include <rocksdb/filter_policy.h>
-#include <rocksdb/table.h>
+#include <rocksdb/options.h>
 
 #include <cstring>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "bench_util.hpp"
 #include "cli_options.hpp"
 #include "storage/checkpoint_store.hpp"
+#include "storage/node_database.hpp"
 
 namespace {
 
@@ -48,14 +48,8 @@ struct Scratch {
 
 double rocksdb_put_seconds(std::size_t blocks, const std::vector<double>& block) {
   Scratch dir("rocksdb");
-  rocksdb::Options options;
+  rocksdb::Options options(rocksdb::DBOptions(), tessera::NodeDatabase::checkpoint_options());
   options.create_if_missing = true;
-  options.enable_blob_files = true;
-  options.min_blob_size = 64 * 1024;
-  options.write_buffer_size = 64ull << 20;
-  rocksdb::BlockBasedTableOptions table;
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   if (!rocksdb::DB::Open(options, dir.path.string(), &raw).ok())
     throw std::runtime_error("cannot open RocksDB");

@@ -410,14 +410,20 @@ struct SchedulerGateway::State {
   // Lists or drops checkpoints on the query executor; the request's bounds were checked in decode.
   void query_checkpoints(const transport::PeerInfo& peer, Client& client,
                          wire::CheckpointsRequest::Reader in) {
-    auto query = wire::decode(in);
-    const auto refuse = [&, id = query.request_id](const std::string& reason) {
+    const auto refuse = [&, id = in.getRequestId()](const std::string& reason) {
       transport::Outgoing answer;
       auto out = answer.envelope().initCheckpointsAnswer();
       out.setRequestId(id);
       out.setError(reason);
       if (auto target = server.lock()) target->send(peer.id, answer);
     };
+    wire::CheckpointsQuery query;
+    try {
+      query = wire::decode(in);
+    } catch (const wire::WireError& e) {
+      refuse(e.what());  // the client hears why; the transport logs and counts the drop
+      throw;
+    }
     if (!options.checkpoints) return refuse("this node keeps no checkpoints");
     if (client.queries->load() >= options.limits.max_queries_per_client)
       return refuse("this client already has " + std::to_string(client.queries->load()) +

@@ -34,9 +34,11 @@ rocksdb::ColumnFamilyOptions spill_options() {
   return options;
 }
 
+}  // namespace
+
 // Checkpoints are large values written once and kept across runs: values of 64 KiB or more go to blob
 // files at flush, so compactions move keys, not chunks, and a bloom filter keeps a miss to one probe.
-rocksdb::ColumnFamilyOptions checkpoint_options() {
+rocksdb::ColumnFamilyOptions NodeDatabase::checkpoint_options() {
   rocksdb::ColumnFamilyOptions options;
   options.enable_blob_files = true;
   options.min_blob_size = 64 * 1024;
@@ -46,8 +48,6 @@ rocksdb::ColumnFamilyOptions checkpoint_options() {
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return options;
 }
-
-}  // namespace
 
 NodeDatabase::NodeDatabase(const std::filesystem::path& directory) : directory_(directory) {
   std::error_code error;

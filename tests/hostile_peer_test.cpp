@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -213,6 +214,37 @@ TEST(HostilePeer, HugeHistogramsAreRefusedAndOtherRequestsGoOn) {
   auto [status_answer, status_took] = ask(client, status, [](auto e) { return e.isStatus(); });
   ASSERT_TRUE(status_answer) << "the node stopped answering after the refusal";
   EXPECT_EQ(std::string(status_answer->envelope().getStatus().getName()), "target");
+}
+
+TEST(HostilePeer, CheckpointRequestsPastTheirBoundsAreRefusedByName) {
+  NodeProcess node(node_config());
+  auto client = connect_client(node);
+  const auto refusal = [&](const std::function<void(tessera::wire::CheckpointsRequest::Builder)>& fill) {
+    Outgoing request;
+    auto r = request.envelope().initCheckpointsRequest();
+    r.setRequestId(9);
+    fill(r);
+    auto [answer, took] = ask(client, request, [](auto e) { return e.isCheckpointsAnswer(); });
+    EXPECT_TRUE(answer);
+    EXPECT_LT(took, kPromptly);
+    return answer ? std::string(answer->envelope().getCheckpointsAnswer().getError()) : std::string();
+  };
+  EXPECT_NE(refusal([](auto r) {
+              r.setDrop(true);
+              auto keys = r.initKeys(5000);
+              for (unsigned i = 0; i < 5000; ++i) keys.set(i, "0123456789abcdef");
+            }).find("5000 keys, over the limit of 4096"),
+            std::string::npos);
+  EXPECT_NE(refusal([](auto r) { r.setFunction(std::string(1000, 'f')); }).find("over the limit of 256"),
+            std::string::npos);
+  EXPECT_NE(refusal([](auto r) { r.setAfter("not hex"); }).find("is not hexadecimal"), std::string::npos);
+  EXPECT_NE(refusal([](auto r) { r.setDrop(true); }).find("drop needs --all, a function or keys"),
+            std::string::npos);
+
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  auto [status_answer, status_took] = ask(client, status, [](auto e) { return e.isStatus(); });
+  ASSERT_TRUE(status_answer) << "the node stopped answering after the refusals";
 }
 
 TEST(HostilePeer, WorkersClaimingAbsurdResourcesAreRefusedAtHello) {
