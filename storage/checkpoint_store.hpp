@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/checkpoint_info.hpp"
 #include "graph/value.hpp"
-#include "storage/checkpoint_info.hpp"
 #include "storage/node_database.hpp"
 
 namespace tessera {

@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "graph/checkpoint_info.hpp"
 #include "graph/graph_spec.hpp"
 #include "graph/operation.hpp"
 #include "graph/watch.hpp"
-#include "storage/checkpoint_info.hpp"
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"

@@ -1,5 +1,5 @@
-// What `tessera checkpoints list` and Client::checkpoints() show of one stored checkpoint. Plain data:
-// public headers include it.
+// What `tessera checkpoints list` and Client::checkpoints() show of one stored checkpoint, and which ones
+// a drop selects. Plain data: public headers include it, the checkpoint store fills it.
 #pragma once
 
 #include <cstdint>
