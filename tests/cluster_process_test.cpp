@@ -32,8 +32,10 @@ double chunk_sum(const std::vector<double>& chunk, std::int64_t offset);
 
 namespace {
 
+using tessera::testing::cli;
 using tessera::testing::NodeProcess;
 using tessera::testing::run_command;
+using tessera::testing::status_field;
 
 std::string plugins() {
   return "[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n";
@@ -50,21 +52,6 @@ std::string worker_config(const std::string& name, const std::string& scheduler)
   return "[node]\nname = \"" + name +
          "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
          scheduler + "\"\nthreads_per_worker = 2\nmemory_limit = \"1GiB\"\n" + plugins();
-}
-
-std::string cli(const NodeProcess& scheduler, const std::string& args) {
-  int code = 0;
-  auto out = run_command(
-      std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler.endpoint() + " " + args, code);
-  EXPECT_EQ(code, 0) << out;
-  return out;
-}
-
-std::uint64_t status_field(const NodeProcess& scheduler, const std::string& field) {
-  const auto json = cli(scheduler, "status --json");
-  const auto at = json.find("\"" + field + "\":");
-  if (at == std::string::npos) return ~std::uint64_t{0};
-  return std::stoull(json.substr(at + field.size() + 3));
 }
 
 class ClusterProcess : public ::testing::Test {
@@ -104,7 +91,7 @@ TEST_F(ClusterProcess, ClientApiRunsOnWorkerProcesses) {
   const double ramp_sum = double(1 << 20) * ((1 << 20) - 1) / 2;
   const auto got = client.compute(sums);
   for (std::int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(got[i], ramp_sum + double(i));
-  EXPECT_EQ(status_field(scheduler, "workers"), 2u);
+  EXPECT_EQ(status_field(scheduler.endpoint(), "workers"), 2u);
 }
 
 TEST_F(ClusterProcess, ArraysAndTheirSvdRunAcrossWorkerProcesses) {
@@ -185,13 +172,13 @@ TEST_F(ClusterProcess, GlmFitsAcrossWorkerProcesses) {
 }
 
 TEST_F(ClusterProcess, CliListsWorkersAsTextAndJson) {
-  const auto json = cli(scheduler, "workers --json");
+  const auto json = cli(scheduler.endpoint(), "workers --json");
   EXPECT_NE(json.find("\"name\":\"alpha\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"name\":\"beta\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"threads\":2"), std::string::npos) << json;
   EXPECT_NE(json.find("\"memory_limit\":1073741824"), std::string::npos) << json;
   EXPECT_NE(json.find("\"address\":\"tcp://127.0.0.1:"), std::string::npos) << json;
-  const auto text = cli(scheduler, "workers");
+  const auto text = cli(scheduler.endpoint(), "workers");
   EXPECT_NE(text.find("alpha"), std::string::npos) << text;
   EXPECT_NE(text.find("1.0 GiB"), std::string::npos) << text;
 }
@@ -203,18 +190,19 @@ TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
   // A map and a layer that reads it: results held on the killed worker are needed again.
   auto squares = client.map(plugin_tasks::slow_square, xs);
   auto sums = client.map(plugin_tasks::add, squares, xs);
-  ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "tasks_done") >= 100; }));
+  ASSERT_TRUE(
+      tessera::testing::eventually([&] { return status_field(scheduler.endpoint(), "tasks_done") >= 100; }));
   second->kill_hard();
   const auto values = client.gather(sums);
   for (std::int64_t i = 0; i < 400; ++i) ASSERT_EQ(values[i], i * i + i);
-  EXPECT_EQ(status_field(scheduler, "workers_lost"), 1u);
-  EXPECT_EQ(status_field(scheduler, "workers"), 1u);
-  EXPECT_GT(status_field(scheduler, "tasks_recomputed"), 0u);
+  EXPECT_EQ(status_field(scheduler.endpoint(), "workers_lost"), 1u);
+  EXPECT_EQ(status_field(scheduler.endpoint(), "workers"), 1u);
+  EXPECT_GT(status_field(scheduler.endpoint(), "tasks_recomputed"), 0u);
 
   // A worker started again joins and takes work.
   second = std::make_unique<NodeProcess>(worker_config("beta-again", scheduler.endpoint()));
-  EXPECT_EQ(status_field(scheduler, "workers"), 2u);
-  EXPECT_NE(cli(scheduler, "workers").find("beta-again"), std::string::npos);
+  EXPECT_EQ(status_field(scheduler.endpoint(), "workers"), 2u);
+  EXPECT_NE(cli(scheduler.endpoint(), "workers").find("beta-again"), std::string::npos);
   auto more = client.gather(client.map(plugin_tasks::square, xs));
   EXPECT_EQ(more[399], 399 * 399);
 }
@@ -226,7 +214,7 @@ TEST_F(ClusterProcess, AWorkerLostDuringAGlmFitFailsItAndARefitWorks) {
   const auto [x, y] = logistic_rows(client, 4000, 0.5, 5);
   (void)(x.sum() + y.sum()).compute_scalar(client);
   // The fit adds one task per partition (8); once they are done its solver is loading or running.
-  const auto before = status_field(scheduler, "tasks_done");
+  const auto before = status_field(scheduler.endpoint(), "tasks_done");
   std::atomic<bool> failed{false};
   std::string error;
   std::thread fit([&] {
@@ -239,8 +227,8 @@ TEST_F(ClusterProcess, AWorkerLostDuringAGlmFitFailsItAndARefitWorks) {
     }
     failed = true;
   });
-  ASSERT_TRUE(
-      tessera::testing::eventually([&] { return status_field(scheduler, "tasks_done") >= before + 8; }));
+  ASSERT_TRUE(tessera::testing::eventually(
+      [&] { return status_field(scheduler.endpoint(), "tasks_done") >= before + 8; }));
   second->kill_hard();
   EXPECT_TRUE(tessera::testing::eventually([&] { return failed.load(); }, std::chrono::seconds(60)));
   fit.join();
@@ -274,14 +262,16 @@ TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "results_held") == 0; },
-                                           std::chrono::seconds(10)));
-  EXPECT_EQ(status_field(scheduler, "tasks_done"), 100u);
+  EXPECT_TRUE(tessera::testing::eventually(
+      [&] { return status_field(scheduler.endpoint(), "results_held") == 0; }, std::chrono::seconds(10)));
+  EXPECT_EQ(status_field(scheduler.endpoint(), "tasks_done"), 100u);
   // Its stream was closed for it: every result stored, the stream recorded as closed.
   EXPECT_TRUE(tessera::testing::eventually(
-      [&] { return cli(scheduler, "results --stream 1").find("\"closed\":true") != std::string::npos; },
+      [&] {
+        return cli(scheduler.endpoint(), "results --stream 1").find("\"closed\":true") != std::string::npos;
+      },
       std::chrono::seconds(10)));
-  EXPECT_EQ(cli(scheduler, "results --stream 1 --format count"), "100\n");
+  EXPECT_EQ(cli(scheduler.endpoint(), "results --stream 1 --format count"), "100\n");
 }
 
 }  // namespace
@@ -412,7 +402,7 @@ TEST(ClusterProcessCurve, EncryptedClusterWorksAndAStrangerIsRefused) {
 namespace {
 
 std::string stored_ids_csv(const NodeProcess& scheduler, std::uint64_t stream) {
-  return cli(scheduler, "results --stream " + std::to_string(stream) + " --format csv");
+  return cli(scheduler.endpoint(), "results --stream " + std::to_string(stream) + " --format csv");
 }
 
 // A stream from a remote client across a scheduler process and two worker processes; one worker is
@@ -450,7 +440,7 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   EXPECT_EQ(rows, n);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n);  // every id exactly once
   EXPECT_NE(csv.find("error: 13 is refused"), std::string::npos);
-  EXPECT_EQ(status_field(scheduler, "workers_lost"), 1u);
+  EXPECT_EQ(status_field(scheduler.endpoint(), "workers_lost"), 1u);
 
   // The client library queries the node's store through the connection.
   auto stored = client.results(stream.id());
@@ -527,7 +517,7 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
   const std::string written((std::istreambuf_iterator<char>(written_file)), std::istreambuf_iterator<char>());
   EXPECT_EQ(written.rfind("id,parameters...,result...|error\n0,0,0\n1,1,1\n2,2,4\n", 0), 0u) << written;
   EXPECT_NE(written.find("\n13,13,error: 13 is refused (on "), std::string::npos) << written;
-  EXPECT_EQ(written, cli(node, "results --stream 1 --format csv"));
+  EXPECT_EQ(written, cli(node.endpoint(), "results --stream 1 --format csv"));
 
   // The summary goes to a file as well; an unknown stream and an unwritable file are named.
   out = run_command(cli_base + " results --stream 1 --output " + (dir / "summary.json").string(), code);
@@ -600,7 +590,8 @@ TEST(ClusterProcessMemory, WorkersHoldingFourTimesTheirLimitStayWithinItAndMatch
   NodeProcess scheduler{scheduler_config()};
   NodeProcess alpha{bounded_worker_config("alpha", scheduler.endpoint(), (dir / "alpha").string()), true};
   NodeProcess beta{bounded_worker_config("beta", scheduler.endpoint(), (dir / "beta").string()), true};
-  ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(scheduler, "workers") == 2; }));
+  ASSERT_TRUE(
+      tessera::testing::eventually([&] { return status_field(scheduler.endpoint(), "workers") == 2; }));
   {
     // The baseline is a worker that has run the kernels once: BLAS sets up its buffers on first use.
     tessera::Client client(scheduler.endpoint());
@@ -630,7 +621,7 @@ TEST(ClusterProcessMemory, WorkersHoldingFourTimesTheirLimitStayWithinItAndMatch
     ++index;
   }
   // Each worker spilled, and says so.
-  const auto workers = cli(scheduler, "workers --json");
+  const auto workers = cli(scheduler.endpoint(), "workers --json");
   EXPECT_NE(workers.find("\"spills\":"), std::string::npos) << workers;
   EXPECT_EQ(workers.find("\"spills\":0,"), std::string::npos) << workers;
   tessera::LocalCluster local{{.workers = 1, .threads_per_worker = 2}};

@@ -28,8 +28,10 @@ std::vector<double> slow_block(std::int64_t seed);
 
 namespace {
 
+using tessera::testing::cli;
 using tessera::testing::NodeProcess;
 using tessera::testing::run_command;
+using tessera::testing::status_field;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -73,21 +75,6 @@ std::string worker_config(const std::string& name, const std::string& scheduler)
   return "[node]\nname = \"" + name +
          "\"\nrole = \"worker\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" +
          scheduler + "\"\nthreads_per_worker = 2\n" + plugins();
-}
-
-std::string cli(const std::string& endpoint, const std::string& args) {
-  int code = 0;
-  auto out = run_command(std::string(TESSERA_CLI_BINARY) + " --scheduler " + endpoint + " " + args, code);
-  EXPECT_EQ(code, 0) << out;
-  return out;
-}
-
-// A number in `tessera status --json`; ~0 when absent.
-std::uint64_t status_field(const std::string& endpoint, const std::string& field) {
-  const auto json = cli(endpoint, "status --json");
-  const auto at = json.find("\"" + field + "\":");
-  if (at == std::string::npos) return ~std::uint64_t{0};
-  return std::stoull(json.substr(at + field.size() + 3));
 }
 
 // A scheduler on a fixed port with its data_dir, and two worker processes that outlive its restarts.

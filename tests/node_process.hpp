@@ -2,6 +2,7 @@
 // first line it prints names its endpoint. Stopped with SIGTERM (or killed with SIGKILL) by the test.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,5 +103,23 @@ inline std::string run_command(const std::string& command, int& code) {
   code = WEXITSTATUS(pclose(pipe));
   return out;
 }
+
+#ifdef TESSERA_CLI_BINARY
+// `tessera ARGS` against a scheduler; its output (a nonzero exit fails the test).
+inline std::string cli(const std::string& scheduler, const std::string& args) {
+  int code = 0;
+  auto out = run_command(std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler + " " + args, code);
+  EXPECT_EQ(code, 0) << out;
+  return out;
+}
+
+// A number in `tessera status --json`; ~0 when absent.
+inline std::uint64_t status_field(const std::string& scheduler, const std::string& field) {
+  const auto json = cli(scheduler, "status --json");
+  const auto at = json.find("\"" + field + "\":");
+  if (at == std::string::npos) return ~std::uint64_t{0};
+  return std::stoull(json.substr(at + field.size() + 3));
+}
+#endif
 
 }  // namespace tessera::testing
