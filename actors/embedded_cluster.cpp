@@ -115,12 +115,18 @@ caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settin
 
 std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSettings& settings,
                                                                   std::shared_ptr<StreamSink> sink) {
-  StreamInfo info{0, settings.simulation};
-  info.pool_size = settings.pool_size;
-  info.max_in_flight = settings.max_in_flight;
-  info.config = settings.config;
+  if (auto wrong = settings.check(); !wrong.empty()) throw SubmissionError(wrong);
+  StreamSettings resolved = settings;
+  if (!resolved.isolation) resolved.isolation = options_.stream_isolation;
+  StreamInfo info{0, resolved.simulation};
+  info.pool_size = resolved.pool_size;
+  info.max_in_flight = resolved.max_in_flight;
+  info.config = resolved.config;
+  info.isolation = *resolved.isolation;
+  info.timeout_seconds = resolved.timeout_seconds;
+  info.retries = resolved.retries;
   const std::uint64_t id = store()->create_stream(std::move(info));
-  return {id, spawn_stream(id, settings, std::move(sink), false)};
+  return {id, spawn_stream(id, std::move(resolved), std::move(sink), false)};
 }
 
 std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_streams(
@@ -133,6 +139,9 @@ std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_stream
     settings.config = info.config;
     settings.pool_size = info.pool_size;
     settings.max_in_flight = info.max_in_flight;
+    settings.isolation = info.isolation;
+    settings.timeout_seconds = info.timeout_seconds;
+    settings.retries = info.retries;
     resumed.emplace_back(info.id, spawn_stream(info.id, std::move(settings), sink_for(info.id), true));
   }
   return resumed;

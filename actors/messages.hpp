@@ -44,6 +44,8 @@ struct SimulationSetup {
   std::string simulation;
   std::shared_ptr<const Config> config;
   std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
+  Isolation isolation = Isolation::thread;
+  double timeout_seconds = 0;  // per set; 0: none
 };
 
 // Stream actor -> worker (-> its simulation service): run these parameter sets of a stream set up there,
@@ -61,6 +63,9 @@ struct SimulationOutcome {
   std::uint64_t stream_id = 0;
   std::vector<StreamRecord> records;
   double busy_seconds = 0;
+  // Sets of the job that were not run because its simulation actor gave it up (a timeout or a crash
+  // before them): they go back to the stream's queue, and the attempt does not count.
+  std::vector<std::uint64_t> unrun{};
 };
 
 // Client (the gateway, after a reconnect) -> stream actor: results now go to `sink`; the stored results of
@@ -108,6 +113,8 @@ using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
 using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
 using simulation_setup_atom = caf::atom_constant<caf::atom("simsetup")>;
 using simulation_end_atom = caf::atom_constant<caf::atom("simend")>;
+// simulation actor -> itself: has the set it runs passed the stream's timeout?
+using simulation_timeout_atom = caf::atom_constant<caf::atom("simtimeout")>;
 using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;  // stream -> scheduler: who takes jobs
 using worker_joined_atom = caf::atom_constant<caf::atom("wjoined")>;    // scheduler -> stream: StreamWorker
 using worker_left_atom = caf::atom_constant<caf::atom("wleft")>;        // scheduler -> stream: worker id

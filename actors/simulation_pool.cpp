@@ -2,78 +2,235 @@
 
 #include <chrono>
 #include <deque>
+#include <mutex>
+#include <sstream>
 
 #include "actors/messages.hpp"
 #include "actors/protocols/simulation_pool.hpp"
+#include "actors/simulation_process.hpp"
 
 namespace tessera {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// An instance under thread isolation, used by one compute thread at a time.
 struct Instance {
   std::unique_ptr<Simulation> simulation;  // built on the first job, on a compute thread
   std::string construction_error;
+  bool built = false;
+};
+
+// What a job shares with the compute thread that runs it.
+struct JobContext {
+  const SimulationType* type;
+  std::shared_ptr<const Config> config;
+  std::string node;
+};
+
+// One set on this thread's instance (built first if it is not yet).
+StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_t id,
+                     const Value& parameters) {
+  if (!instance.built) {
+    instance.built = true;
+    try {
+      instance.simulation = context.type->make(*context.config);
+    } catch (const std::exception& e) {
+      instance.construction_error = e.what();
+    } catch (...) {
+      instance.construction_error = "unknown exception";
+    }
+  }
+  StreamRecord record;
+  record.id = id;
+  if (!instance.simulation) {
+    record.failed = true;
+    record.failure = Failure::error;
+    record.error =
+        "simulation '" + context.type->name + "' could not be built: " + instance.construction_error;
+  } else {
+    try {
+      record.value = instance.simulation->run(parameters);
+    } catch (const std::exception& e) {
+      record.failed = true;
+      record.failure = Failure::error;
+      record.error = e.what();
+    } catch (...) {
+      record.failed = true;
+      record.failure = Failure::error;
+      record.error = "unknown exception";
+    }
+  }
+  if (record.failed) record.node = context.node;
+  return record;
+}
+
+std::string seconds_text(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
+}
+
+// A job under thread isolation with a timeout. The compute thread runs it; the simulation actor checks
+// the clock. Whichever finishes it first, under the mutex, answers the stream: the thread with every
+// record, or the actor with the records so far, a timeout for the set that hangs and the rest unrun.
+struct WatchedJob {
+  std::mutex mutex;
+  caf::actor stream;
+  std::uint64_t stream_id = 0;
+  std::vector<std::uint64_t> ids;
+  std::size_t current = 0;
+  bool running_set = false;
+  Clock::time_point started{};
+  Clock::time_point job_started{};
+  std::vector<StreamRecord> records;
+  bool answered = false;
 };
 
 struct SimulationState {
   std::shared_ptr<Instance> instance = std::make_shared<Instance>();
+  std::shared_ptr<SimulationProcess> process;  // under process isolation
+  std::shared_ptr<WatchedJob> watched;         // the job running, under thread isolation with a timeout
+  std::uint64_t watch = 0;                     // its number: a check meant for an earlier job is dropped
 };
 
+using SimulationActor = protocols::simulation_actor_type::stateful_pointer<SimulationState>;
+
+void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> instance, JobContext context,
+                 std::vector<Value> parameters, std::uint32_t worker_id, caf::actor pool,
+                 std::uint32_t index) {
+  {
+    std::lock_guard lock(watched->mutex);
+    watched->job_started = Clock::now();
+  }
+  for (std::size_t i = 0; i < watched->ids.size(); ++i) {
+    {
+      std::lock_guard lock(watched->mutex);
+      if (watched->answered) break;
+      watched->current = i;
+      watched->running_set = true;
+      watched->started = Clock::now();
+    }
+    StreamRecord record = run_one(*instance, context, watched->ids[i], parameters[i]);
+    std::lock_guard lock(watched->mutex);
+    watched->running_set = false;
+    if (watched->answered) break;  // it timed out meanwhile: the stream has its answer, this is dropped
+    watched->records.push_back(std::move(record));
+  }
+  std::unique_lock lock(watched->mutex);
+  if (!watched->answered) {
+    watched->answered = true;
+    SimulationOutcome outcome{worker_id, watched->stream_id, std::move(watched->records),
+                              std::chrono::duration<double>(Clock::now() - watched->job_started).count()};
+    lock.unlock();
+    caf::anon_send(watched->stream, simulated_atom::value, std::move(outcome));
+  } else {
+    lock.unlock();
+  }
+  caf::anon_send(pool, idle_atom::value, index);
+}
+
+// The actor's side of a watched job: past the timeout, it answers for the thread.
+void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
+  auto watched = self->state.watched;
+  if (!watched) return;
+  std::unique_lock lock(watched->mutex);
+  if (watched->answered) {
+    self->state.watched.reset();
+    return;
+  }
+  const auto timeout = std::chrono::duration<double>(args.timeout_seconds);
+  const auto now = Clock::now();
+  if (!watched->running_set || now - watched->started < timeout) {
+    const std::chrono::duration<double> left =
+        watched->running_set ? std::chrono::duration<double>(timeout - (now - watched->started)) : timeout;
+    lock.unlock();
+    self->delayed_send(
+        self, std::chrono::duration_cast<std::chrono::microseconds>(left) + std::chrono::milliseconds(1),
+        simulation_timeout_atom::value, self->state.watch);
+    return;
+  }
+  watched->answered = true;
+  self->state.watched.reset();
+  SimulationOutcome outcome{args.worker_id, watched->stream_id, std::move(watched->records),
+                            std::chrono::duration<double>(now - watched->job_started).count()};
+  StreamRecord timed_out;
+  timed_out.id = watched->ids[watched->current];
+  timed_out.failed = true;
+  timed_out.failure = Failure::timeout;
+  timed_out.error = "timeout after " + seconds_text(args.timeout_seconds) +
+                    " s (thread isolation: the run was abandoned, its result will be discarded)";
+  timed_out.node = args.node;
+  outcome.records.push_back(std::move(timed_out));
+  for (std::size_t i = watched->current + 1; i < watched->ids.size(); ++i)
+    outcome.unrun.push_back(watched->ids[i]);
+  const caf::actor stream = watched->stream;
+  lock.unlock();
+  caf::anon_send(stream, simulated_atom::value, std::move(outcome));
+}
+
 // One simulation actor: its instance runs one job at a time (the pool sends it one at a time).
-protocols::simulation_actor_type::behavior_type simulation_actor(
-    protocols::simulation_actor_type::stateful_pointer<SimulationState> self, SimulationPoolArgs args,
-    caf::actor pool, std::uint32_t index) {
+protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor self,
+                                                                 SimulationPoolArgs args, caf::actor pool,
+                                                                 std::uint32_t index) {
+  if (args.isolation == Isolation::process)
+    self->state.process = std::make_shared<SimulationProcess>(*args.type, args.config, args.node);
   return {
       [=](simulate_atom, SimulationJob& job) {
-        auto instance = self->state.instance;
         // The job must not hold the compute pool: the last reference dropped on one of its own threads
         // would make the pool join itself.
-        const SimulationType* type = args.type;
-        auto config = args.config;
+        JobContext context{args.type, args.config, args.node};
         const std::uint32_t worker_id = args.worker_id;
-        const std::string node = args.node;
-        args.compute->submit([type, config, worker_id, node, pool, index, instance, job = std::move(job)] {
-          const auto start = std::chrono::steady_clock::now();
-          if (!instance->simulation && instance->construction_error.empty()) {
-            try {
-              instance->simulation = type->make(*config);
-            } catch (const std::exception& e) {
-              instance->construction_error = e.what();
-            } catch (...) {
-              instance->construction_error = "unknown exception";
-            }
-          }
+        const double timeout = args.timeout_seconds;
+        if (auto process = self->state.process) {
+          args.compute->submit([process, worker_id, pool, index, timeout, job = std::move(job)] {
+            const auto start = Clock::now();
+            auto result = process->run(job.ids, job.parameters, timeout);
+            SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
+                                      std::chrono::duration<double>(Clock::now() - start).count(),
+                                      std::move(result.unrun)};
+            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+            caf::anon_send(pool, idle_atom::value, index);
+          });
+          return;
+        }
+        auto instance = self->state.instance;
+        if (timeout > 0) {
+          auto watched = std::make_shared<WatchedJob>();
+          watched->stream = job.stream;
+          watched->stream_id = job.stream_id;
+          watched->ids = std::move(job.ids);
+          args.compute->submit([watched, instance, context, worker_id, pool, index,
+                                parameters = std::move(job.parameters)]() mutable {
+            run_watched(std::move(watched), std::move(instance), std::move(context), std::move(parameters),
+                        worker_id, pool, index);
+          });
+          self->state.watched = std::move(watched);
+          self->state.watch += 1;
+          check_timeout(self, args);
+          return;
+        }
+        args.compute->submit([instance, context, worker_id, pool, index, job = std::move(job)] {
+          const auto start = Clock::now();
           SimulationOutcome outcome;
           outcome.worker = worker_id;
           outcome.stream_id = job.stream_id;
           outcome.records.reserve(job.ids.size());
-          for (std::size_t i = 0; i < job.ids.size(); ++i) {
-            StreamRecord record;
-            record.id = job.ids[i];
-            if (!instance->simulation) {
-              record.failed = true;
-              record.error =
-                  "simulation '" + type->name + "' could not be built: " + instance->construction_error;
-            } else {
-              try {
-                record.value = instance->simulation->run(job.parameters[i]);
-              } catch (const std::exception& e) {
-                record.failed = true;
-                record.error = e.what();
-              } catch (...) {
-                record.failed = true;
-                record.error = "unknown exception";
-              }
-            }
-            if (record.failed) record.node = node;
-            outcome.records.push_back(std::move(record));
-          }
-          outcome.busy_seconds =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          for (std::size_t i = 0; i < job.ids.size(); ++i)
+            outcome.records.push_back(run_one(*instance, context, job.ids[i], job.parameters[i]));
+          outcome.busy_seconds = std::chrono::duration<double>(Clock::now() - start).count();
           caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
           caf::anon_send(pool, idle_atom::value, index);
         });
       },
-      [=](shutdown_atom) { self->quit(); },
+      [=](simulation_timeout_atom, std::uint64_t watch) {
+        if (watch == self->state.watch) check_timeout(self, args);
+      },
+      [=](shutdown_atom) {
+        // A child process would otherwise outlive its job's compute thread: stop it now.
+        if (self->state.process) self->state.process->kill();
+        self->quit();
+      },
   };
 }
 

@@ -1,7 +1,13 @@
-// A worker's pool of simulation actors for one simulation (and one config): each simulation actor owns
-// an instance, built once from the config on its first parameter set and kept between parameter sets
-// (warm caches, loaded tables), and runs one job at a time on the worker's compute threads. The pool
-// actor hands queued jobs to whichever simulation actor is free. Results go straight to the stream.
+// A worker's pool of simulation actors for one simulation (and one config, isolation and timeout): each
+// simulation actor owns an instance, built once from the config on its first parameter set and kept
+// between parameter sets (warm caches, loaded tables), and runs one job at a time on the worker's compute
+// threads. Under process isolation the instance lives in a child process the actor supervises
+// (actors/simulation_process.hpp), and the compute thread only feeds it. The pool actor hands queued
+// jobs to whichever simulation actor is free. Results go straight to the stream.
+//
+// A timeout under thread isolation cannot stop the user's code: the actor answers the stream at once
+// (the set failed, the rest of its job back unrun) and stays busy until the run returns, its result then
+// discarded. Each hung set costs one simulation actor and its compute thread for as long as it hangs.
 #pragma once
 
 #include <caf/all.hpp>
@@ -10,6 +16,7 @@
 
 #include "actors/compute_pool.hpp"
 #include "graph/simulation.hpp"
+#include "graph/stream_record.hpp"
 
 namespace tessera {
 
@@ -20,6 +27,8 @@ struct SimulationPoolArgs {
   std::uint32_t worker_id = 0;
   std::string node;  // named in error records
   std::shared_ptr<ComputePool> compute;
+  Isolation isolation = Isolation::thread;
+  double timeout_seconds = 0;  // per set; 0: none
 };
 
 caf::actor spawn_simulation_pool(caf::actor_system& system, SimulationPoolArgs args);

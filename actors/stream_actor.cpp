@@ -1,10 +1,12 @@
 #include "actors/stream_actor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <iostream>
 #include <map>
 #include <span>
+#include <sstream>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
@@ -37,6 +39,12 @@ struct StreamState {
     std::uint32_t worker;
   };
   std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
+  // Sets that failed and run again: the reasons of their attempts so far, and how many crashed.
+  struct Attempts {
+    std::vector<std::string> reasons;
+    std::uint32_t crashes = 0;
+  };
+  std::unordered_map<std::uint64_t, Attempts> attempts;
   // Pushes written ahead, by first id: how many of their sets are still unanswered. A push's record is
   // deleted with the result that answers its last set.
   std::map<std::uint64_t, std::uint64_t> pushes;
@@ -169,10 +177,11 @@ void dispatch(StreamActor* self) {
       if (!st.set_up[w]) {
         // What every job shares travels once, ahead of the first job (messages between two actors stay
         // in order, across processes too).
-        self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor),
-                   simulation_setup_atom::value,
-                   SimulationSetup{st.args.id, st.args.settings.simulation, st.args.settings.config,
-                                   st.args.settings.pool_size});
+        self->send(
+            caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulation_setup_atom::value,
+            SimulationSetup{
+                st.args.id, st.args.settings.simulation, st.args.settings.config, st.args.settings.pool_size,
+                st.args.settings.isolation.value_or(Isolation::thread), st.args.settings.timeout_seconds});
         st.set_up[w] = true;
       }
       SimulationJob job{caf::actor_cast<caf::actor>(self), st.args.id, {}, {}};
@@ -192,6 +201,27 @@ void dispatch(StreamActor* self) {
   }
 }
 
+// A failed set runs again while it has retries left, unless it crashed its process twice (a poison
+// set). Its reason joins the record's attempts either way.
+bool retry(StreamState& st, StreamRecord& record) {
+  auto& attempts = st.attempts[record.id];
+  if (record.failure == Failure::crash) attempts.crashes += 1;
+  const bool again = attempts.reasons.size() < st.args.settings.retries && attempts.crashes < 2;
+  if (again) {
+    attempts.reasons.push_back((record.node.empty() ? "" : record.node + ": ") + record.error);
+    return true;
+  }
+  if (attempts.crashes >= 2 && attempts.reasons.size() < st.args.settings.retries)
+    record.error += " (it crashed its process twice: a poison set, not run again)";
+  return false;
+}
+
+// Sets to run again go first, in id order.
+void requeue(StreamState& st, std::vector<Pending>& again) {
+  std::sort(again.begin(), again.end(), [](const Pending& a, const Pending& b) { return a.id > b.id; });
+  for (auto& p : again) st.pending.push_front(std::move(p));
+}
+
 void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   auto& st = self->state;
   for (std::size_t w = 0; w < st.workers.size(); ++w)
@@ -203,13 +233,37 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
     st.seconds_per_set = st.seconds_per_set < 0 ? per_set : 0.7 * st.seconds_per_set + 0.3 * per_set;
   }
+  std::vector<Pending> again;
+  for (auto id : outcome.unrun) {
+    auto it = st.in_flight.find(id);
+    if (it == st.in_flight.end()) continue;
+    again.push_back(Pending{id, std::move(it->second.parameters)});
+    st.in_flight.erase(it);
+  }
   std::vector<StreamResult> results;
+  std::vector<StreamRecord> delivered;
   results.reserve(outcome.records.size());
+  delivered.reserve(outcome.records.size());
   for (auto& r : outcome.records) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
-    results.push_back(StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node});
+    if (r.failed && st.args.settings.retries > 0 && retry(st, r)) {
+      again.push_back(Pending{r.id, std::move(it->second.parameters)});
+      st.in_flight.erase(it);
+      continue;
+    }
+    if (!st.attempts.empty()) {
+      auto earlier = st.attempts.find(r.id);
+      if (earlier != st.attempts.end()) {
+        r.attempts = std::move(earlier->second.reasons);
+        st.attempts.erase(earlier);
+      }
+    }
+    results.push_back(
+        StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node, r.failure, r.attempts});
+    delivered.push_back(std::move(r));
   }
+  requeue(st, again);
   // The pushes these results complete: their records go in the same write.
   std::vector<std::uint64_t> completed;
   for (const auto& r : results) {
@@ -232,10 +286,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     return;
   }
   st.stored += results.size();
-  std::vector<StreamRecord> delivered;
-  delivered.reserve(results.size());
-  for (auto& r : outcome.records)
-    if (st.in_flight.erase(r.id)) delivered.push_back(std::move(r));
+  for (const auto& r : delivered) st.in_flight.erase(r.id);
   st.args.sink->deliver(delivered);
   dispatch(self);
   finish_if_done(self);
@@ -272,8 +323,7 @@ bool attach(StreamActor* self, StreamAttach& request) {
   std::vector<StreamRecord> again;
   for (std::uint64_t id : request.unanswered) {
     if (id >= st.info.pushed || st.in_flight.count(id)) continue;
-    if (auto stored = st.args.store->get(st.args.id, id))
-      again.push_back(StreamRecord{stored->id, stored->value, stored->failed, stored->error, stored->node});
+    if (auto stored = st.args.store->get(st.args.id, id)) again.push_back(stored->record());
   }
   if (!again.empty()) st.args.sink->deliver(again);
   st.args.sink->accept(st.durable);
@@ -286,6 +336,9 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
   st.info = StreamInfo{st.args.id, st.args.settings.simulation};
   st.info.pool_size = st.args.settings.pool_size;
   st.info.max_in_flight = st.args.settings.max_in_flight;
+  st.info.isolation = st.args.settings.isolation.value_or(Isolation::thread);
+  st.info.timeout_seconds = st.args.settings.timeout_seconds;
+  st.info.retries = st.args.settings.retries;
   st.info.config = st.args.settings.config;
   if (st.args.resumed) {
     try {
@@ -386,6 +439,23 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
 }
 
 }  // namespace
+
+std::string StreamSettings::check() const {
+  const std::string where = "stream of '" + simulation + "': ";
+  if (pool_size > kMaxPoolSize)
+    return where + "pool_size " + std::to_string(pool_size) + " exceeds the limit of " +
+           std::to_string(kMaxPoolSize) + " simulation actors per worker";
+  if (!std::isfinite(timeout_seconds) || timeout_seconds < 0 || timeout_seconds > kMaxTimeoutSeconds) {
+    std::ostringstream text;
+    text << where << "timeout " << timeout_seconds << " s is not a number of seconds in [0, "
+         << kMaxTimeoutSeconds << "] (0: none)";
+    return text.str();
+  }
+  if (retries > kMaxRetries)
+    return where + "retries " + std::to_string(retries) + " exceeds the limit of " +
+           std::to_string(kMaxRetries);
+  return {};
+}
 
 caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args) {
   return caf::actor_cast<caf::actor>(system.spawn(stream_actor, std::move(args)));

@@ -13,6 +13,7 @@
 #include <caf/all.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/stream_sink.hpp"
@@ -29,6 +30,14 @@ struct StreamSettings {
   // client library's default.
   std::uint64_t max_in_flight = 0;
   static constexpr std::uint64_t kDefaultMaxInFlight = 4096;
+  // Unset: the cluster's default (EmbeddedCluster resolves it when the stream opens).
+  std::optional<Isolation> isolation{};
+  double timeout_seconds = 0;  // 0: none; at most kMaxTimeoutSeconds
+  std::uint32_t retries = 0;   // at most kMaxRetries
+  static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
+  static constexpr std::uint32_t kMaxRetries = 100;
+  // What is wrong with these settings (naming the setting), or empty.
+  std::string check() const;
   // More would be refused: a peer's stream must not make workers spawn without end.
   static constexpr std::uint32_t kMaxPoolSize = 1024;
 };

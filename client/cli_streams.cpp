@@ -237,6 +237,9 @@ int stream_push(const Target& target, const PushOptions& options) {
   tessera::StreamOptions stream_options;
   stream_options.max_in_flight = options.max_in_flight;
   stream_options.pool_size = options.pool_size.value_or(0);
+  stream_options.isolation = options.isolation;
+  stream_options.timeout = std::chrono::duration<double>(options.timeout_seconds);
+  stream_options.retries = options.retries;
   auto stream = client.stream(options.simulation, std::move(stream_options));
   std::atomic<std::uint64_t> stored{0}, failed{0};
   stream.on_result([&](const StreamRecord& r) {

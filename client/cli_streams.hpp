@@ -30,6 +30,9 @@ struct PushOptions {
   std::optional<std::uint32_t> pool_size;  // unset: one simulation actor per compute thread
   std::size_t max_in_flight = 4096;
   bool quiet = false;
+  double timeout_seconds = 0;          // per set; 0: none
+  std::uint32_t retries = 0;           // attempts after a failure
+  std::optional<Isolation> isolation;  // unset: the node's streams.isolation
 };
 
 struct ResultsOptions {

@@ -53,13 +53,19 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
                                 " simulation actors per worker");
   settings.pool_size = options.pool_size;
   settings.max_in_flight = st.max_in_flight;
+  static_assert(StreamOptions::kMaxTimeoutSeconds == StreamSettings::kMaxTimeoutSeconds);
+  static_assert(StreamOptions::kMaxRetries == StreamSettings::kMaxRetries);
+  settings.isolation = options.isolation;
+  settings.timeout_seconds = options.timeout.count();
+  settings.retries = options.retries;
+  if (auto wrong = settings.check(); !wrong.empty()) throw std::invalid_argument(wrong);
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
   auto stream_id = std::make_shared<std::uint64_t>(0);
   st.sink->set_fetch(
       [source = st.backend->results(), stream_id](std::uint64_t id) -> std::optional<StreamRecord> {
         auto stored = source->records(*stream_id, "", id, id + 1);
         if (stored.empty()) return std::nullopt;
-        return StreamRecord{stored[0].id, stored[0].value, stored[0].failed, stored[0].error, stored[0].node};
+        return stored[0].record();
       });
   auto opened = st.backend->open_stream(settings, st.sink);
   st.id = opened.id;

@@ -231,6 +231,23 @@ int main(int argc, char** argv) {
       ->add_option("--max-in-flight", push.max_in_flight,
                    "parameter sets pushed but not yet answered (default 4096)")
       ->check(tessera::cli::unsigned_in(1, 1'000'000));
+  push_command
+      ->add_option("--timeout", push.timeout_seconds,
+                   "SECONDS a parameter set may run; one that runs longer fails (default: no limit)")
+      ->check(tessera::cli::real_in(0, tessera::StreamOptions::kMaxTimeoutSeconds));
+  push_command
+      ->add_option("--retries", push.retries,
+                   "times a failed parameter set runs again (default 0); one that crashes its process "
+                   "twice is final")
+      ->check(tessera::cli::unsigned_in(0, tessera::StreamOptions::kMaxRetries));
+  std::string isolation;
+  auto* isolation_option =
+      push_command
+          ->add_option("--isolation", isolation,
+                       "thread (the workers' compute threads) or process (a supervised child process per "
+                       "simulation actor; a crash fails only its set); default: the node's "
+                       "streams.isolation")
+          ->check(CLI::IsMember({"thread", "process"}));
   push_command->add_option("--output", push.output, "also write the stored results there as CSV");
   push_command->add_flag("--quiet", push.quiet, "no progress line");
 
@@ -321,6 +338,8 @@ int main(int argc, char** argv) {
                       : header == "no" ? tessera::cli::HeaderRule::no
                                        : tessera::cli::HeaderRule::automatic;
         if (pool_option->count()) push.pool_size = pool_size;
+        if (isolation_option->count())
+          push.isolation = isolation == "process" ? tessera::Isolation::process : tessera::Isolation::thread;
         return tessera::cli::stream_push(target, push);
       }
       if (list_checkpoints_command->parsed()) return tessera::cli::list_checkpoints(target, checkpoints);

@@ -12,12 +12,30 @@
 
 namespace tessera {
 
+// Where a stream's simulation instances run on a worker: on its compute threads (the fastest; a crash
+// takes the worker down, a hang holds its thread), or each in a supervised child process of the worker
+// (a crash or a timeout costs that parameter set and a fresh process, nothing else).
+enum class Isolation : std::uint8_t { thread, process };
+const char* isolation_name(Isolation isolation);
+
+// Why a parameter set failed, when it did.
+enum class Failure : std::uint8_t {
+  none,
+  error,    // the simulation threw (or could not be built)
+  crash,    // its process died (a signal, or an exit) while it ran this set
+  timeout,  // it ran past the stream's timeout
+};
+const char* failure_name(Failure failure);
+
 struct StreamRecord {
   std::uint64_t id = 0;
   Value value{};
   bool failed = false;
   std::string error{};  // with failed: what the simulation raised
   std::string node{};   // with failed: where it ran
+  Failure failure = Failure::none;
+  // The reasons of the attempts before the last one (retries), oldest first: "worker-0: timeout after 1 s".
+  std::vector<std::string> attempts{};
 };
 
 // One parameter set's outcome as stored: a value, or the error its simulation raised (message, node).
@@ -28,6 +46,10 @@ struct StreamResult {
   bool failed = false;
   std::string error{};
   std::string node{};
+  Failure failure = Failure::none;
+  std::vector<std::string> attempts{};
+
+  StreamRecord record() const { return StreamRecord{id, value, failed, error, node, failure, attempts}; }
 };
 
 // A query over stored results that cannot be answered (a bad filter or field names the position).

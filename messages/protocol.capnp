@@ -280,6 +280,9 @@ struct StreamOpen {
   poolSize @2 :UInt32;
   config @3 :List(ConfigEntry);
   maxInFlight @4 :UInt64;   # sets pushed and unanswered at once; the scheduler enforces it too
+  isolation @5 :UInt8;      # 0: the scheduler's [streams] isolation, 1: thread, 2: process
+  timeoutSeconds @6 :Float64;  # per set; 0: none
+  retries @7 :UInt32;
 }
 
 # Client -> scheduler, after a reconnect: results of this open stream go to this connection now; the
@@ -320,6 +323,8 @@ struct StreamRecord {
   error @3 :Text;
   node @4 :Text;
   parameters @5 :Values.Value;   # in query answers (records)
+  failure @6 :UInt8;             # with failed: tessera::Failure (1 error, 2 crash, 3 timeout)
+  attempts @7 :List(Text);       # the reasons of the failed attempts before the last
 }
 
 # Scheduler -> client: results that are durable now. Worker -> scheduler: what a simulation job gave.
@@ -327,6 +332,7 @@ struct StreamResults {
   streamId @0 :UInt64;
   records @1 :List(StreamRecord);
   busySeconds @2 :Float64;   # worker -> scheduler only
+  unrun @3 :List(UInt64);    # worker -> scheduler only: sets of the job given back unrun
 }
 
 struct StreamFinished {
@@ -350,6 +356,8 @@ struct SimulationSetup {
   simulation @1 :Text;
   poolSize @2 :UInt32;           # simulation actors per worker; 0: one per compute thread
   config @3 :List(ConfigEntry);
+  isolation @4 :UInt8;           # tessera::Isolation: 0 thread, 1 process
+  timeoutSeconds @5 :Float64;    # per set; 0: none
 }
 
 # Client -> scheduler: a query over a stream's stored results, answered as text (CSV, JSON, a summary).

@@ -13,6 +13,8 @@ struct StoredResult {
     error @1 :StoredError;
   }
   parameters @2 :Values.Value;   # the parameter set, for queries and export
+  attempts @3 :List(Text);       # the reasons of the failed attempts before the last (retries)
+  failure @4 :UInt8;             # with error: why (tessera::Failure: 1 error, 2 crash, 3 timeout)
 }
 
 struct StoredError {
@@ -30,6 +32,9 @@ struct StreamInfo {
   maxInFlight @5 :UInt64;
   configKeys @6 :List(Text);
   configValues @7 :List(Values.Value);
+  isolation @8 :UInt8;         # tessera::Isolation: 0 thread, 1 process
+  timeoutSeconds @9 :Float64;  # per set; 0: none
+  retries @10 :UInt32;
 }
 
 # Parameter sets a stream accepted in one push (ids from the key's on), written ahead so that a

@@ -428,6 +428,15 @@ const std::vector<KeySpec>& key_specs() {
                   "how long a disconnected client's futures are kept"),
       seconds_key("scheduler.progress_timeout", &NodeConfig::progress_timeout_seconds, 0.1, 604800, true,
                   "300", "a worker holding work without progress this long has it re-run elsewhere"),
+      {"streams.isolation", "\"thread\" | \"process\"", "\"thread\"",
+       "where the simulation instances of a stream that does not say (StreamOptions::isolation, tessera "
+       "stream push --isolation) run: on the workers' compute threads (the fastest; a crash takes the "
+       "worker down), or each in a supervised child process of its worker, replaced after a crash or a "
+       "timeout",
+       [](auto& n, auto& c, auto& cx, std::string_view) {
+         c.stream_isolation = read_choice<Isolation>(
+             n, cx, "streams.isolation", {{"thread", Isolation::thread}, {"process", Isolation::process}});
+       }},
       {"worker.scheduler", "string (ZeroMQ endpoint)", "(required for role = \"worker\")",
        "the scheduler to join", store(&NodeConfig::scheduler_address, endpoint(EndpointUse::connect))},
       {"worker.listen", "string (ZeroMQ endpoint)", "\"tcp://127.0.0.1:0\"",

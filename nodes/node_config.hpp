@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/stream_record.hpp"
+
 namespace tessera {
 
 class ConfigError : public std::runtime_error {
@@ -51,6 +53,7 @@ struct NodeConfig {
   double heartbeat_timeout_seconds = 3.0;           // scheduler.heartbeat_timeout
   double client_grace_seconds = 30.0;               // scheduler.client_grace
   double progress_timeout_seconds = 300.0;          // scheduler.progress_timeout (0: off)
+  Isolation stream_isolation = Isolation::thread;   // streams.isolation
   std::string scheduler_address;                    // worker.scheduler (required for role = "worker")
   std::string worker_listen = "tcp://127.0.0.1:0";  // worker.listen: peers fetch results here
   std::uint32_t workers = 1;                        // worker.workers

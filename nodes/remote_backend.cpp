@@ -92,6 +92,9 @@ class RemoteBackend final : public ClusterBackend {
       open.setSimulation(settings.simulation);
       open.setPoolSize(settings.pool_size);
       open.setMaxInFlight(settings.max_in_flight);
+      open.setIsolation(settings.isolation ? static_cast<std::uint8_t>(*settings.isolation) + 1 : 0);
+      open.setTimeoutSeconds(settings.timeout_seconds);
+      open.setRetries(settings.retries);
       if (settings.config)
         wire::encode(*settings.config,
                      open.initConfig(static_cast<unsigned>(settings.config->entries().size())),

@@ -159,7 +159,7 @@ void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t
     for (std::size_t i = 0; i < found.size(); ++i) {
       const auto& r = found[i];
       auto b = list[static_cast<unsigned>(i)];
-      wire::encode(StreamRecord{r.id, r.value, r.failed, r.error, r.node}, b, attachments);
+      wire::encode(r.record(), b, attachments);
       wire::encode(r.parameters, b.initParameters(), attachments);
     }
     return;
@@ -262,10 +262,20 @@ struct SchedulerGateway::State {
                          "pool size " + std::to_string(open.getPoolSize()) + " exceeds the limit of " +
                              std::to_string(StreamSettings::kMaxPoolSize) + " simulation actors per worker",
                          0);
+    if (open.getIsolation() > 2)
+      return answer_open(peer, open.getRequestId(), 0,
+                         "isolation " + std::to_string(open.getIsolation()) +
+                             " is unknown (0: the node's default, 1: thread, 2: process)",
+                         0);
     StreamSettings settings;
     settings.simulation = simulation;
     settings.config = wire::decode(open.getConfig(), frames);
     settings.pool_size = open.getPoolSize();
+    if (open.getIsolation() > 0) settings.isolation = static_cast<Isolation>(open.getIsolation() - 1);
+    settings.timeout_seconds = open.getTimeoutSeconds();
+    settings.retries = open.getRetries();
+    if (auto wrong = settings.check(); !wrong.empty())
+      return answer_open(peer, open.getRequestId(), 0, wrong, 0);
     // The client's own bound, never past what the node lets a client push ahead.
     settings.max_in_flight = std::min<std::uint64_t>(
         open.getMaxInFlight() ? open.getMaxInFlight() : StreamSettings::kDefaultMaxInFlight,
@@ -342,8 +352,7 @@ struct SchedulerGateway::State {
       try {
         std::vector<StreamRecord> batch;
         for (std::uint64_t wanted : unanswered) {
-          if (auto r = store->get(id, wanted))
-            batch.push_back(StreamRecord{r->id, r->value, r->failed, r->error, r->node});
+          if (auto r = store->get(id, wanted)) batch.push_back(r->record());
           if (batch.size() >= 4096) {
             sink->deliver(batch);
             batch.clear();

@@ -1,10 +1,14 @@
 #include "nodes/stream_codec.hpp"
 
+#include "actors/stream_actor.hpp"
+
 namespace tessera::wire {
 namespace {
 unsigned count(std::size_t n) {
   return static_cast<unsigned>(n);
 }
+// Earlier attempts one record may list: every retry a stream may make.
+constexpr std::size_t kMaxAttempts = StreamSettings::kMaxRetries;
 }  // namespace
 
 void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachments& attachments) {
@@ -33,8 +37,13 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
   if (record.failed) {
     out.setError(record.error);
     out.setNode(record.node);
+    out.setFailure(static_cast<std::uint8_t>(record.failure));
   } else {
     encode(record.value, out.initValue(), attachments);
+  }
+  if (!record.attempts.empty()) {
+    auto attempts = out.initAttempts(count(record.attempts.size()));
+    for (std::size_t i = 0; i < record.attempts.size(); ++i) attempts.set(count(i), record.attempts[i]);
   }
 }
 
@@ -49,9 +58,19 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
     if (record.failed) {
       record.error = r.getError();
       record.node = r.getNode();
+      if (r.getFailure() > static_cast<std::uint8_t>(Failure::timeout))
+        throw WireError("the record of set " + std::to_string(record.id) + " has failure kind " +
+                        std::to_string(r.getFailure()) + ", which is unknown");
+      // A peer that does not say why a set failed: the simulation raised an error.
+      record.failure = r.getFailure() == 0 ? Failure::error : static_cast<Failure>(r.getFailure());
     } else {
       record.value = decode(r.getValue(), frames);
     }
+    if (r.getAttempts().size() > kMaxAttempts)
+      throw WireError("the record of set " + std::to_string(record.id) + " lists " +
+                      std::to_string(r.getAttempts().size()) + " attempts, more than the " +
+                      std::to_string(kMaxAttempts) + " a stream makes");
+    for (auto attempt : r.getAttempts()) record.attempts.emplace_back(attempt);
     out.push_back(std::move(record));
   }
   return out;

@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
       options.memory_target_fraction = config.memory_target_fraction;
       options.memory_pause_fraction = config.memory_pause_fraction;
       options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
+      options.stream_isolation = config.stream_isolation;
       cluster = std::make_unique<tessera::EmbeddedCluster>(options);
       // A restart from the same data_dir: every stream that had not finished runs on, and waits for its
       // client to attach again (a temporary directory is new, so it has none).

@@ -1,5 +1,8 @@
 #include "nodes/wire_bodies.hpp"
 
+#include <cmath>
+
+#include "actors/stream_actor.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/memory_codec.hpp"
 #include "nodes/stream_codec.hpp"
@@ -117,11 +120,18 @@ void WireBody<Envelope::SIMULATED>::encode(Envelope::Builder e, const Simulation
   auto records = init_records(out, outcome.records.size());
   for (std::size_t i = 0; i < outcome.records.size(); ++i)
     wire::encode(outcome.records[i], records[static_cast<unsigned>(i)], c.attachments);
+  if (!outcome.unrun.empty()) {
+    auto unrun = out.initUnrun(static_cast<unsigned>(outcome.unrun.size()));
+    for (std::size_t i = 0; i < outcome.unrun.size(); ++i)
+      unrun.set(static_cast<unsigned>(i), outcome.unrun[i]);
+  }
 }
 SimulationOutcome WireBody<Envelope::SIMULATED>::decode(Envelope::Reader e, const DecodeContext& c) {
   auto in = e.getSimulated();
-  return SimulationOutcome{c.sender_worker, in.getStreamId(), wire::decode(in.getRecords(), c.frames),
-                           in.getBusySeconds()};
+  SimulationOutcome outcome{c.sender_worker, in.getStreamId(), wire::decode(in.getRecords(), c.frames),
+                            in.getBusySeconds()};
+  for (auto id : in.getUnrun()) outcome.unrun.push_back(id);
+  return outcome;
 }
 
 void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
@@ -130,6 +140,8 @@ void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
   out.setStreamId(setup.stream_id);
   out.setSimulation(setup.simulation);
   out.setPoolSize(setup.pool_size);
+  out.setIsolation(static_cast<std::uint8_t>(setup.isolation));
+  out.setTimeoutSeconds(setup.timeout_seconds);
   if (setup.config)
     wire::encode(*setup.config, out.initConfig(static_cast<unsigned>(setup.config->entries().size())),
                  c.attachments);
@@ -137,8 +149,23 @@ void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
 ::tessera::SimulationSetup WireBody<Envelope::SIMULATION_SETUP>::decode(Envelope::Reader e,
                                                                         const DecodeContext& c) {
   auto in = e.getSimulationSetup();
-  return ::tessera::SimulationSetup{in.getStreamId(), in.getSimulation(),
-                                    wire::decode(in.getConfig(), c.frames), in.getPoolSize()};
+  if (in.getIsolation() > static_cast<std::uint8_t>(Isolation::process))
+    throw WireError("stream " + std::to_string(in.getStreamId()) + ": isolation " +
+                    std::to_string(in.getIsolation()) + " is unknown (0 thread, 1 process)");
+  const double timeout = in.getTimeoutSeconds();
+  if (!std::isfinite(timeout) || timeout < 0 || timeout > StreamSettings::kMaxTimeoutSeconds)
+    throw WireError("stream " + std::to_string(in.getStreamId()) + ": timeout " + std::to_string(timeout) +
+                    " s is not in [0, " + std::to_string(StreamSettings::kMaxTimeoutSeconds) + "]");
+  if (in.getPoolSize() > StreamSettings::kMaxPoolSize)
+    throw WireError("stream " + std::to_string(in.getStreamId()) + ": pool size " +
+                    std::to_string(in.getPoolSize()) + " exceeds the limit of " +
+                    std::to_string(StreamSettings::kMaxPoolSize));
+  return ::tessera::SimulationSetup{in.getStreamId(),
+                                    in.getSimulation(),
+                                    wire::decode(in.getConfig(), c.frames),
+                                    in.getPoolSize(),
+                                    static_cast<Isolation>(in.getIsolation()),
+                                    timeout};
 }
 
 void WireBody<Envelope::SIMULATION_END>::encode(Envelope::Builder e, const std::uint64_t& stream,

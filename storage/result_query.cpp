@@ -367,9 +367,11 @@ ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const
     if (r.failed) {
       line["error"] = r.error;
       line["node"] = r.node;
+      line["failure"] = failure_name(r.failure);
     } else {
       line["result"] = json_of(r.value);
     }
+    if (!r.attempts.empty()) line["attempts"] = r.attempts;
     return json_line(line);
   });
 }

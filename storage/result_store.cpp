@@ -45,10 +45,15 @@ std::string encode_result(const StreamResult& r) {
     auto e = out.initError();
     e.setMessage(r.error);
     e.setNode(r.node);
+    out.setFailure(static_cast<std::uint8_t>(r.failure == Failure::none ? Failure::error : r.failure));
   } else {
     wire::encode(r.value, out.initValue(), none, kInline);
   }
   wire::encode(r.parameters, out.initParameters(), none, kInline);
+  if (!r.attempts.empty()) {
+    auto attempts = out.initAttempts(static_cast<unsigned>(r.attempts.size()));
+    for (std::size_t i = 0; i < r.attempts.size(); ++i) attempts.set(static_cast<unsigned>(i), r.attempts[i]);
+  }
   return flat(builder);
 }
 
@@ -62,10 +67,16 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
     r.failed = true;
     r.error = in.getError().getMessage();
     r.node = in.getError().getNode();
+    // Records stored before failures had kinds say 0: an error.
+    const auto failure = in.getFailure();
+    r.failure = failure >= 1 && failure <= static_cast<std::uint8_t>(Failure::timeout)
+                    ? static_cast<Failure>(failure)
+                    : Failure::error;
   } else {
     r.value = wire::decode(in.getValue(), {});
   }
   if (in.hasParameters()) r.parameters = wire::decode(in.getParameters(), {});
+  for (auto attempt : in.getAttempts()) r.attempts.emplace_back(attempt);
   return r;
 }
 
@@ -78,6 +89,9 @@ std::string encode_info(const StreamInfo& info) {
   out.setCloseRequested(info.close_requested);
   out.setPoolSize(info.pool_size);
   out.setMaxInFlight(info.max_in_flight);
+  out.setIsolation(static_cast<std::uint8_t>(info.isolation));
+  out.setTimeoutSeconds(info.timeout_seconds);
+  out.setRetries(info.retries);
   if (info.config && !info.config->entries().empty()) {
     const auto count = static_cast<unsigned>(info.config->entries().size());
     auto keys = out.initConfigKeys(count);
@@ -101,6 +115,12 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   info.close_requested = in.getCloseRequested();
   info.pool_size = in.getPoolSize();
   info.max_in_flight = in.getMaxInFlight();
+  if (in.getIsolation() > static_cast<std::uint8_t>(Isolation::process))
+    throw StoreError("stream " + std::to_string(id) + ": its stored isolation " +
+                     std::to_string(in.getIsolation()) + " is unknown");
+  info.isolation = static_cast<Isolation>(in.getIsolation());
+  info.timeout_seconds = in.getTimeoutSeconds();
+  info.retries = in.getRetries();
   auto keys = in.getConfigKeys();
   auto values = in.getConfigValues();
   if (keys.size() != values.size())

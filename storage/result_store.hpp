@@ -34,6 +34,9 @@ struct StreamInfo {
   std::uint32_t pool_size = 0;
   std::uint64_t max_in_flight = 0;
   std::shared_ptr<const Config> config = std::make_shared<Config>();
+  Isolation isolation = Isolation::thread;
+  double timeout_seconds = 0;
+  std::uint32_t retries = 0;
 };
 
 class ResultStore {

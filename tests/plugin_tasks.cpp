@@ -1,5 +1,13 @@
 // Task functions shared by a test and the tessera-node it starts: the test links this library, the node
 // loads it as a plugin (plugins.paths), so both sides know the functions by name.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <tessera/tessera.hpp>
 #include <thread>
@@ -86,5 +94,66 @@ struct PauseSquare {
   std::int64_t pause_us;
 };
 TESSERA_SIMULATION(PauseSquare, "pause_square");
+
+}  // namespace plugin_tasks
+
+namespace plugin_tasks {
+
+// Set by a test before its cluster goes, so that a set hung under thread isolation returns.
+std::atomic<bool> release_hung_sets{false};
+
+// A simulation that misbehaves on purpose, by the last digit of its first parameter: 3 reads a page it
+// may not (a real SIGSEGV), 4 aborts (SIGABRT), 5 hangs (until release_hung_sets, at most 60 s), 7
+// throws; any other gives the sum of its parameters.
+struct Unruly {
+  explicit Unruly(const tessera::Config&) {}
+  double run(const std::vector<double>& p) {
+    const auto digit = static_cast<std::int64_t>(p.at(0)) % 10;
+    if (digit == 3) {
+      void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      return *static_cast<volatile double*>(page);
+    }
+    if (digit == 4) std::abort();
+    if (digit == 5) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!release_hung_sets && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return -1;
+    }
+    if (digit == 7) throw std::runtime_error("7 is refused");
+    double sum = 0;
+    for (double x : p) sum += x;
+    return sum;
+  }
+};
+TESSERA_SIMULATION(Unruly, "unruly");
+
+// The process it runs in: the same for every set of one simulation actor under process isolation.
+struct WhereAmI {
+  explicit WhereAmI(const tessera::Config&) {}
+  double run(double x) {
+    if (x < 0) std::abort();
+    return static_cast<double>(getpid());
+  }
+};
+TESSERA_SIMULATION(WhereAmI, "where_am_i");
+
+// Throws on the first `fail_first` attempts at each parameter (counted in this process), then squares it.
+std::mutex flaky_mutex;
+std::map<double, int> flaky_attempts;
+struct Flaky {
+  explicit Flaky(const tessera::Config& config) : fail_first(config.get<std::int64_t>("fail_first", 2)) {}
+  double run(double x) {
+    int attempt = 0;
+    {
+      std::lock_guard lock(flaky_mutex);
+      attempt = ++flaky_attempts[x];
+    }
+    if (attempt <= fail_first) throw std::runtime_error("attempt " + std::to_string(attempt) + " failed");
+    return x * x;
+  }
+  std::int64_t fail_first;
+};
+TESSERA_SIMULATION(Flaky, "flaky");
 
 }  // namespace plugin_tasks

@@ -159,7 +159,8 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
   export_csv(store, stream, ResultFilter::parse("result > 3.9"), csv);
   EXPECT_EQ(csv.str(), "id,parameters...,result...|error\n98,98,0.5,3.9199999999999999\n99,99,0.5,3.96\n");
   export_json(store, stream, ResultFilter::parse("failed"), json);
-  EXPECT_EQ(json.str(), "{\"id\":100,\"parameters\":null,\"error\":\"boom\",\"node\":\"w\"}\n");
+  EXPECT_EQ(json.str(),
+            "{\"id\":100,\"parameters\":null,\"error\":\"boom\",\"node\":\"w\",\"failure\":\"error\"}\n");
 }
 
 TEST(ResultStore, UnwritableDirectoryIsAClearError) {

@@ -14,6 +14,8 @@ using simulation_pool_type = caf::typed_actor<caf::reacts_to<simulate_atom, Simu
                                               caf::reacts_to<shutdown_atom>>;
 
 using simulation_actor_type =
-    caf::typed_actor<caf::reacts_to<simulate_atom, SimulationJob>, caf::reacts_to<shutdown_atom>>;
+    caf::typed_actor<caf::reacts_to<simulate_atom, SimulationJob>,
+                     caf::reacts_to<simulation_timeout_atom, std::uint64_t>,  // to itself: check the clock
+                     caf::reacts_to<shutdown_atom>>;
 
 }  // namespace tessera::protocols

@@ -20,7 +20,8 @@ struct SimulationServiceState {
 using SimulationService = protocols::simulation_service_type::stateful_base<SimulationServiceState>;
 
 std::string pool_key(const SimulationSetup& setup) {
-  std::string key = setup.simulation + "/" + std::to_string(setup.pool_size);
+  std::string key = setup.simulation + "/" + std::to_string(setup.pool_size) + "/" +
+                    isolation_name(setup.isolation) + "/" + std::to_string(setup.timeout_seconds);
   if (setup.config)
     for (const auto& [name, value] : setup.config->entries())
       key += "/" + name + "=" + std::to_string(value.content_hash());
@@ -46,7 +47,8 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
         // Every parameter set of a job this worker cannot run gets an error record.
         const auto refuse = [&](const std::string& why) {
           SimulationOutcome outcome{st.worker_id, job.stream_id, {}, 0};
-          for (auto id : job.ids) outcome.records.push_back(StreamRecord{id, Value{}, true, why, st.name});
+          for (auto id : job.ids)
+            outcome.records.push_back(StreamRecord{id, Value{}, true, why, st.name, Failure::error});
           caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
         };
         const auto setup = st.streams.find(job.stream_id);
@@ -62,7 +64,8 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
           const std::uint32_t size = setup->second.pool_size ? setup->second.pool_size : st.pool->threads();
           auto spawned = spawn_simulation_pool(
               self->home_system(),
-              SimulationPoolArgs{type, setup->second.config, size, st.worker_id, st.name, st.pool});
+              SimulationPoolArgs{type, setup->second.config, size, st.worker_id, st.name, st.pool,
+                                 setup->second.isolation, setup->second.timeout_seconds});
           it = st.pools.emplace(std::move(key), spawned).first;
         }
         caf::anon_send(it->second, simulate_atom::value, std::move(job));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "graph/stream_record.hpp"
 #include "scheduling/scheduler_options.hpp"
 
 namespace tessera {
@@ -27,6 +28,8 @@ struct ClusterOptions {
   std::uint64_t memory_limit = 0;
   double memory_target_fraction = 0.6;
   double memory_pause_fraction = 0.8;
+  // Where the simulation instances of a stream that does not say (StreamOptions::isolation) run.
+  Isolation stream_isolation = Isolation::thread;
 };
 
 }  // namespace tessera

@@ -42,6 +42,20 @@ struct StreamOptions {
   static constexpr std::uint32_t kMaxPoolSize = 1024;
   // Given to each simulation actor's constructor.
   Config config{};
+  // Where the instances run: Isolation::thread (the worker's compute threads, the fastest) or
+  // Isolation::process (one supervised child process per simulation actor, started once and reused; a
+  // set that crashes it fails naming the signal, and a fresh process takes its place). Unset: the
+  // scheduler node's [streams] isolation (thread unless configured).
+  std::optional<Isolation> isolation{};
+  // A set running longer fails with "timeout after N s". Under process isolation its process is killed
+  // and replaced; under thread isolation the result is discarded when it comes, and until then the
+  // simulation actor (and its compute thread) stays busy with it. Zero: no timeout. At most kMaxTimeout.
+  std::chrono::duration<double> timeout{0};
+  static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
+  // A set that fails (throws, crashes its process, times out) runs again up to this many times; every
+  // attempt's reason is kept in its record. One that crashes its process twice is final whatever is left.
+  std::uint32_t retries = 0;
+  static constexpr std::uint32_t kMaxRetries = 100;
 };
 
 class Stream {

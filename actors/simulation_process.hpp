@@ -1,0 +1,68 @@
+// One simulation instance in a supervised child process of the worker (process isolation). The child is
+// forked on the first job, builds the instance from the stream's config (already in its memory), and
+// then runs job after job fed over a socket pair: parameter sets in, records out, as value records
+// (storage/value_record.hpp). A page of shared memory says which set the child is on and since when, so
+// the parent can tell which set a crash or a timeout belongs to without a message per set.
+//
+// The child is a fork without exec, as Python's multiprocessing "fork" start method: it runs only the
+// simulation and the value codec, closes every inherited descriptor but its socket and stdio, dies with
+// the thread that forked it (PR_SET_PDEATHSIG), and leaves by _exit. A simulation that needs a lock held
+// by another of the worker's threads at the fork would wait for ever there: its timeout then ends it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/simulation.hpp"
+#include "graph/stream_record.hpp"
+#include "graph/value.hpp"
+
+namespace tessera {
+
+class SimulationProcess {
+ public:
+  // `node` names the worker in failure records.
+  SimulationProcess(const SimulationType& type, std::shared_ptr<const Config> config, std::string node);
+  ~SimulationProcess();  // kills the child, if one runs
+  SimulationProcess(const SimulationProcess&) = delete;
+  SimulationProcess& operator=(const SimulationProcess&) = delete;
+
+  struct JobResult {
+    std::vector<StreamRecord> records;
+    std::vector<std::uint64_t> unrun;  // not run: the process died or was killed before them
+  };
+  // Runs the sets in the child, starting one first when none runs; blocks until they are answered or
+  // the child dies. A set past `timeout_seconds` (0: none) gets its process killed and a timeout record;
+  // a set the child dies on gets a crash record naming the signal (or the exit status). One caller at a
+  // time.
+  JobResult run(const std::vector<std::uint64_t>& ids, const std::vector<Value>& parameters,
+                double timeout_seconds);
+  // Kills the child now (from any thread): a run in progress returns with its set recorded as crashed.
+  void kill();
+  // Children started so far (1 + the replacements).
+  std::uint64_t started() const { return started_.load(); }
+  pid_t pid() const { return pid_.load(); }
+
+  struct Progress;  // the shared page
+
+ private:
+  void start();
+  // Waits for the child that died or was killed; describes how it ended.
+  std::string reap();
+
+  const SimulationType& type_;
+  std::shared_ptr<const Config> config_;
+  std::string node_;
+  std::atomic<pid_t> pid_{0};
+  int socket_ = -1;
+  Progress* progress_ = nullptr;
+  std::atomic<std::uint64_t> started_{0};
+  std::atomic<bool> killed_by_request_{false};
+};
+
+}  // namespace tessera

@@ -1,0 +1,29 @@
+#include "graph/stream_record.hpp"
+
+namespace tessera {
+
+const char* isolation_name(Isolation isolation) {
+  switch (isolation) {
+    case Isolation::thread:
+      return "thread";
+    case Isolation::process:
+      return "process";
+  }
+  return "unknown";
+}
+
+const char* failure_name(Failure failure) {
+  switch (failure) {
+    case Failure::none:
+      return "ok";
+    case Failure::error:
+      return "error";
+    case Failure::crash:
+      return "crash";
+    case Failure::timeout:
+      return "timeout";
+  }
+  return "unknown";
+}
+
+}  // namespace tessera
