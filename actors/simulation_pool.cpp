@@ -183,15 +183,22 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
         const std::uint32_t worker_id = args.worker_id;
         const double timeout = args.timeout_seconds;
         if (auto process = self->state.process) {
-          args.compute->submit([process, worker_id, pool, index, timeout, job = std::move(job)] {
-            const auto start = Clock::now();
-            auto result = process->run(job.ids, job.parameters, timeout);
-            SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
-                                      std::chrono::duration<double>(Clock::now() - start).count(),
-                                      std::move(result.unrun)};
-            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
-            caf::anon_send(pool, idle_atom::value, index);
-          });
+          args.compute->submit(
+              [process, worker_id, pool, index, timeout, node = args.node, job = std::move(job)] {
+                const auto start = Clock::now();
+                SimulationProcess::JobResult result;
+                try {
+                  result = process->run(job.ids, job.parameters, timeout);
+                } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
+                  for (auto id : job.ids)
+                    result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
+                }
+                SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
+                                          std::chrono::duration<double>(Clock::now() - start).count(),
+                                          std::move(result.unrun)};
+                caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+                caf::anon_send(pool, idle_atom::value, index);
+              });
           return;
         }
         auto instance = self->state.instance;

@@ -23,6 +23,18 @@ std::int64_t square(std::int64_t x);
 
 namespace {
 
+// Process isolation forks the multithreaded worker without exec. glibc's malloc takes its locks across a
+// fork, but the allocator of GCC 12's AddressSanitizer does not: a child forked while another thread
+// holds it waits for ever. Until simulation processes come from a fork server started before the
+// worker's threads, these tests cannot run under ASan.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNLESS_FORK_IS_SAFE()                                                                     \
+  GTEST_SKIP() << "process isolation forks a multithreaded process, which deadlocks in GCC 12's ASan " \
+                  "allocator; this test runs in the plain and ThreadSanitizer builds"
+#else
+#define SKIP_UNLESS_FORK_IS_SAFE() static_cast<void>(0)
+#endif
+
 using tessera::Failure;
 using tessera::Isolation;
 using tessera::StreamRecord;
@@ -91,6 +103,7 @@ void expect_outcomes(const std::map<std::uint64_t, StreamRecord>& records, std::
 }
 
 TEST(Ensemble, ProcessIsolationRecordsCrashesAndTimeoutsPerSetAndTheStreamGoesOn) {
+  SKIP_UNLESS_FORK_IS_SAFE();
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
   tessera::StreamOptions options;
@@ -112,6 +125,7 @@ TEST(Ensemble, ProcessIsolationRecordsCrashesAndTimeoutsPerSetAndTheStreamGoesOn
 }
 
 TEST(Ensemble, ASimulationProcessIsReusedForManySetsAndReplacedAfterACrash) {
+  SKIP_UNLESS_FORK_IS_SAFE();
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
   tessera::StreamOptions options;
@@ -214,6 +228,7 @@ TEST(Ensemble, RetriesKeepEveryAttemptsReasonAndASetThatSucceedsLaterIsStoredOnc
 }
 
 TEST(Ensemble, ASetThatCrashesItsProcessTwiceIsAPoisonSetWhateverRetriesRemain) {
+  SKIP_UNLESS_FORK_IS_SAFE();
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
   tessera::StreamOptions options;
@@ -260,6 +275,7 @@ using tessera::testing::NodeProcess;
 using tessera::testing::run_command;
 
 TEST(EnsembleProcess, CliPushWithProcessIsolationTimeoutAndRetriesStoresEveryIdOnce) {
+  SKIP_UNLESS_FORK_IS_SAFE();
   NodeProcess node(
       "[node]\nname = \"ensembles\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n");
@@ -334,6 +350,7 @@ TEST(EnsembleProcess, CliPushWithProcessIsolationTimeoutAndRetriesStoresEveryIdO
 }
 
 TEST(EnsembleProcess, TheNodesStreamsIsolationIsTheDefaultOfAStreamThatDoesNotSay) {
+  SKIP_UNLESS_FORK_IS_SAFE();
   NodeProcess node(
       "[node]\nname = \"isolated\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[streams]\nisolation = \"process\"\n"

@@ -75,6 +75,17 @@ TEST(NodeConfig, WrongTypeAndRangeNameTheKey) {
   EXPECT_EQ(refusal("[node]\nname = \"a\"\nrole = \"both\"\n[scheduler]\nheartbeat_timeout = -1\n"),
             "bad.toml:5: key 'scheduler.heartbeat_timeout' must be between 0.05 and 86400 seconds, got -1");
   EXPECT_EQ(refusal("node = 3\n"), "bad.toml:1: 'node' must be a table ([node])");
+  EXPECT_EQ(refusal("[node]\nname = \"a\"\nrole = \"both\"\n[streams]\nisolation = \"fork\"\n"),
+            "bad.toml:5: key 'streams.isolation' must be one of thread, process, got \"fork\"");
+}
+
+TEST(NodeConfig, StreamsIsolationIsTheDefaultItNames) {
+  const auto config = tessera::parse_node_config(
+      "[node]\nname = \"a\"\nrole = \"both\"\n[streams]\nisolation = \"process\"\n", "good.toml");
+  EXPECT_EQ(config.stream_isolation, tessera::Isolation::process);
+  EXPECT_EQ(
+      tessera::parse_node_config("[node]\nname = \"a\"\nrole = \"both\"\n", "good.toml").stream_isolation,
+      tessera::Isolation::thread);
 }
 
 TEST(NodeConfig, MissingKeysAreNamed) {
@@ -119,6 +130,8 @@ TEST(NodeConfig, HelpDocumentsEveryKey) {
                           "progress_timeout =",
                           "allow_insecure =",
                           "authorize_any =",
+                          "[streams]",
+                          "isolation =",
                           "[limits]",
                           "max_slots_per_submission =",
                           "max_slots_per_client =",

@@ -5,6 +5,7 @@
 
 #include <capnp/schema.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -83,10 +84,10 @@ TEST(WireTable, TheTransportRefusesAWorkerKindFromAClientAndServesItStill) {
   EXPECT_EQ(handled.load(), 1);
 }
 
-TEST(WireTable, ASimulationSetupRoundTrips) {
-  auto config = std::make_shared<Config>();
-  config->set("scale", Value(2.5));
-  const SimulationSetup setup{42, "costly_simulation", config, 3};
+namespace {
+
+// A setup through its wire row and back (throws WireError as the decoder does).
+SimulationSetup setup_round_trip(const SimulationSetup& setup) {
   transport::Outgoing message;
   wire::EncodeContext encode{message.attachments()};
   wire::WireBody<wire::Envelope::SIMULATION_SETUP>::encode(message.envelope(), setup, encode);
@@ -97,14 +98,53 @@ TEST(WireTable, ASimulationSetupRoundTrips) {
   wire::HeaderReader reader(
       std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
   const wire::DecodeContext decode{std::span<const std::span<const std::byte>>(attachments)};
-  const auto back =
-      wire::WireBody<wire::Envelope::SIMULATION_SETUP>::decode(reader.root<wire::Envelope>(), decode);
+  return wire::WireBody<wire::Envelope::SIMULATION_SETUP>::decode(reader.root<wire::Envelope>(), decode);
+}
+
+}  // namespace
+
+TEST(WireTable, ASimulationSetupRoundTrips) {
+  auto config = std::make_shared<Config>();
+  config->set("scale", Value(2.5));
+  const SimulationSetup setup{42, "costly_simulation", config, 3, Isolation::process, 1.5};
+  const auto back = setup_round_trip(setup);
   EXPECT_EQ(back.stream_id, 42u);
   EXPECT_EQ(back.simulation, "costly_simulation");
   EXPECT_EQ(back.pool_size, 3u);
+  EXPECT_EQ(back.isolation, Isolation::process);
+  EXPECT_DOUBLE_EQ(back.timeout_seconds, 1.5);
   ASSERT_TRUE(back.config);
   EXPECT_EQ(back.config->entries().size(), 1u);
   EXPECT_EQ(back.config->entries().begin()->second, Value(2.5));
+}
+
+// A scheduler's setup that a worker could not honour is refused by name, never run with a guess.
+TEST(WireTable, ASimulationSetupOutOfRangeIsRefusedByName) {
+  const auto refused = [](double timeout, const std::string& expected) {
+    try {
+      setup_round_trip(SimulationSetup{7, "s", std::make_shared<Config>(), 0, Isolation::thread, timeout});
+      ADD_FAILURE() << "timeout " << timeout << " accepted";
+    } catch (const wire::WireError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused(-1, "stream 7: timeout -1");
+  refused(std::numeric_limits<double>::quiet_NaN(), "stream 7: timeout nan");
+  refused(std::numeric_limits<double>::infinity(), "stream 7: timeout inf");
+  refused(1e300, "is not in [0, ");
+  try {
+    setup_round_trip(SimulationSetup{7, "s", std::make_shared<Config>(), 0, static_cast<Isolation>(5), 0});
+    ADD_FAILURE() << "isolation 5 accepted";
+  } catch (const wire::WireError& e) {
+    EXPECT_NE(std::string(e.what()).find("stream 7: isolation 5 is unknown"), std::string::npos) << e.what();
+  }
+  try {
+    setup_round_trip(SimulationSetup{7, "s", std::make_shared<Config>(), 5000, Isolation::thread, 0});
+    ADD_FAILURE() << "pool size 5000 accepted";
+  } catch (const wire::WireError& e) {
+    EXPECT_NE(std::string(e.what()).find("pool size 5000 exceeds the limit of 1024"), std::string::npos)
+        << e.what();
+  }
 }
 
 // What a client may send is what a stranger may send: each such kind's cost is reviewed here, so a new
