@@ -3,7 +3,6 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
-#include <sstream>
 
 #include "actors/messages.hpp"
 #include "actors/protocols/simulation_pool.hpp"
@@ -63,12 +62,6 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
   }
   if (record.failed) record.node = context.node;
   return record;
-}
-
-std::string seconds_text(double seconds) {
-  std::ostringstream out;
-  out << seconds;
-  return out.str();
 }
 
 // A job under thread isolation with a timeout. The compute thread runs it; the simulation actor checks
@@ -158,8 +151,8 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
   timed_out.id = watched->ids[watched->current];
   timed_out.failed = true;
   timed_out.failure = Failure::timeout;
-  timed_out.error = "timeout after " + seconds_text(args.timeout_seconds) +
-                    " s (thread isolation: the run was abandoned, its result will be discarded)";
+  timed_out.error = timeout_reason(args.timeout_seconds) +
+                    " (thread isolation: the run was abandoned, its result will be discarded)";
   timed_out.node = args.node;
   outcome.records.push_back(std::move(timed_out));
   for (std::size_t i = watched->current + 1; i < watched->ids.size(); ++i)

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstring>
 #include <new>
-#include <sstream>
 #include <string_view>
 
 #include "graph/errors.hpp"
@@ -111,12 +110,6 @@ std::string signal_text(int signal) {
   std::string text = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
   if (description) text += std::string(" (") + description + ")";
   return text;
-}
-
-std::string seconds_text(double seconds) {
-  std::ostringstream out;
-  out << seconds;
-  return out.str();
 }
 
 // ---- The child ----
@@ -331,8 +324,8 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
     const std::string ending = reap();
     std::string why;
     if (failure == Failure::timeout)
-      why = "timeout after " + seconds_text(timeout_seconds) + " s (its simulation process " +
-            std::to_string(pid) + " was killed and replaced)";
+      why = timeout_reason(timeout_seconds) + " (its simulation process " + std::to_string(pid) +
+            " was killed and replaced)";
     else
       why = "simulation process " + std::to_string(pid) + " " + (how.empty() ? ending : how) +
             (building ? " while building simulation '" + type_.name + "'" : " while running this set");
@@ -367,11 +360,8 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
           progress_->started_ns.load() + static_cast<std::int64_t>(timeout_seconds * 1e9);
       const std::int64_t left = deadline - now_ns();
       if (left <= 0) {
-        if (progress_->started_ns.load() + static_cast<std::int64_t>(timeout_seconds * 1e9) <= now_ns()) {
-          ::kill(pid, SIGKILL);
-          return ended(Failure::timeout, "");
-        }
-        continue;
+        ::kill(pid, SIGKILL);
+        return ended(Failure::timeout, "");
       }
       wait_ms = static_cast<int>(std::min<std::int64_t>(left / 1'000'000 + 1, 60'000));
     }

@@ -1,5 +1,7 @@
 #include "graph/stream_record.hpp"
 
+#include <sstream>
+
 namespace tessera {
 
 const char* isolation_name(Isolation isolation) {
@@ -24,6 +26,12 @@ const char* failure_name(Failure failure) {
       return "timeout";
   }
   return "unknown";
+}
+
+std::string timeout_reason(double seconds) {
+  std::ostringstream out;
+  out << "timeout after " << seconds << " s";
+  return out.str();
 }
 
 }  // namespace tessera

@@ -26,6 +26,8 @@ enum class Failure : std::uint8_t {
   timeout,  // it ran past the stream's timeout
 };
 const char* failure_name(Failure failure);
+// "timeout after 1.5 s": how a timed-out set's error begins, whatever its isolation.
+std::string timeout_reason(double seconds);
 
 struct StreamRecord {
   std::uint64_t id = 0;
