@@ -3,6 +3,7 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
@@ -44,6 +45,11 @@ class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
   virtual OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
   virtual void push(std::uint64_t stream, StreamBatch batch) = 0;
   virtual void close(std::uint64_t stream) = 0;
+  // Cancels accepted, unanswered sets of a running stream (StreamCancel's selection) and waits for the
+  // answer, at most kCancelDeadline. A stream that is not running, or a bad filter, is a
+  // std::invalid_argument naming it.
+  virtual CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) = 0;
+  static constexpr std::chrono::seconds kCancelDeadline{60};
   // Where queries over stream results are answered.
   virtual std::shared_ptr<ResultSource> results() = 0;
   // Runs a GLM fit and waits for its answer (an error in it when the fit failed).
@@ -79,14 +85,18 @@ class LocalBackend final : public ClusterBackend {
   // `streams` opens a stream on the cluster; null when the cluster has none.
   using StreamOpener =
       std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>;
+  // The actor of a running stream, whoever opened it (null when none runs).
+  using StreamFinder = std::function<caf::actor(std::uint64_t)>;
   LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link, StreamOpener open_stream = {},
                std::function<std::shared_ptr<const ResultStore>()> store = {},
-               std::function<std::shared_ptr<CheckpointStore>()> checkpoints = {})
+               std::function<std::shared_ptr<CheckpointStore>()> checkpoints = {},
+               StreamFinder find_stream = {})
       : scheduler_(std::move(scheduler)),
         link_(std::move(link)),
         open_stream_(std::move(open_stream)),
         store_(std::move(store)),
-        checkpoints_(std::move(checkpoints)) {}
+        checkpoints_(std::move(checkpoints)),
+        find_stream_(std::move(find_stream)) {}
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots, bool checkpoint = false) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
@@ -120,6 +130,32 @@ class LocalBackend final : public ClusterBackend {
     std::lock_guard lock(streams_mutex_);
     streams_.erase(stream);
   }
+  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) override {
+    caf::actor actor = find_stream_ ? find_stream_(stream) : caf::actor{};
+    if (!actor) {
+      std::lock_guard lock(streams_mutex_);
+      if (auto it = streams_.find(stream); it != streams_.end()) actor = it->second;
+    }
+    if (!actor)
+      throw std::invalid_argument("stream " + std::to_string(stream) +
+                                  " is not running here (it finished, or there is no such stream): "
+                                  "nothing to cancel");
+    using Answer = std::pair<CancelledSets, std::string>;
+    auto promise = std::make_shared<std::promise<Answer>>();
+    auto answer = promise->get_future();
+    caf::anon_send(
+        actor, stream_cancel_atom::value,
+        StreamCancel{std::move(ranges), std::move(where),
+                     std::make_shared<CancelReply>([promise](CancelledSets counts, std::string error) {
+                       promise->set_value(Answer{counts, std::move(error)});
+                     })});
+    if (answer.wait_for(kCancelDeadline) != std::future_status::ready)
+      throw std::runtime_error("stream " + std::to_string(stream) + " did not answer a cancellation within " +
+                               std::to_string(kCancelDeadline.count()) + " s");
+    auto [counts, error] = answer.get();
+    if (!error.empty()) throw std::invalid_argument(error);
+    return counts;
+  }
   GlmFitted fit_glm(GlmFitRequest request) override {
     auto promise = std::make_shared<std::promise<GlmFitted>>();
     auto answer = promise->get_future();
@@ -151,6 +187,7 @@ class LocalBackend final : public ClusterBackend {
   StreamOpener open_stream_;
   std::function<std::shared_ptr<const ResultStore>()> store_;
   std::function<std::shared_ptr<CheckpointStore>()> checkpoints_;
+  StreamFinder find_stream_;
   std::mutex streams_mutex_;
   std::unordered_map<std::uint64_t, caf::actor> streams_;
 };

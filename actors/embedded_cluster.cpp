@@ -125,6 +125,7 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   info.isolation = *resolved.isolation;
   info.timeout_seconds = resolved.timeout_seconds;
   info.retries = resolved.retries;
+  info.parameter_names = resolved.parameter_names;
   const std::uint64_t id = store()->create_stream(std::move(info));
   return {id, spawn_stream(id, std::move(resolved), std::move(sink), false)};
 }
@@ -142,6 +143,7 @@ std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_stream
     settings.isolation = info.isolation;
     settings.timeout_seconds = info.timeout_seconds;
     settings.retries = info.retries;
+    settings.parameter_names = info.parameter_names;
     resumed.emplace_back(info.id, spawn_stream(info.id, std::move(settings), sink_for(info.id), true));
   }
   return resumed;
@@ -219,7 +221,8 @@ std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
         return self->open_stream(settings, std::move(sink));
       },
       [self] { return std::shared_ptr<const ResultStore>(self->store()); },
-      [self] { return self->checkpoints(); });
+      [self] { return self->checkpoints(); },
+      [self](std::uint64_t stream) { return self->stream_actor(stream); });
 }
 
 }  // namespace tessera

@@ -4,8 +4,10 @@
 
 #include <caf/all.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/stream_sink.hpp"
@@ -31,10 +33,50 @@ struct WorkerRegistration {
 
 // ---- Streams of parameter sets ----
 
-// Client -> stream actor: parameter sets with consecutive ids from first_id.
+// Client -> stream actor: parameter sets with consecutive ids from first_id, and their priorities
+// (aligned with them; empty while every one is 0).
 struct StreamBatch {
   std::uint64_t first_id = 0;
   std::vector<Value> parameters;
+  std::vector<double> priorities{};
+};
+
+// Where a cancellation's answer goes, once: a waiting client thread, or a client connection of a
+// scheduler node. A request dropped unanswered (its stream finished first) answers that nothing was
+// cancelled, so no one waits for an answer that cannot come.
+class CancelReply {
+ public:
+  using Deliver = std::function<void(CancelledSets, std::string error)>;
+  explicit CancelReply(Deliver deliver) : deliver_(std::move(deliver)) {}
+  ~CancelReply() {
+    if (deliver_) deliver_({}, {});
+  }
+  CancelReply(const CancelReply&) = delete;
+  CancelReply& operator=(const CancelReply&) = delete;
+  void operator()(CancelledSets counts, std::string error) {
+    auto deliver = std::move(deliver_);
+    deliver_ = nullptr;
+    if (deliver) deliver(counts, std::move(error));
+  }
+
+ private:
+  Deliver deliver_;
+};
+
+// Client -> stream actor: cancel the sets accepted and not yet answered that are in `ranges` (empty: any
+// id) and match `where` (a ResultFilter over id and parameters; empty: any); one of the two must say
+// something. `reply` gets how many were cancelled, or why none could be.
+struct StreamCancel {
+  std::vector<IdRange> ranges;
+  std::string where;
+  std::shared_ptr<CancelReply> reply;
+};
+
+// Stream actor -> worker (-> its simulation service and pool): these sets of the stream are answered as
+// cancelled; do not run them, and stop (process isolation) or give up (thread isolation) the ones running.
+struct SimulationCancel {
+  std::uint64_t stream_id = 0;
+  std::vector<std::uint64_t> ids;
 };
 
 // Stream actor -> worker (-> its simulation service): what every job of a stream shares, once per worker
@@ -108,7 +150,9 @@ using workers_atom = caf::atom_constant<caf::atom("workers")>;
 using stream_push_atom = caf::atom_constant<caf::atom("spush")>;
 using stream_close_atom = caf::atom_constant<caf::atom("sclose")>;
 using stream_sync_atom = caf::atom_constant<caf::atom("ssync")>;  // stream -> itself: accept what is written
-using stream_attach_atom = caf::atom_constant<caf::atom("sattach")>;  // -> stream: StreamAttach
+using stream_attach_atom = caf::atom_constant<caf::atom("sattach")>;        // -> stream: StreamAttach
+using stream_cancel_atom = caf::atom_constant<caf::atom("scancel")>;        // -> stream: StreamCancel
+using simulation_cancel_atom = caf::atom_constant<caf::atom("simcancel")>;  // -> worker: SimulationCancel
 using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
 using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
 using simulation_setup_atom = caf::atom_constant<caf::atom("simsetup")>;
@@ -150,6 +194,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::WorkerInfo>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationSetup)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamCancel)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationCancel)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SimulationOutcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::StreamWorker>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamWorker)

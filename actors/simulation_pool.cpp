@@ -1,5 +1,7 @@
 #include "actors/simulation_pool.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -64,6 +66,15 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
   return record;
 }
 
+// The job a simulation actor runs, shared with the compute thread that runs it, so that a cancellation
+// can stop it: under thread isolation the thread runs no more of its sets once `stop` is set (the one it
+// is on cannot be interrupted: its result is discarded), and gives the rest back unrun.
+struct RunningJob {
+  SimulationJob job;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+};
+
 // A job under thread isolation with a timeout. The compute thread runs it; the simulation actor checks
 // the clock. Whichever finishes it first, under the mutex, answers the stream: the thread with every
 // record, or the actor with the records so far, a timeout for the set that hangs and the rest unrun.
@@ -82,6 +93,7 @@ struct WatchedJob {
 
 struct SimulationState {
   std::shared_ptr<Instance> instance = std::make_shared<Instance>();
+  std::shared_ptr<RunningJob> running;         // the job it was given last
   std::shared_ptr<SimulationProcess> process;  // under process isolation
   std::shared_ptr<WatchedJob> watched;         // the job running, under thread isolation with a timeout
   std::uint64_t watch = 0;                     // its number: a check meant for an earlier job is dropped
@@ -90,13 +102,19 @@ struct SimulationState {
 using SimulationActor = protocols::simulation_actor_type::stateful_pointer<SimulationState>;
 
 void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> instance, JobContext context,
-                 std::vector<Value> parameters, std::uint32_t worker_id, caf::actor pool,
+                 std::shared_ptr<RunningJob> running, std::uint32_t worker_id, caf::actor pool,
                  std::uint32_t index) {
+  const auto& parameters = running->job.parameters;
   {
     std::lock_guard lock(watched->mutex);
     watched->job_started = Clock::now();
   }
+  std::vector<std::uint64_t> unrun;
   for (std::size_t i = 0; i < watched->ids.size(); ++i) {
+    if (running->stop.load(std::memory_order_relaxed)) {
+      unrun.assign(watched->ids.begin() + static_cast<std::ptrdiff_t>(i), watched->ids.end());
+      break;
+    }
     {
       std::lock_guard lock(watched->mutex);
       if (watched->answered) break;
@@ -114,12 +132,14 @@ void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> 
   if (!watched->answered) {
     watched->answered = true;
     SimulationOutcome outcome{worker_id, watched->stream_id, std::move(watched->records),
-                              std::chrono::duration<double>(Clock::now() - watched->job_started).count()};
+                              std::chrono::duration<double>(Clock::now() - watched->job_started).count(),
+                              std::move(unrun)};
     lock.unlock();
     caf::anon_send(watched->stream, simulated_atom::value, std::move(outcome));
   } else {
     lock.unlock();
   }
+  running->done.store(true);
   caf::anon_send(pool, idle_atom::value, index);
 }
 
@@ -169,29 +189,34 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
   if (args.isolation == Isolation::process)
     self->state.process = std::make_shared<SimulationProcess>(*args.type, args.config, args.node);
   return {
-      [=](simulate_atom, SimulationJob& job) {
+      [=](simulate_atom, SimulationJob& given) {
         // The job must not hold the compute pool: the last reference dropped on one of its own threads
         // would make the pool join itself.
         JobContext context{args.type, args.config, args.node};
+        auto running = std::make_shared<RunningJob>();
+        running->job = std::move(given);
+        self->state.running = running;
+        const SimulationJob& job = running->job;
         const std::uint32_t worker_id = args.worker_id;
         const double timeout = args.timeout_seconds;
         if (auto process = self->state.process) {
-          args.compute->submit(
-              [process, worker_id, pool, index, timeout, node = args.node, job = std::move(job)] {
-                const auto start = Clock::now();
-                SimulationProcess::JobResult result;
-                try {
-                  result = process->run(job.ids, job.parameters, timeout);
-                } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
-                  for (auto id : job.ids)
-                    result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
-                }
-                SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
-                                          std::chrono::duration<double>(Clock::now() - start).count(),
-                                          std::move(result.unrun)};
-                caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
-                caf::anon_send(pool, idle_atom::value, index);
-              });
+          args.compute->submit([process, worker_id, pool, index, timeout, node = args.node, running] {
+            const SimulationJob& job = running->job;
+            const auto start = Clock::now();
+            SimulationProcess::JobResult result;
+            try {
+              result = process->run(job.ids, job.parameters, timeout);
+            } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
+              for (auto id : job.ids)
+                result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
+            }
+            SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
+                                      std::chrono::duration<double>(Clock::now() - start).count(),
+                                      std::move(result.unrun)};
+            running->done.store(true);
+            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+            caf::anon_send(pool, idle_atom::value, index);
+          });
           return;
         }
         auto instance = self->state.instance;
@@ -199,10 +224,9 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
           auto watched = std::make_shared<WatchedJob>();
           watched->stream = job.stream;
           watched->stream_id = job.stream_id;
-          watched->ids = std::move(job.ids);
-          args.compute->submit([watched, instance, context, worker_id, pool, index,
-                                parameters = std::move(job.parameters)]() mutable {
-            run_watched(std::move(watched), std::move(instance), std::move(context), std::move(parameters),
+          watched->ids = job.ids;
+          args.compute->submit([watched, instance, context, worker_id, pool, index, running]() mutable {
+            run_watched(std::move(watched), std::move(instance), std::move(context), std::move(running),
                         worker_id, pool, index);
           });
           self->state.watched = std::move(watched);
@@ -210,18 +234,41 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
           check_timeout(self, args);
           return;
         }
-        args.compute->submit([instance, context, worker_id, pool, index, job = std::move(job)] {
+        args.compute->submit([instance, context, worker_id, pool, index, running] {
+          const SimulationJob& job = running->job;
           const auto start = Clock::now();
           SimulationOutcome outcome;
           outcome.worker = worker_id;
           outcome.stream_id = job.stream_id;
           outcome.records.reserve(job.ids.size());
-          for (std::size_t i = 0; i < job.ids.size(); ++i)
+          for (std::size_t i = 0; i < job.ids.size(); ++i) {
+            if (running->stop.load(std::memory_order_relaxed)) {
+              outcome.unrun.assign(job.ids.begin() + static_cast<std::ptrdiff_t>(i), job.ids.end());
+              break;
+            }
             outcome.records.push_back(run_one(*instance, context, job.ids[i], job.parameters[i]));
+          }
           outcome.busy_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          running->done.store(true);
           caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
           caf::anon_send(pool, idle_atom::value, index);
         });
+      },
+      [=](simulation_cancel_atom, SimulationCancel& cancel) {
+        auto running = self->state.running;
+        if (!running || running->done.load() || running->job.stream_id != cancel.stream_id) return;
+        std::sort(cancel.ids.begin(), cancel.ids.end());
+        const auto cancelled = [&](std::uint64_t id) {
+          return std::binary_search(cancel.ids.begin(), cancel.ids.end(), id);
+        };
+        const auto& ids = running->job.ids;
+        if (auto process = self->state.process) {
+          // Its child runs the job's sets in turn: stopped when it is on a cancelled one.
+          const auto on = process->running_index();
+          if (on && *on < ids.size() && cancelled(ids[*on])) process->kill();
+          return;
+        }
+        if (std::any_of(ids.begin(), ids.end(), cancelled)) running->stop.store(true);
       },
       [=](simulation_timeout_atom, std::uint64_t watch) {
         if (watch == self->state.watch) check_timeout(self, args);
@@ -265,6 +312,35 @@ protocols::simulation_pool_type::behavior_type pool_actor(
       [=](idle_atom, std::uint32_t index) {
         self->state.free.push_back(index);
         self->state.dispatch(self);
+      },
+      [=](simulation_cancel_atom, SimulationCancel& cancel) {
+        // Queued jobs lose the cancelled sets; one left empty is answered at once (the stream counts it).
+        std::sort(cancel.ids.begin(), cancel.ids.end());
+        auto& queued = self->state.queued;
+        for (auto job = queued.begin(); job != queued.end();) {
+          if (job->stream_id != cancel.stream_id) {
+            ++job;
+            continue;
+          }
+          std::size_t kept = 0;
+          for (std::size_t i = 0; i < job->ids.size(); ++i) {
+            if (std::binary_search(cancel.ids.begin(), cancel.ids.end(), job->ids[i])) continue;
+            job->ids[kept] = job->ids[i];
+            job->parameters[kept] = std::move(job->parameters[i]);
+            ++kept;
+          }
+          job->ids.resize(kept);
+          job->parameters.resize(kept);
+          if (kept > 0) {
+            ++job;
+            continue;
+          }
+          caf::anon_send(job->stream, simulated_atom::value,
+                         SimulationOutcome{args.worker_id, job->stream_id, {}, 0});
+          job = queued.erase(job);
+        }
+        for (auto& simulation : self->state.simulations)
+          self->send(simulation, simulation_cancel_atom::value, cancel);
       },
       [=](shutdown_atom) {
         for (auto& s : self->state.simulations) self->send(s, shutdown_atom::value);

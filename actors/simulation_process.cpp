@@ -283,6 +283,12 @@ void SimulationProcess::kill() {
   ::kill(pid, SIGKILL);
 }
 
+std::optional<std::size_t> SimulationProcess::running_index() const {
+  const std::uint32_t on = progress_->index.load();
+  if (on == kIdle || pid_.load() <= 0) return std::nullopt;
+  return on;
+}
+
 std::string SimulationProcess::reap() {
   const pid_t pid = pid_.exchange(0);
   if (socket_ >= 0) {
@@ -322,6 +328,10 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
     const std::uint32_t on = progress_->index.load();
     const bool building = progress_->building.load() != 0;
     const std::string ending = reap();
+    if (killed_by_request_.load()) {  // stopped on purpose: nothing is charged
+      for (std::size_t i = result.records.size(); i < ids.size(); ++i) result.unrun.push_back(ids[i]);
+      return result;
+    }
     std::string why;
     if (failure == Failure::timeout)
       why = timeout_reason(timeout_seconds) + " (its simulation process " + std::to_string(pid) +
@@ -369,8 +379,7 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
     const int ready = ::poll(&watched, 1, wait_ms);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) continue;  // the deadline is checked above
-    if (!read_frame(socket_, answer))
-      return ended(Failure::crash, killed_by_request_.load() ? "was stopped" : "");
+    if (!read_frame(socket_, answer)) return ended(Failure::crash, "");
     std::string_view in(answer);
     std::uint8_t last = 0;
     std::uint32_t count = 0;

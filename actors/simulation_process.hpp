@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,12 @@ class SimulationProcess {
   // time.
   JobResult run(const std::vector<std::uint64_t>& ids, const std::vector<Value>& parameters,
                 double timeout_seconds);
-  // Kills the child now (from any thread): a run in progress returns with its set recorded as crashed.
+  // Kills the child now (from any thread): a run in progress returns with what it answered, and gives
+  // the rest of its job back unrun, charging none of it (the set it was on was cancelled, or the worker
+  // stops).
   void kill();
+  // The index in the running job of the set the child is on; nullopt before it took the job.
+  std::optional<std::size_t> running_index() const;
   // Children started so far (1 + the replacements).
   std::uint64_t started() const { return started_.load(); }
   pid_t pid() const { return pid_.load(); }

@@ -10,8 +10,10 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "actors/pending_sets.hpp"
 #include "actors/protocols/stream.hpp"
 #include "actors/protocols/worker.hpp"
+#include "storage/result_query.hpp"
 
 namespace tessera {
 namespace {
@@ -21,11 +23,6 @@ namespace {
 constexpr double kTargetJobSeconds = 0.002;
 constexpr std::size_t kMaxJob = 4096;
 
-struct Pending {
-  std::uint64_t id;
-  Value parameters;
-};
-
 struct StreamState {
   StreamActorArgs args;
   std::vector<StreamWorker> workers;
@@ -33,10 +30,11 @@ struct StreamState {
   // Per worker: parameter sets it answered since the scheduler's progress watchdog last asked.
   std::vector<std::uint64_t> answered;
   std::vector<bool> set_up;  // per worker: it has this stream's setup
-  std::deque<Pending> pending;
+  PendingSets pending;
   struct InFlight {
     Value parameters;
     std::uint32_t worker;
+    double priority;
   };
   std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
   // Sets that failed and run again: the reasons of their attempts so far, and how many crashed.
@@ -121,9 +119,19 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
                          std::to_string(st.max_in_flight()) + " unanswered; they were refused");
   if (take == 0) return;
   const std::span<const Value> sets(batch.parameters.data() + skip, take);
+  const bool prioritised = !batch.priorities.empty();
+  if (prioritised && batch.priorities.size() != batch.parameters.size()) {
+    st.args.sink->refuse("stream " + std::to_string(st.args.id) + ": a push from id " +
+                         std::to_string(batch.first_id) + " has " + std::to_string(batch.priorities.size()) +
+                         " priorities for " + std::to_string(batch.parameters.size()) +
+                         " parameter sets; it was refused");
+    return;
+  }
+  const auto priorities =
+      prioritised ? std::span<const double>(batch.priorities.data() + skip, take) : std::span<const double>();
   st.info.pushed = accepted + take;
   try {
-    st.args.store->accept(st.info, accepted, sets);
+    st.args.store->accept(st.info, accepted, sets, priorities);
   } catch (const std::exception& e) {
     std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
     end(self, e.what());
@@ -131,7 +139,8 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
   }
   st.pushes[accepted] = take;
   for (std::uint64_t i = 0; i < take; ++i)
-    st.pending.push_back(Pending{accepted + i, std::move(batch.parameters[skip + i])});
+    st.pending.push_back(
+        PendingSet{accepted + i, std::move(batch.parameters[skip + i]), prioritised ? priorities[i] : 0.0});
   // One sync for every push of the next millisecond, or none: a synced result write in between makes
   // everything written before it durable too.
   if (!st.sync_queued) {
@@ -186,12 +195,11 @@ void dispatch(StreamActor* self) {
       }
       SimulationJob job{caf::actor_cast<caf::actor>(self), st.args.id, {}, {}};
       for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
-        job.ids.push_back(st.pending.front().id);
-        job.parameters.push_back(st.pending.front().parameters);
+        PendingSet next = st.pending.pop();
+        job.ids.push_back(next.id);
+        job.parameters.push_back(next.parameters);
         st.in_flight.emplace(
-            st.pending.front().id,
-            StreamState::InFlight{std::move(st.pending.front().parameters), st.workers[w].id});
-        st.pending.pop_front();
+            next.id, StreamState::InFlight{std::move(next.parameters), st.workers[w].id, next.priority});
       }
       st.jobs_out[w] += 1;
       self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulate_atom::value,
@@ -216,10 +224,56 @@ bool retry(StreamState& st, StreamRecord& record) {
   return false;
 }
 
-// Sets to run again go first, in id order.
-void requeue(StreamState& st, std::vector<Pending>& again) {
-  std::sort(again.begin(), again.end(), [](const Pending& a, const Pending& b) { return a.id > b.id; });
+// Sets to run again go first among their priority, in id order.
+void requeue(StreamState& st, std::vector<PendingSet>& again) {
+  std::sort(again.begin(), again.end(), [](const PendingSet& a, const PendingSet& b) { return a.id > b.id; });
   for (auto& p : again) st.pending.push_front(std::move(p));
+}
+
+// A set in flight, taken back to run again.
+PendingSet take_back(StreamState& st, std::unordered_map<std::uint64_t, StreamState::InFlight>::iterator it) {
+  PendingSet set{it->first, std::move(it->second.parameters), it->second.priority};
+  st.in_flight.erase(it);
+  return set;
+}
+
+// Stores answers (synced) with the records of the pushes they complete, then delivers them to the
+// client. The store's error when it failed: the stream has ended.
+std::string store_answers(StreamActor* self, const std::vector<StreamResult>& results,
+                          std::vector<StreamRecord>& delivered) {
+  auto& st = self->state;
+  std::vector<std::uint64_t> completed;
+  for (const auto& r : results) {
+    auto push = st.pushes.upper_bound(r.id);
+    if (push == st.pushes.begin()) continue;
+    --push;
+    if (--push->second == 0) {
+      completed.push_back(push->first);
+      st.pushes.erase(push);
+    }
+  }
+  const std::uint64_t written_ahead = st.info.pushed;  // before this synced write in the log
+  try {
+    // Each id is answered once here (in_flight, pending), so no read-before-write is needed.
+    if (!st.args.store->put(st.args.id, results, ResultStore::Check::known_new, completed).empty())
+      acknowledge(self, written_ahead);
+  } catch (const std::exception& e) {
+    std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
+    end(self, e.what());
+    return e.what();
+  }
+  st.stored += results.size();
+  st.args.sink->deliver(delivered);
+  return {};
+}
+
+// The reasons of a set's earlier attempts, now that it has its final answer.
+void attach_attempts(StreamState& st, StreamRecord& record) {
+  if (st.attempts.empty()) return;
+  auto earlier = st.attempts.find(record.id);
+  if (earlier == st.attempts.end()) return;
+  record.attempts = std::move(earlier->second.reasons);
+  st.attempts.erase(earlier);
 }
 
 void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
@@ -233,12 +287,11 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
     st.seconds_per_set = st.seconds_per_set < 0 ? per_set : 0.7 * st.seconds_per_set + 0.3 * per_set;
   }
-  std::vector<Pending> again;
+  std::vector<PendingSet> again;
   for (auto id : outcome.unrun) {
     auto it = st.in_flight.find(id);
-    if (it == st.in_flight.end()) continue;
-    again.push_back(Pending{id, std::move(it->second.parameters)});
-    st.in_flight.erase(it);
+    if (it == st.in_flight.end()) continue;  // answered meanwhile (cancelled, or a rerun's)
+    again.push_back(take_back(st, it));
   }
   std::vector<StreamResult> results;
   std::vector<StreamRecord> delivered;
@@ -248,46 +301,100 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
     if (r.failed && st.args.settings.retries > 0 && retry(st, r)) {
-      again.push_back(Pending{r.id, std::move(it->second.parameters)});
-      st.in_flight.erase(it);
+      again.push_back(take_back(st, it));
       continue;
     }
-    if (!st.attempts.empty()) {
-      auto earlier = st.attempts.find(r.id);
-      if (earlier != st.attempts.end()) {
-        r.attempts = std::move(earlier->second.reasons);
-        st.attempts.erase(earlier);
-      }
-    }
+    attach_attempts(st, r);
     results.push_back(
         StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node, r.failure, r.attempts});
     delivered.push_back(std::move(r));
   }
   requeue(st, again);
-  // The pushes these results complete: their records go in the same write.
-  std::vector<std::uint64_t> completed;
-  for (const auto& r : results) {
-    auto push = st.pushes.upper_bound(r.id);
-    if (push == st.pushes.begin()) continue;
-    --push;
-    if (--push->second == 0) {
-      completed.push_back(push->first);
-      st.pushes.erase(push);
-    }
-  }
-  const std::uint64_t written_ahead = st.info.pushed;  // before this synced write in the log
-  try {
-    // Each id is answered once here (in_flight), so no read-before-write is needed.
-    if (!st.args.store->put(st.args.id, results, ResultStore::Check::known_new, completed).empty())
-      acknowledge(self, written_ahead);
-  } catch (const std::exception& e) {
-    std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
-    end(self, e.what());
-    return;
-  }
-  st.stored += results.size();
   for (const auto& r : delivered) st.in_flight.erase(r.id);
-  st.args.sink->deliver(delivered);
+  if (!store_answers(self, results, delivered).empty()) return;
+  dispatch(self);
+  finish_if_done(self);
+}
+
+// Whether `id` is in one of `merged` (sorted, not overlapping).
+bool in_ranges(const std::vector<IdRange>& merged, std::uint64_t id) {
+  auto after = std::upper_bound(merged.begin(), merged.end(), id,
+                                [](std::uint64_t x, const IdRange& range) { return x < range.first; });
+  return after != merged.begin() && id < std::prev(after)->last;
+}
+
+// Cancels the sets accepted and not answered that the request selects: queued ones leave the queue,
+// running ones are answered now and their workers told to stop them; each is stored as cancelled.
+void cancel(StreamActor* self, StreamCancel& request) {
+  auto& st = self->state;
+  const std::string where = "stream " + std::to_string(st.args.id) + ": ";
+  const auto reply = [&request](CancelledSets counts, std::string error) {
+    if (request.reply) (*request.reply)(counts, std::move(error));
+  };
+  if (request.ranges.empty() && request.where.empty())
+    return reply({}, where + "a cancellation selects sets by ids or by a filter; this one gave neither");
+  ResultFilter filter;
+  try {
+    filter = ResultFilter::parse(request.where);
+  } catch (const QueryError& e) {
+    return reply({}, where + e.what());
+  }
+  auto ranges = std::move(request.ranges);
+  std::sort(ranges.begin(), ranges.end());
+  // Overlapping ranges merged, so that the search below finds the one that holds an id.
+  std::vector<IdRange> merged;
+  for (const auto& r : ranges) {
+    if (r.first >= r.last) continue;
+    if (!merged.empty() && r.first <= merged.back().last)
+      merged.back().last = std::max(merged.back().last, r.last);
+    else
+      merged.push_back(r);
+  }
+  if (!ranges.empty() && merged.empty()) return reply({}, "");  // only empty ranges: nothing selected
+  const auto selected = [&](std::uint64_t id, const Value& parameters) {
+    return (merged.empty() || in_ranges(merged, id)) && filter.matches_set(id, parameters);
+  };
+  std::vector<StreamResult> results;
+  std::vector<StreamRecord> delivered;
+  const auto answer = [&](std::uint64_t id, Value parameters, bool running) {
+    StreamRecord record{
+        id,   Value{},
+        true, running ? "cancelled by request while it ran" : "cancelled by request before it ran",
+        {},   Failure::cancelled};
+    attach_attempts(st, record);
+    results.push_back(StreamResult{
+        id, Value{}, std::move(parameters), true, record.error, {}, Failure::cancelled, record.attempts});
+    delivered.push_back(std::move(record));
+  };
+  CancelledSets counts;
+  for (auto& set : st.pending.take_if([&](const PendingSet& p) { return selected(p.id, p.parameters); })) {
+    answer(set.id, std::move(set.parameters), false);
+    ++counts.queued;
+  }
+  std::map<std::uint32_t, std::vector<std::uint64_t>> running;  // by worker
+  for (auto it = st.in_flight.begin(); it != st.in_flight.end();) {
+    if (!selected(it->first, it->second.parameters)) {
+      ++it;
+      continue;
+    }
+    running[it->second.worker].push_back(it->first);
+    answer(it->first, std::move(it->second.parameters), true);
+    it = st.in_flight.erase(it);
+    ++counts.running;
+  }
+  if (!results.empty())
+    if (auto failed = store_answers(self, results, delivered); !failed.empty())
+      return reply({}, where + "the cancelled sets could not be stored: " + failed);
+  // A late answer of these is dropped (they are no longer in flight); the worker stops what it can.
+  for (auto& [worker, ids] : running)
+    for (const auto& w : st.workers)
+      if (w.id == worker)
+        self->send(caf::actor_cast<protocols::worker_actor_type>(w.actor), simulation_cancel_atom::value,
+                   SimulationCancel{st.args.id, std::move(ids)});
+  if (counts.queued + counts.running > 0)
+    std::cerr << "[tessera] stream " << st.args.id << ": cancelled " << counts.queued << " queued and "
+              << counts.running << " running parameter sets" << std::endl;
+  reply(counts, "");
   dispatch(self);
   finish_if_done(self);
 }
@@ -305,7 +412,9 @@ void resume(StreamActor* self) {
       continue;
     }
     st.pushes[push.first_id] = push.unanswered.size();
-    for (auto& [id, parameters] : push.unanswered) st.pending.push_back(Pending{id, std::move(parameters)});
+    for (std::size_t i = 0; i < push.unanswered.size(); ++i)
+      st.pending.push_back(PendingSet{push.unanswered[i].first, std::move(push.unanswered[i].second),
+                                      push.priorities.empty() ? 0.0 : push.priorities[i]});
   }
   st.args.store->forget_pushes(st.args.id, answered);
   st.stored = st.info.pushed - std::min<std::uint64_t>(st.info.pushed, st.pending.size());
@@ -339,6 +448,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
   st.info.isolation = st.args.settings.isolation.value_or(Isolation::thread);
   st.info.timeout_seconds = st.args.settings.timeout_seconds;
   st.info.retries = st.args.settings.retries;
+  st.info.parameter_names = st.args.settings.parameter_names;
   st.info.config = st.args.settings.config;
   if (st.args.resumed) {
     try {
@@ -375,6 +485,13 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         finish_if_done(self);
       },
       [=](stream_attach_atom, StreamAttach& request) { return attach(self, request); },
+      [=](stream_cancel_atom, StreamCancel& request) {
+        if (self->state.finished) {
+          if (request.reply) (*request.reply)({}, "");
+          return;
+        }
+        cancel(self, request);
+      },
       [=](simulated_atom, SimulationOutcome& outcome) { on_outcome(self, outcome); },
       [=](worker_joined_atom, const StreamWorker& joined) {
         auto& st = self->state;
@@ -397,17 +514,17 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
             st.set_up.erase(st.set_up.begin() + static_cast<std::ptrdiff_t>(w));
             break;
           }
-        std::vector<Pending> again;
+        std::vector<PendingSet> again;
         for (auto it = st.in_flight.begin(); it != st.in_flight.end();) {
           if (it->second.worker != worker) {
             ++it;
             continue;
           }
-          again.push_back(Pending{it->first, std::move(it->second.parameters)});
-          it = st.in_flight.erase(it);
+          auto next = std::next(it);
+          again.push_back(take_back(st, it));
+          it = next;
         }
-        std::sort(again.begin(), again.end(), [](const Pending& a, const Pending& b) { return a.id > b.id; });
-        for (auto& p : again) st.pending.push_front(std::move(p));
+        requeue(st, again);
         st.rerun += again.size();
         dispatch(self);
       },
@@ -454,6 +571,14 @@ std::string StreamSettings::check() const {
   if (retries > kMaxRetries)
     return where + "retries " + std::to_string(retries) + " exceeds the limit of " +
            std::to_string(kMaxRetries);
+  if (parameter_names.size() > kMaxParameterNames)
+    return where + std::to_string(parameter_names.size()) + " parameter names exceed the limit of " +
+           std::to_string(kMaxParameterNames);
+  for (std::size_t i = 0; i < parameter_names.size(); ++i)
+    if (parameter_names[i].size() > kMaxParameterNameBytes)
+      return where + "parameter name " + std::to_string(i + 1) + " is " +
+             std::to_string(parameter_names[i].size()) + " bytes, over the limit of " +
+             std::to_string(kMaxParameterNameBytes);
   return {};
 }
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/stream_sink.hpp"
 #include "graph/simulation.hpp"
@@ -36,6 +37,10 @@ struct StreamSettings {
   std::uint32_t retries = 0;   // at most kMaxRetries
   static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
   static constexpr std::uint32_t kMaxRetries = 100;
+  // What the parameters are called, for the header of exports (empty: unnamed).
+  std::vector<std::string> parameter_names{};
+  static constexpr std::size_t kMaxParameterNames = 4096;
+  static constexpr std::size_t kMaxParameterNameBytes = 256;
   // What is wrong with these settings (naming the setting), or empty.
   std::string check() const;
   // More would be refused: a peer's stream must not make workers spawn without end.

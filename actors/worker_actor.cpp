@@ -82,6 +82,9 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
       [=](simulate_atom, SimulationJob& job) {
         return self->delegate(self->state.simulations, simulate_atom::value, std::move(job));
       },
+      [=](simulation_cancel_atom, SimulationCancel& cancel) {
+        return self->delegate(self->state.simulations, simulation_cancel_atom::value, std::move(cancel));
+      },
       [=](glm_atom, GlmMessage& message) {
         return self->delegate(self->state.glm, glm_atom::value, std::move(message));
       },

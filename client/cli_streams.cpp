@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <tessera/tessera.hpp>
 #include <thread>
 
 #include "cli_options.hpp"
+#include "storage/result_query.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -63,6 +65,7 @@ class CsvReader {
         if (is_header(cells)) {
           header_line_ = line_;
           columns_ = cells.size();
+          header_ = cells;
           continue;
         }
       }
@@ -74,6 +77,7 @@ class CsvReader {
   std::size_t line() const { return line_; }
   // The line of the header row; 0 when the file has none.
   std::size_t header_line() const { return header_line_; }
+  const std::vector<std::string>& header() const { return header_; }
   const std::string& name() const { return name_; }
 
  private:
@@ -180,7 +184,27 @@ class CsvReader {
   HeaderRule rule_;
   bool first_row_ = true;
   std::size_t line_ = 0, header_line_ = 0, columns_ = 0;
+  std::vector<std::string> header_;
 };
+
+// The index of --priority-column's column in the header.
+std::size_t priority_index(const CsvReader& reader, const std::string& column) {
+  if (!reader.header_line())
+    throw CsvError("--priority-column " + excerpt(column) + ": " + reader.name() +
+                   " has no header row naming its columns");
+  const auto& header = reader.header();
+  for (std::size_t c = 0; c < header.size(); ++c)
+    if (header[c] == column) {
+      if (header.size() == 1)
+        throw CsvError("--priority-column " + excerpt(column) + ": it is the only column of " +
+                       reader.name() + ", which leaves no parameters");
+      return c;
+    }
+  std::string names;
+  for (const auto& h : header) names += (names.empty() ? "" : ", ") + excerpt(h, 64);
+  throw CsvError("--priority-column " + excerpt(column) + ": no such column in the header of " +
+                 reader.name() + " (its columns: " + names + ")");
+}
 
 // The CLI's connection: a client of the scheduler like any other, named so in the scheduler's log.
 tessera::Client connect(const Target& target) {
@@ -217,11 +241,70 @@ void write_text(const std::string& text, const std::string& path) {
 
 }  // namespace
 
+std::vector<IdRange> parse_id_ranges(std::string_view text) {
+  std::vector<IdRange> ranges;
+  const auto id = [&](std::string_view part, std::string_view whole) {
+    part = trim(part);
+    std::uint64_t value = 0;
+    auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size() ||
+        value == std::numeric_limits<std::uint64_t>::max())
+      throw std::invalid_argument("--ids: '" + excerpt(whole) +
+                                  "' is not an id or a range FIRST-LAST of ids");
+    return value;
+  };
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    const auto part = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    const auto dash = part.find('-');
+    const std::uint64_t first = id(part.substr(0, dash), part);
+    const std::uint64_t last = dash == std::string_view::npos ? first : id(part.substr(dash + 1), part);
+    if (last < first) throw std::invalid_argument("--ids: '" + excerpt(part) + "' ends before it begins");
+    ranges.push_back(IdRange{first, last + 1});
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return ranges;
+}
+
+int stream_cancel(const Target& target, const CancelOptions& options) {
+  std::vector<IdRange> ranges;
+  if (!options.ids.empty()) {
+    try {
+      ranges = parse_id_ranges(options.ids);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tessera: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  try {  // checked here first, so a malformed filter is a usage error (2), not the node's refusal (1)
+    static_cast<void>(ResultFilter::parse(options.where));
+  } catch (const QueryError& e) {
+    std::cerr << "tessera: --where: " << bounded_message(e.what()) << "\n";
+    return 2;
+  }
+  auto client = connect(target);
+  CancelledSets cancelled;
+  try {
+    cancelled = options.ids.empty() ? client.cancel_sets_where(options.stream, options.where)
+                                    : client.cancel_sets(options.stream, std::move(ranges));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessera: " << bounded_message(e.what()) << "\n";
+    return 1;
+  }
+  std::cout << "stream " << options.stream << ": cancelled " << cancelled.queued << " queued and "
+            << cancelled.running << " running parameter sets" << std::endl;
+  return 0;
+}
+
 int stream_push(const Target& target, const PushOptions& options) {
   const std::string& input = options.input;
   // The file is checked, and its first parameter set read, before anything is opened on the node.
   std::optional<CsvReader> reader;
   std::optional<std::vector<double>> row;
+  std::optional<std::size_t> priority_column;
+  std::vector<std::string> names;  // the header's, without the priority column
   try {
     reader.emplace(input, options.header);
     row = reader->next();
@@ -229,6 +312,18 @@ int stream_push(const Target& target, const PushOptions& options) {
       throw CsvError(reader->name() + ": only a header (line " + std::to_string(reader->header_line()) +
                      "), no parameter sets");
     if (!row) throw CsvError(reader->name() + ": no parameter sets (the file is empty)");
+    if (!options.priority_column.empty()) priority_column = priority_index(*reader, options.priority_column);
+    names = reader->header();
+    if (priority_column) names.erase(names.begin() + static_cast<std::ptrdiff_t>(*priority_column));
+    for (std::size_t c = 0; c < names.size(); ++c)
+      if (names[c].size() > StreamOptions::kMaxParameterNameBytes)
+        throw CsvError(reader->name() + ":" + std::to_string(reader->header_line()) + ": cell " +
+                       std::to_string(c + 1) + " of the header is " + std::to_string(names[c].size()) +
+                       " bytes, over the limit of " + std::to_string(StreamOptions::kMaxParameterNameBytes) +
+                       " for a parameter's name");
+    if (names.size() > StreamOptions::kMaxParameterNames)
+      throw CsvError(reader->name() + ": " + std::to_string(names.size()) + " columns, over the limit of " +
+                     std::to_string(StreamOptions::kMaxParameterNames));
   } catch (const CsvError& e) {
     std::cerr << "tessera: " << e.what() << "; nothing was pushed\n";
     return 2;
@@ -240,6 +335,7 @@ int stream_push(const Target& target, const PushOptions& options) {
   stream_options.isolation = options.isolation;
   stream_options.timeout = std::chrono::duration<double>(options.timeout_seconds);
   stream_options.retries = options.retries;
+  stream_options.parameter_names = std::move(names);
   auto stream = client.stream(options.simulation, std::move(stream_options));
   std::atomic<std::uint64_t> stored{0}, failed{0};
   stream.on_result([&](const StreamRecord& r) {
@@ -267,7 +363,12 @@ int stream_push(const Target& target, const PushOptions& options) {
   std::string problem, lost;
   while (row) {
     try {
-      stream.push(*row);
+      tessera::SetOptions set;
+      if (priority_column) {
+        set.priority = (*row)[*priority_column];
+        row->erase(row->begin() + static_cast<std::ptrdiff_t>(*priority_column));
+      }
+      stream.push(*row, set);
     } catch (const SubmissionError& e) {
       problem = reader->name() + ":" + std::to_string(reader->line()) + ": " + bounded_message(e.what());
       break;

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tessera/client.hpp>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -33,6 +35,13 @@ struct PushOptions {
   double timeout_seconds = 0;          // per set; 0: none
   std::uint32_t retries = 0;           // attempts after a failure
   std::optional<Isolation> isolation;  // unset: the node's streams.isolation
+  std::string priority_column;         // a column of the header: each row's priority, not a parameter
+};
+
+struct CancelOptions {
+  std::uint64_t stream = 0;
+  std::string ids;    // "10-99", "3,5,7-9" (inclusive ranges)
+  std::string where;  // a filter over id and parameters
 };
 
 struct ResultsOptions {
@@ -48,5 +57,11 @@ struct ResultsOptions {
 int stream_push(const Target& target, const PushOptions& options);
 // Prints (or writes to --output) the answer; an unknown stream is an error in every format (exit 1).
 int results(const Target& target, const ResultsOptions& options);
+// Cancels the stream's sets that --ids or --where select and prints how many. Exit codes: 0 done (also
+// when none was left to cancel); 2 malformed --ids or --where; 1 the node refused (no such stream
+// running, a filter it cannot read).
+int stream_cancel(const Target& target, const CancelOptions& options);
+// "10-99,120,130-139" as id ranges [first, last). Throws std::invalid_argument naming --ids and the part.
+std::vector<IdRange> parse_id_ranges(std::string_view text);
 
 }  // namespace tessera::cli

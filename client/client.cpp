@@ -78,6 +78,16 @@ ResultQuery Client::results(std::uint64_t stream) {
   return ResultQuery(backend_->results(), stream);
 }
 
+CancelledSets Client::cancel_sets(std::uint64_t stream, std::vector<IdRange> ids) {
+  std::erase_if(ids, [](const IdRange& r) { return r.first >= r.last; });
+  if (ids.empty()) return {};
+  return backend_->cancel_sets(stream, std::move(ids), {});
+}
+
+CancelledSets Client::cancel_sets_where(std::uint64_t stream, std::string_view filter) {
+  return backend_->cancel_sets(stream, {}, std::string(filter));
+}
+
 std::shared_ptr<ResultSink> Client::send(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                          std::uint32_t slots) {
   return backend_->submit(std::move(operations), std::move(watches), slots, defaults_.checkpoint);

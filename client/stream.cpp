@@ -1,5 +1,7 @@
 #include "tessera/stream.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "actors/cluster_backend.hpp"
@@ -18,15 +20,28 @@ struct Stream::State {
   std::uint64_t next_id = 0;  // the id the next push gets
   std::uint64_t sent = 0;     // ids below this have been sent
   std::vector<Value> buffer;  // pushed, not yet sent
+  // Aligned with buffer once one of its sets has a priority; empty while all are 0.
+  std::vector<double> priorities;
   bool closed = false;
 
   // Sends what is buffered; the caller holds the mutex.
   void flush_locked() {
     if (buffer.empty()) return;
-    StreamBatch batch{sent, std::move(buffer)};
+    StreamBatch batch{sent, std::move(buffer), std::move(priorities)};
     sent += batch.parameters.size();
     buffer.clear();
+    priorities.clear();
     backend->push(id, std::move(batch));
+  }
+
+  CancelledSets cancel(std::vector<IdRange> ranges, std::string where) {
+    {
+      std::lock_guard lock(mutex);
+      flush_locked();
+    }
+    // Every set of a finished stream has its answer: there is nothing to cancel, nor anyone to ask.
+    if (sink->wait_finished(std::chrono::steady_clock::now())) return {};
+    return backend->cancel_sets(id, std::move(ranges), std::move(where));
   }
 };
 
@@ -55,9 +70,12 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   settings.max_in_flight = st.max_in_flight;
   static_assert(StreamOptions::kMaxTimeoutSeconds == StreamSettings::kMaxTimeoutSeconds);
   static_assert(StreamOptions::kMaxRetries == StreamSettings::kMaxRetries);
+  static_assert(StreamOptions::kMaxParameterNames == StreamSettings::kMaxParameterNames);
+  static_assert(StreamOptions::kMaxParameterNameBytes == StreamSettings::kMaxParameterNameBytes);
   settings.isolation = options.isolation;
   settings.timeout_seconds = options.timeout.count();
   settings.retries = options.retries;
+  settings.parameter_names = std::move(options.parameter_names);
   if (auto wrong = settings.check(); !wrong.empty()) throw std::invalid_argument(wrong);
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
   auto stream_id = std::make_shared<std::uint64_t>(0);
@@ -111,10 +129,14 @@ std::uint64_t Stream::pushed() const {
   return state_->next_id;
 }
 
-std::uint64_t Stream::push_value(Value parameters) {
+std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
   auto& st = *state_;
   std::unique_lock lock(st.mutex);
   if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
+  if (!std::isfinite(options.priority))
+    throw std::invalid_argument("parameter set " + std::to_string(st.next_id) + " of stream " +
+                                std::to_string(st.id) + ": priority " + std::to_string(options.priority) +
+                                " is not a finite number");
   if (auto why = st.shape.check(parameters); !why.empty())
     throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
                           std::to_string(st.id) + ": " + why);
@@ -122,6 +144,10 @@ std::uint64_t Stream::push_value(Value parameters) {
   if (st.sink->in_flight() + 1 > st.max_in_flight) st.flush_locked();
   st.sink->acquire(st.next_id);
   const std::uint64_t id = st.next_id++;
+  if (options.priority != 0 || !st.priorities.empty()) {
+    st.priorities.resize(st.buffer.size(), 0.0);  // the sets buffered before it had priority 0
+    st.priorities.push_back(options.priority);
+  }
   st.buffer.push_back(std::move(parameters));
   // Send now when nothing sent is outstanding (latency), else batch until the batch is full.
   if (st.buffer.size() >= kMaxBatch || st.sink->in_flight() <= st.buffer.size()) st.flush_locked();
@@ -131,6 +157,30 @@ std::uint64_t Stream::push_value(Value parameters) {
 void Stream::flush() {
   std::lock_guard lock(state_->mutex);
   state_->flush_locked();
+}
+
+CancelledSets Stream::cancel(std::span<const std::uint64_t> ids) {
+  std::vector<std::uint64_t> sorted(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<IdRange> ranges;  // runs of consecutive ids travel as one range
+  for (auto id : sorted) {
+    if (!ranges.empty() && ranges.back().last >= id) {
+      ranges.back().last = std::max(ranges.back().last, id + 1);
+      continue;
+    }
+    ranges.push_back(IdRange{id, id + 1});
+  }
+  if (ranges.empty()) return {};
+  return state_->cancel(std::move(ranges), {});
+}
+
+CancelledSets Stream::cancel(IdRange ids) {
+  if (ids.first >= ids.last) return {};
+  return state_->cancel({ids}, {});
+}
+
+CancelledSets Stream::cancel_where(std::string_view filter) {
+  return state_->cancel({}, std::string(filter));
 }
 
 void Stream::close() {

@@ -3,6 +3,7 @@
 //   tessera --scheduler ADDR status [--json]      what the scheduler is doing
 //   tessera --scheduler ADDR workers [--json]     its workers: name, address, threads, memory, tasks
 //   tessera --scheduler ADDR stream push --simulation NAME --input FILE.csv [--output FILE.csv]
+//   tessera --scheduler ADDR stream cancel --stream ID (--ids 10-99 | --where 'id >= 100')
 //   tessera --scheduler ADDR results --stream ID [--where FILTER] [--format summary|count|csv|json]
 // With CURVE on the node: --public-key FILE --secret-key FILE --scheduler-key KEY_OR_FILE, or
 // --client-config FILE.toml. Exit codes: 0 done, 1 the command failed, 2 bad usage or a refused input.
@@ -248,8 +249,29 @@ int main(int argc, char** argv) {
                        "simulation actor; a crash fails only its set); default: the node's "
                        "streams.isolation")
           ->check(CLI::IsMember({"thread", "process"}));
+  push_command
+      ->add_option("--priority-column", push.priority_column,
+                   "a column of the CSV's header whose values are each row's priority (higher runs first "
+                   "among queued sets) and not a parameter")
+      ->check(tessera::cli::text_at_most(256));
   push_command->add_option("--output", push.output, "also write the stored results there as CSV");
   push_command->add_flag("--quiet", push.quiet, "no progress line");
+
+  tessera::cli::CancelOptions cancel;
+  auto* cancel_command = stream_command->add_subcommand(
+      "cancel",
+      "cancel a running stream's parameter sets that have no result yet: queued ones never run, running "
+      "ones are stopped (process isolation) or abandoned (thread isolation); each is stored as cancelled");
+  cancel_command->add_option("--stream", cancel.stream, "the stream's id")
+      ->required()
+      ->check(tessera::cli::unsigned_in(1, std::numeric_limits<std::uint64_t>::max()));
+  auto* ids_option =
+      cancel_command->add_option("--ids", cancel.ids, "ids and inclusive ranges, e.g. 10-99 or 3,5,7-9")
+          ->check(tessera::cli::text_at_most(65536));
+  auto* where_option =
+      cancel_command->add_option("--where", cancel.where, "a filter over id and parameters, e.g. 'id >= 100'")
+          ->check(tessera::cli::text_at_most(65536));
+  ids_option->excludes(where_option);
 
   tessera::cli::ResultsOptions results;
   auto* results_command = app.add_subcommand("results", "query a stream's stored results");
@@ -287,8 +309,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // CLI11 says only "A subcommand is required" for these two: name what was wrong.
-    if (dynamic_cast<const CLI::RequiredError*>(&e) && stream_command->parsed() && !push_command->parsed()) {
-      std::cerr << "tessera: stream needs a command: push (see tessera stream push --help)\n";
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && stream_command->parsed() && !push_command->parsed() &&
+        !cancel_command->parsed()) {
+      std::cerr << "tessera: stream needs a command: push or cancel (see tessera stream --help)\n";
       return 2;
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && checkpoints_command->parsed() &&
@@ -299,7 +322,8 @@ int main(int argc, char** argv) {
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !app.remaining().empty()) {
       std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
-                << "' (keygen, status, workers, stream push, results, checkpoints; see tessera --help)\n";
+                << "' (keygen, status, workers, stream push, stream cancel, results, checkpoints; see "
+                   "tessera --help)\n";
       return 2;
     }
     return tessera::cli::parse_failure(app, e);
@@ -308,6 +332,7 @@ int main(int argc, char** argv) {
   try {
     if (keygen_command->parsed()) return keygen(prefix);
     const std::string command = push_command->parsed()               ? "stream push"
+                                : cancel_command->parsed()           ? "stream cancel"
                                 : list_checkpoints_command->parsed() ? "checkpoints list"
                                 : drop_checkpoints_command->parsed()
                                     ? "checkpoints drop"
@@ -341,6 +366,13 @@ int main(int argc, char** argv) {
         if (isolation_option->count())
           push.isolation = isolation == "process" ? tessera::Isolation::process : tessera::Isolation::thread;
         return tessera::cli::stream_push(target, push);
+      }
+      if (cancel_command->parsed()) {
+        if (!ids_option->count() && !where_option->count()) {
+          std::cerr << "tessera: stream cancel needs --ids or --where (which sets to cancel)\n";
+          return 2;
+        }
+        return tessera::cli::stream_cancel(target, cancel);
       }
       if (list_checkpoints_command->parsed()) return tessera::cli::list_checkpoints(target, checkpoints);
       if (drop_checkpoints_command->parsed()) return tessera::cli::drop_checkpoints(target, checkpoints);

@@ -24,6 +24,8 @@ const char* failure_name(Failure failure) {
       return "crash";
     case Failure::timeout:
       return "timeout";
+    case Failure::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }

@@ -21,10 +21,13 @@ const char* isolation_name(Isolation isolation);
 // Why a parameter set failed, when it did.
 enum class Failure : std::uint8_t {
   none,
-  error,    // the simulation threw (or could not be built)
-  crash,    // its process died (a signal, or an exit) while it ran this set
-  timeout,  // it ran past the stream's timeout
+  error,      // the simulation threw (or could not be built)
+  crash,      // its process died (a signal, or an exit) while it ran this set
+  timeout,    // it ran past the stream's timeout
+  cancelled,  // cancelled by request (Stream::cancel, tessera stream cancel) before it was answered
 };
+// The highest Failure a decoder accepts.
+inline constexpr Failure kLastFailure = Failure::cancelled;
 const char* failure_name(Failure failure);
 // "timeout after 1.5 s": how a timed-out set's error begins, whatever its isolation.
 std::string timeout_reason(double seconds);
@@ -52,6 +55,20 @@ struct StreamResult {
   std::vector<std::string> attempts{};
 
   StreamRecord record() const { return StreamRecord{id, value, failed, error, node, failure, attempts}; }
+};
+
+// What a cancellation caught: sets still queued (dropped before they ran) and sets running (stopped
+// under process isolation, abandoned under thread isolation). Each is stored as failed, Failure::cancelled.
+struct CancelledSets {
+  std::uint64_t queued = 0;
+  std::uint64_t running = 0;
+};
+
+// Parameter set ids first <= id < last.
+struct IdRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  auto operator<=>(const IdRange&) const = default;
 };
 
 // A query over stored results that cannot be answered (a bad filter or field names the position).

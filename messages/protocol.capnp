@@ -283,6 +283,7 @@ struct StreamOpen {
   isolation @5 :UInt8;      # 0: the scheduler's [streams] isolation, 1: thread, 2: process
   timeoutSeconds @6 :Float64;  # per set; 0: none
   retries @7 :UInt32;
+  parameterNames @8 :List(Text);  # for exports' headers; empty: unnamed
 }
 
 # Client -> scheduler, after a reconnect: results of this open stream go to this connection now; the
@@ -314,6 +315,36 @@ struct StreamPush {
   streamId @0 :UInt64;
   firstId @1 :UInt64;
   parameters @2 :List(Values.Value);
+  priorities @3 :List(Float64);  # aligned with parameters (finite); empty: every one 0
+}
+
+# Client -> scheduler: cancel the accepted, unanswered sets of a stream that are in `ranges` (when any)
+# and match `where` (when not empty). Any client of the node may, not only the one that opened it.
+# Answered by streamCancelled with the same requestId.
+struct StreamCancel {
+  requestId @0 :UInt64;
+  streamId @1 :UInt64;
+  ranges @2 :List(IdRange);
+  where @3 :Text;           # a results filter over id and parameters ("id >= 100", "parameters[0] > 2")
+}
+
+struct IdRange {
+  first @0 :UInt64;
+  last @1 :UInt64;          # one past the last id
+}
+
+struct StreamCancelled {
+  requestId @0 :UInt64;
+  error @1 :Text;           # why nothing was cancelled (an unknown stream, a bad filter)
+  queued @2 :UInt64;        # sets dropped before they ran
+  running @3 :UInt64;       # sets stopped (process isolation) or abandoned (thread isolation)
+}
+
+# Scheduler -> worker: these sets of a stream were answered as cancelled: drop them from queued jobs,
+# stop the ones running.
+struct SimulationCancel {
+  streamId @0 :UInt64;
+  ids @1 :List(UInt64);
 }
 
 struct StreamRecord {
@@ -323,7 +354,7 @@ struct StreamRecord {
   error @3 :Text;
   node @4 :Text;
   parameters @5 :Values.Value;   # in query answers (records)
-  failure @6 :UInt8;             # with failed: tessera::Failure (1 error, 2 crash, 3 timeout)
+  failure @6 :UInt8;             # with failed: tessera::Failure (1 error, 2 crash, 3 timeout, 4 cancelled)
   attempts @7 :List(Text);       # the reasons of the failed attempts before the last
 }
 
@@ -600,5 +631,8 @@ struct Envelope {
     streamAccepted @43 :StreamAccepted;
     checkpointsRequest @44 :CheckpointsRequest;
     checkpointsAnswer @45 :CheckpointsAnswer;
+    streamCancel @46 :StreamCancel;
+    streamCancelled @47 :StreamCancelled;
+    simulationCancel @48 :SimulationCancel;
   }
 }

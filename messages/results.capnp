@@ -14,7 +14,7 @@ struct StoredResult {
   }
   parameters @2 :Values.Value;   # the parameter set, for queries and export
   attempts @3 :List(Text);       # the reasons of the failed attempts before the last (retries)
-  failure @4 :UInt8;             # with error: why (tessera::Failure: 1 error, 2 crash, 3 timeout)
+  failure @4 :UInt8;             # with error: why (tessera::Failure: 1 error, 2 crash, 3 timeout, 4 cancelled)
 }
 
 struct StoredError {
@@ -35,12 +35,14 @@ struct StreamInfo {
   isolation @8 :UInt8;         # tessera::Isolation: 0 thread, 1 process
   timeoutSeconds @9 :Float64;  # per set; 0: none
   retries @10 :UInt32;
+  parameterNames @11 :List(Text);  # what the stream's client called the parameters (a CSV's header)
 }
 
 # Parameter sets a stream accepted in one push (ids from the key's on), written ahead so that a
 # restarted node runs those without a stored result; deleted once every one of them is answered.
 struct PendingBatch {
   parameters @0 :List(Values.Value);
+  priorities @1 :List(Float64);  # aligned with parameters; empty: every one 0
 }
 
 # What a checkpoint record holds, beside its value (for `tessera checkpoints list`).

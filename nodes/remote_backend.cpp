@@ -95,6 +95,9 @@ class RemoteBackend final : public ClusterBackend {
       open.setIsolation(settings.isolation ? static_cast<std::uint8_t>(*settings.isolation) + 1 : 0);
       open.setTimeoutSeconds(settings.timeout_seconds);
       open.setRetries(settings.retries);
+      auto names = open.initParameterNames(static_cast<unsigned>(settings.parameter_names.size()));
+      for (std::size_t i = 0; i < settings.parameter_names.size(); ++i)
+        names.set(static_cast<unsigned>(i), settings.parameter_names[i]);
       if (settings.config)
         wire::encode(*settings.config,
                      open.initConfig(static_cast<unsigned>(settings.config->entries().size())),
@@ -241,6 +244,38 @@ class RemoteBackend final : public ClusterBackend {
     return received.envelope().getCheckpointsAnswer().getDropped();
   }
 
+  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) override {
+    const std::uint64_t request = next_request_++;
+    std::future<transport::Received> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer = asking_[request].get_future();
+    }
+    auto fill = [&](transport::Outgoing& message) {
+      auto out = message.envelope().initStreamCancel();
+      out.setRequestId(request);
+      out.setStreamId(stream);
+      out.setWhere(where);
+      auto list = out.initRanges(static_cast<unsigned>(ranges.size()));
+      for (std::size_t i = 0; i < ranges.size(); ++i) {
+        list[static_cast<unsigned>(i)].setFirst(ranges[i].first);
+        list[static_cast<unsigned>(i)].setLast(ranges[i].last);
+      }
+    };
+    transport::Received received = [&] {
+      try {
+        return await(answer, fill, "a cancellation", kCancelDeadline);
+      } catch (...) {
+        std::lock_guard lock(streams_mutex_);
+        asking_.erase(request);
+        throw;
+      }
+    }();
+    auto a = received.envelope().getStreamCancelled();
+    if (a.getError().size()) throw std::invalid_argument(printable(std::string(a.getError()), 400));
+    return CancelledSets{a.getQueued(), a.getRunning()};
+  }
+
   void cancel(std::vector<TaskRef> tasks) override {
     transport::Outgoing message;
     auto list = message.envelope().initCancel().initTasks(static_cast<unsigned>(tasks.size()));
@@ -310,6 +345,11 @@ class RemoteBackend final : public ClusterBackend {
     auto sets = push.initParameters(static_cast<unsigned>(batch.parameters.size()));
     for (std::size_t i = 0; i < batch.parameters.size(); ++i)
       wire::encode(batch.parameters[i], sets[static_cast<unsigned>(i)], message.attachments());
+    if (!batch.priorities.empty()) {
+      auto priorities = push.initPriorities(static_cast<unsigned>(batch.priorities.size()));
+      for (std::size_t i = 0; i < batch.priorities.size(); ++i)
+        priorities.set(static_cast<unsigned>(i), batch.priorities[i]);
+    }
   }
 
   // Entries of sinks nobody holds any more, dropped each time the table doubles.
@@ -626,17 +666,21 @@ class RemoteBackend final : public ClusterBackend {
           auto& front = unacked.front();
           const auto taken = static_cast<std::ptrdiff_t>(up_to - front.first_id);
           front.parameters.erase(front.parameters.begin(), front.parameters.begin() + taken);
+          if (!front.priorities.empty())
+            front.priorities.erase(front.priorities.begin(), front.priorities.begin() + taken);
           front.first_id = up_to;
         }
         sink = it->second.sink;
       }
       sink->accept(up_to);
-    } else if (envelope.isResultsAnswer() || envelope.isCheckpointsAnswer()) {
+    } else if (envelope.isResultsAnswer() || envelope.isCheckpointsAnswer() || envelope.isStreamCancelled()) {
       std::promise<transport::Received> waiting;
       {
         std::lock_guard lock(streams_mutex_);
-        auto it = asking_.find(envelope.isResultsAnswer() ? envelope.getResultsAnswer().getRequestId()
-                                                          : envelope.getCheckpointsAnswer().getRequestId());
+        auto it =
+            asking_.find(envelope.isResultsAnswer()       ? envelope.getResultsAnswer().getRequestId()
+                         : envelope.isCheckpointsAnswer() ? envelope.getCheckpointsAnswer().getRequestId()
+                                                          : envelope.getStreamCancelled().getRequestId());
         if (it == asking_.end()) return;
         waiting = std::move(it->second);
         asking_.erase(it);

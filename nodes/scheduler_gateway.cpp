@@ -1,6 +1,7 @@
 #include "nodes/scheduler_gateway.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 #include <unordered_map>
@@ -274,6 +275,13 @@ struct SchedulerGateway::State {
     if (open.getIsolation() > 0) settings.isolation = static_cast<Isolation>(open.getIsolation() - 1);
     settings.timeout_seconds = open.getTimeoutSeconds();
     settings.retries = open.getRetries();
+    if (open.getParameterNames().size() > StreamSettings::kMaxParameterNames)
+      return answer_open(peer, open.getRequestId(), 0,
+                         std::to_string(open.getParameterNames().size()) +
+                             " parameter names exceed the limit of " +
+                             std::to_string(StreamSettings::kMaxParameterNames),
+                         0);
+    for (auto name : open.getParameterNames()) settings.parameter_names.emplace_back(name);
     if (auto wrong = settings.check(); !wrong.empty())
       return answer_open(peer, open.getRequestId(), 0, wrong, 0);
     // The client's own bound, never past what the node lets a client push ahead.
@@ -464,6 +472,33 @@ struct SchedulerGateway::State {
       client.queries->fetch_sub(1);
       refuse("this node is answering as many queries as it queues; ask again later");
     }
+  }
+
+  // Any client may cancel sets of a running stream (the CLI does, for a stream another client pushes).
+  // The stream actor answers the connection itself, so the I/O thread never waits for it.
+  void cancel_sets(const transport::PeerInfo& peer, wire::StreamCancel::Reader in) {
+    const std::uint64_t request = in.getRequestId();
+    const std::uint64_t id = in.getStreamId();
+    auto answer = [target = server, peer_id = peer.id, request](CancelledSets counts, std::string error) {
+      transport::Outgoing message;
+      auto out = message.envelope().initStreamCancelled();
+      out.setRequestId(request);
+      out.setError(error);
+      out.setQueued(counts.queued);
+      out.setRunning(counts.running);
+      if (auto server = target.lock()) server->send(peer_id, message);
+    };
+    caf::actor actor;
+    if (auto it = streams.find(id); it != streams.end()) actor = it->second;
+    if (!actor && options.stream_actor) actor = options.stream_actor(id);
+    if (!actor)
+      return answer({}, "stream " + std::to_string(id) +
+                            " is not running on this node (it finished, or there is no such stream): "
+                            "nothing to cancel");
+    StreamCancel cancel{{}, in.getWhere(), std::make_shared<CancelReply>(std::move(answer))};
+    cancel.ranges.reserve(in.getRanges().size());
+    for (auto r : in.getRanges()) cancel.ranges.push_back(IdRange{r.getFirst(), r.getLast()});
+    caf::anon_send(actor, stream_cancel_atom::value, std::move(cancel));
   }
 
   // A client that left closes its streams: what it pushed still runs and is stored, then they finish.
@@ -815,10 +850,22 @@ struct SchedulerGateway::State {
           if (auto target = server.lock()) target->send(peer.id, error);
           throw wire::WireError(reason);
         }
+        const auto priorities = push.getPriorities();
+        if (priorities.size() != 0 && priorities.size() != push.getParameters().size())
+          throw wire::WireError("push to stream " + std::to_string(push.getStreamId()) + " has " +
+                                std::to_string(priorities.size()) + " priorities for " +
+                                std::to_string(push.getParameters().size()) + " parameter sets");
+        for (unsigned i = 0; i < priorities.size(); ++i)
+          if (!std::isfinite(priorities[i]))
+            throw wire::WireError("push to stream " + std::to_string(push.getStreamId()) +
+                                  ": the priority of parameter set " + std::to_string(push.getFirstId() + i) +
+                                  " is not a finite number");
         pushed.sets += push.getParameters().size();
-        StreamBatch batch{push.getFirstId(), {}};
+        StreamBatch batch{push.getFirstId(), {}, {}};
         batch.parameters.reserve(push.getParameters().size());
         for (auto p : push.getParameters()) batch.parameters.push_back(wire::decode(p, message.frames()));
+        batch.priorities.reserve(priorities.size());
+        for (double priority : priorities) batch.priorities.push_back(priority);
         caf::anon_send(it->second, stream_push_atom::value, std::move(batch));
         return;
       }
@@ -832,6 +879,9 @@ struct SchedulerGateway::State {
       }
       case wire::Envelope::STREAM_ATTACH:
         attach_stream(peer, client, envelope.getStreamAttach());
+        return;
+      case wire::Envelope::STREAM_CANCEL:
+        cancel_sets(peer, envelope.getStreamCancel());
         return;
       case wire::Envelope::CHECKPOINTS_REQUEST:
         query_checkpoints(peer, client, envelope.getCheckpointsRequest());

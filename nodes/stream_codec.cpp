@@ -58,7 +58,7 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
     if (record.failed) {
       record.error = r.getError();
       record.node = r.getNode();
-      if (r.getFailure() > static_cast<std::uint8_t>(Failure::timeout))
+      if (r.getFailure() > static_cast<std::uint8_t>(kLastFailure))
         throw WireError("the record of set " + std::to_string(record.id) + " has failure kind " +
                         std::to_string(r.getFailure()) + ", which is unknown");
       // A peer that does not say why a set failed: the simulation raised an error.

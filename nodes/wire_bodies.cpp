@@ -176,6 +176,23 @@ std::uint64_t WireBody<Envelope::SIMULATION_END>::decode(Envelope::Reader e, con
   return e.getSimulationEnd();
 }
 
+void WireBody<Envelope::SIMULATION_CANCEL>::encode(Envelope::Builder e,
+                                                   const ::tessera::SimulationCancel& cancel,
+                                                   EncodeContext&) {
+  auto out = e.initSimulationCancel();
+  out.setStreamId(cancel.stream_id);
+  auto ids = out.initIds(static_cast<unsigned>(cancel.ids.size()));
+  for (std::size_t i = 0; i < cancel.ids.size(); ++i) ids.set(static_cast<unsigned>(i), cancel.ids[i]);
+}
+::tessera::SimulationCancel WireBody<Envelope::SIMULATION_CANCEL>::decode(Envelope::Reader e,
+                                                                          const DecodeContext&) {
+  auto in = e.getSimulationCancel();
+  ::tessera::SimulationCancel cancel{in.getStreamId(), {}};
+  cancel.ids.reserve(in.getIds().size());
+  for (auto id : in.getIds()) cancel.ids.push_back(id);
+  return cancel;
+}
+
 void WireBody<Envelope::GLM>::encode(Envelope::Builder e, const ::tessera::GlmMessage& message,
                                      EncodeContext& c) {
   wire::encode(message, e.initGlm(), c.attachments);

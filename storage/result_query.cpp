@@ -165,6 +165,65 @@ ExportProgress export_lines(const ResultStore& store, std::uint64_t stream, cons
   return progress;
 }
 
+bool one_cell(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::doubles:
+    case ValueKind::vector:
+    case ValueKind::list:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// The columns of a stream's CSV export: id; its parameters, named as its client named them (a pushed
+// CSV's header) or "parameter" / "parameter_0", "parameter_1", ...; its result, "result" or "result_0",
+// ...; then status (ok, or why it failed), error and node. The widths come from the first stored sets
+// (the first with a result, among the first kProbe): a later row of another width still has all its
+// cells, under the names of the first.
+struct CsvColumns {
+  std::size_t parameters = 0, results = 0;
+  std::string header;
+};
+
+CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
+  constexpr std::size_t kProbe = 4096;
+  std::optional<Value> parameters, result;
+  std::size_t seen = 0;
+  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
+    if (!parameters) parameters = r.parameters;
+    if (!r.failed) result = r.value;
+    return !result && ++seen < kProbe;
+  });
+  CsvColumns columns;
+  std::vector<std::string> cells;
+  std::vector<std::string> names{"id"};
+  if (parameters) {
+    flatten(*parameters, cells);
+    columns.parameters = cells.size();
+    const auto info = store.stream(stream);
+    if (info && info->parameter_names.size() == columns.parameters) {
+      for (const auto& name : info->parameter_names) names.push_back(csv_cell(name));
+    } else if (columns.parameters == 1 && one_cell(*parameters)) {
+      names.emplace_back("parameter");
+    } else {
+      for (std::size_t i = 0; i < columns.parameters; ++i) names.push_back("parameter_" + std::to_string(i));
+    }
+  }
+  if (result) {
+    cells.clear();
+    flatten(*result, cells);
+    columns.results = cells.size();
+    if (columns.results == 1 && one_cell(*result))
+      names.emplace_back("result");
+    else
+      for (std::size_t i = 0; i < columns.results; ++i) names.push_back("result_" + std::to_string(i));
+  }
+  for (const char* tail : {"status", "error", "node"}) names.emplace_back(tail);
+  for (std::size_t i = 0; i < names.size(); ++i) (columns.header += i ? "," : "") += names[i];
+  return columns;
+}
+
 class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
@@ -216,7 +275,11 @@ ResultField parse_field(Parser& p) {
     field.id = true;
     return field;
   }
-  if (!p.word("result")) p.fail("'result', 'id', 'failed' or 'ok'");
+  if (p.word("parameters")) {
+    field.parameter = true;
+  } else if (!p.word("result")) {
+    p.fail("'result', 'parameters', 'id', 'failed' or 'ok'");
+  }
   if (p.symbol("[")) {
     const double index = p.number();
     if (index < 0 || index != std::floor(index)) p.fail("a whole index");
@@ -229,9 +292,15 @@ ResultField parse_field(Parser& p) {
 }  // namespace
 
 std::optional<double> ResultField::read(const StreamResult& r) const {
-  if (id) return static_cast<double>(r.id);
+  if (id || parameter) return read_set(r.id, r.parameters);
   if (r.failed) return std::nullopt;
   return index ? element(r.value, *index) : number_of(r.value);
+}
+
+std::optional<double> ResultField::read_set(std::uint64_t set_id, const Value& parameters) const {
+  if (id) return static_cast<double>(set_id);
+  if (!parameter) return std::nullopt;
+  return index ? element(parameters, *index) : number_of(parameters);
 }
 
 ResultField ResultField::parse(std::string_view text) {
@@ -280,8 +349,18 @@ ResultFilter ResultFilter::parse(std::string_view text) {
 
 bool ResultFilter::matches(const StreamResult& r) const {
   if (failed_ && *failed_ != r.failed) return false;
+  return holds([&r](const ResultField& field) { return field.read(r); });
+}
+
+bool ResultFilter::matches_set(std::uint64_t id, const Value& parameters) const {
+  if (failed_ && *failed_) return false;
+  return holds([&](const ResultField& field) { return field.read_set(id, parameters); });
+}
+
+template <class Read>
+bool ResultFilter::holds(Read read) const {
   for (const auto& c : clauses_) {
-    const auto x = c.field.read(r);
+    const auto x = read(c.field);
     if (!x) return false;
     switch (c.op) {
       case Op::less:
@@ -345,15 +424,18 @@ ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const Re
 
 ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                           std::ostream& out, const ExportPage& page) {
-  if (page.first == 0) out << "id,parameters...,result...|error\n";
-  return export_lines(store, stream, filter, page, out, [](const StreamResult& r) {
+  const CsvColumns columns = csv_columns(store, stream);
+  if (page.first == 0) out << columns.header << "\n";
+  return export_lines(store, stream, filter, page, out, [&columns](const StreamResult& r) {
     std::vector<std::string> cells{std::to_string(r.id)};
     flatten(r.parameters, cells);
-    if (r.failed) {
-      cells.push_back(csv_cell("error: " + r.error + " (on " + r.node + ")"));
-    } else {
-      flatten(r.value, cells);
-    }
+    cells.resize(std::max(cells.size(), 1 + columns.parameters));
+    const std::size_t results_from = cells.size();
+    if (!r.failed) flatten(r.value, cells);
+    cells.resize(std::max(cells.size(), results_from + columns.results));
+    cells.emplace_back(failure_name(r.failure));
+    cells.push_back(r.failed ? csv_cell(r.error) : std::string());
+    cells.push_back(r.failed ? csv_cell(r.node) : std::string());
     std::string line;
     for (std::size_t i = 0; i < cells.size(); ++i) (line += i ? "," : "") += cells[i];
     return line + "\n";

@@ -1,7 +1,7 @@
 // Queries over a stream's stored results: a filter ("result > 2", "result[1] <= 0.5 and result[0] > 0",
-// "id >= 100 and id < 200", "failed", "ok"), summaries of one numeric field (count, mean, min, max,
-// histogram), and export as CSV or JSON lines. They read the store directly, so they work while the stream
-// runs and after a restart.
+// "id >= 100 and id < 200", "parameters[0] > 3", "failed", "ok"), summaries of one numeric field (count,
+// mean, min, max, histogram), and export as CSV or JSON lines. They read the store directly, so they work
+// while the stream runs and after a restart.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +15,17 @@
 
 namespace tessera {
 
-// A numeric field of a result: the result itself, element i of a list or vector result, or its id.
+// A numeric field of a result: the result itself, element i of a list or vector result, its id, or its
+// parameter set (a number, or element i: "parameters[i]").
 struct ResultField {
   std::optional<std::size_t> index;
-  bool id = false;  // the parameter set's sequence id ("id"), for id ranges
+  bool id = false;         // the parameter set's sequence id ("id"), for id ranges
+  bool parameter = false;  // "parameters" or "parameters[i]"
   // Nullopt when the result is failed or not numeric there.
   std::optional<double> read(const StreamResult& r) const;
-  static ResultField parse(std::string_view text);  // "result" or "result[i]"
+  // The same for a set not answered yet: only its id and parameters have numbers.
+  std::optional<double> read_set(std::uint64_t id, const Value& parameters) const;
+  static ResultField parse(std::string_view text);  // "result", "result[i]", "id", "parameters[i]"
 };
 
 class ResultFilter {
@@ -30,6 +34,8 @@ class ResultFilter {
   // Throws QueryError naming the position and what was expected.
   static ResultFilter parse(std::string_view text);
   bool matches(const StreamResult& r) const;
+  // Whether a set not answered yet matches (to cancel it): clauses on results and "failed" never do.
+  bool matches_set(std::uint64_t id, const Value& parameters) const;
 
  private:
   enum class Op { less, less_equal, greater, greater_equal, equal, not_equal };
@@ -38,6 +44,8 @@ class ResultFilter {
     Op op = Op::equal;
     double number = 0;
   };
+  template <class Read>
+  bool holds(Read read) const;
   std::vector<Clause> clauses_;  // all must hold
   std::optional<bool> failed_;   // "failed" / "ok"
 };
@@ -56,7 +64,9 @@ struct ExportProgress {
   std::uint64_t next_id = 0;
 };
 
-// One line per result: id, then the parameters and the result flattened, or the error.
+// A header naming every column (id, each parameter by the names the stream was pushed with, each result
+// cell, status, error, node), then one line per result: a failed set's result cells are empty, its
+// status says why (error, crash, timeout, cancelled).
 ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                           std::ostream& out, const ExportPage& page = {});
 ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,

@@ -5,6 +5,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <cmath>
 #include <unordered_set>
 
 #include "messages/results.capnp.h"
@@ -69,7 +70,7 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
     r.node = in.getError().getNode();
     // Records stored before failures had kinds say 0: an error.
     const auto failure = in.getFailure();
-    r.failure = failure >= 1 && failure <= static_cast<std::uint8_t>(Failure::timeout)
+    r.failure = failure >= 1 && failure <= static_cast<std::uint8_t>(kLastFailure)
                     ? static_cast<Failure>(failure)
                     : Failure::error;
   } else {
@@ -92,6 +93,11 @@ std::string encode_info(const StreamInfo& info) {
   out.setIsolation(static_cast<std::uint8_t>(info.isolation));
   out.setTimeoutSeconds(info.timeout_seconds);
   out.setRetries(info.retries);
+  if (!info.parameter_names.empty()) {
+    auto names = out.initParameterNames(static_cast<unsigned>(info.parameter_names.size()));
+    for (std::size_t i = 0; i < info.parameter_names.size(); ++i)
+      names.set(static_cast<unsigned>(i), info.parameter_names[i]);
+  }
   if (info.config && !info.config->entries().empty()) {
     const auto count = static_cast<unsigned>(info.config->entries().size());
     auto keys = out.initConfigKeys(count);
@@ -121,6 +127,7 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   info.isolation = static_cast<Isolation>(in.getIsolation());
   info.timeout_seconds = in.getTimeoutSeconds();
   info.retries = in.getRetries();
+  for (auto name : in.getParameterNames()) info.parameter_names.emplace_back(name);
   auto keys = in.getConfigKeys();
   auto values = in.getConfigValues();
   if (keys.size() != values.size())
@@ -132,12 +139,17 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   return info;
 }
 
-std::string encode_pending(std::span<const Value> parameters) {
+std::string encode_pending(std::span<const Value> parameters, std::span<const double> priorities) {
   capnp::MallocMessageBuilder builder;
   wire::Attachments none;
-  auto list = builder.initRoot<wire::PendingBatch>().initParameters(static_cast<unsigned>(parameters.size()));
+  auto root = builder.initRoot<wire::PendingBatch>();
+  auto list = root.initParameters(static_cast<unsigned>(parameters.size()));
   for (std::size_t i = 0; i < parameters.size(); ++i)
     wire::encode(parameters[i], list[static_cast<unsigned>(i)], none, kInline);
+  if (!priorities.empty()) {
+    auto out = root.initPriorities(static_cast<unsigned>(priorities.size()));
+    for (std::size_t i = 0; i < priorities.size(); ++i) out.set(static_cast<unsigned>(i), priorities[i]);
+  }
   return flat(builder);
 }
 
@@ -182,9 +194,13 @@ void ResultStore::update_stream(const StreamInfo& info) {
   check(db_->Put(sync, key('m', info.id), encode_info(info)), "cannot update a stream", directory_);
 }
 
-void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters) {
+void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
+                         std::span<const double> priorities) {
+  if (!priorities.empty() && priorities.size() != parameters.size())
+    throw StoreError("stream " + std::to_string(info.id) + ": " + std::to_string(priorities.size()) +
+                     " priorities for " + std::to_string(parameters.size()) + " parameter sets");
   rocksdb::WriteBatch batch;
-  batch.Put(key('q', info.id, first_id), encode_pending(parameters));
+  batch.Put(key('q', info.id, first_id), encode_pending(parameters, priorities));
   batch.Put(key('m', info.id), encode_info(info));
   check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot write parameter sets ahead", directory_);
 }
@@ -203,7 +219,10 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
     PendingBatch batch{read_be64(it->key().data() + 9), {}};
     wire::HeaderReader reader(std::span<const std::byte>(
         reinterpret_cast<const std::byte*>(it->value().data()), it->value().size()));
-    auto list = reader.root<wire::PendingBatch>().getParameters();
+    auto root = reader.root<wire::PendingBatch>();
+    auto list = root.getParameters();
+    auto priorities = root.getPriorities();
+    const bool prioritised = priorities.size() == list.size() && list.size() > 0;
     // One pass over the stored results of these ids tells which still need running.
     stored->Seek(key('r', stream, batch.first_id));
     for (unsigned i = 0; i < list.size(); ++i) {
@@ -214,7 +233,10 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
       const bool answered = stored->Valid() && stored->key().size() == 17 && stored->key()[0] == 'r' &&
                             read_be64(stored->key().data() + 1) == stream &&
                             read_be64(stored->key().data() + 9) == id;
-      if (!answered) batch.unanswered.emplace_back(id, wire::decode(list[i], {}));
+      if (answered) continue;
+      batch.unanswered.emplace_back(id, wire::decode(list[i], {}));
+      // A damaged record's nan must not reach an ordering.
+      if (prioritised) batch.priorities.push_back(std::isfinite(priorities[i]) ? priorities[i] : 0.0);
     }
     out.push_back(std::move(batch));
   }

@@ -37,6 +37,7 @@ struct StreamInfo {
   Isolation isolation = Isolation::thread;
   double timeout_seconds = 0;
   std::uint32_t retries = 0;
+  std::vector<std::string> parameter_names{};  // for exports' headers; empty: unnamed
 };
 
 class ResultStore {
@@ -60,13 +61,16 @@ class ResultStore {
   // Writes parameter sets first_id, first_id + 1, ... ahead as one record, with the stream's record
   // (info.pushed says how many are accepted now), in one batch. Not synced: sync() makes every write so
   // far durable, so a stream can accept many pushes per sync.
-  void accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters);
+  // `priorities` is aligned with `parameters`, or empty when every one is 0.
+  void accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
+              std::span<const double> priorities = {});
   void sync();
   // The pushes written ahead and not yet deleted, in id order, each with its sets that have no stored
   // result.
   struct PendingBatch {
     std::uint64_t first_id = 0;
     std::vector<std::pair<std::uint64_t, Value>> unanswered;
+    std::vector<double> priorities{};  // aligned with unanswered; empty when every one is 0
   };
   std::vector<PendingBatch> pending(std::uint64_t stream) const;
   // Deletes written-ahead pushes whose sets are all answered (ones that were answered before a restart).

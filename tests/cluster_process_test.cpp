@@ -439,7 +439,7 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   }
   EXPECT_EQ(rows, n);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n);  // every id exactly once
-  EXPECT_NE(csv.find("error: 13 is refused"), std::string::npos);
+  EXPECT_NE(csv.find(",error,13 is refused,"), std::string::npos) << csv.substr(0, 2000);
   EXPECT_EQ(status_field(scheduler.endpoint(), "workers_lost"), 1u);
 
   // The client library queries the node's store through the connection.
@@ -515,8 +515,10 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
             "stream 1: 16 parameter sets, 16 results stored (1 failed)\nresults written to " + output + "\n");
   std::ifstream written_file(output);
   const std::string written((std::istreambuf_iterator<char>(written_file)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(written.rfind("id,parameters...,result...|error\n0,0,0\n1,1,1\n2,2,4\n", 0), 0u) << written;
-  EXPECT_NE(written.find("\n13,13,error: 13 is refused (on "), std::string::npos) << written;
+  // The header names every column, the parameters as the input's header did.
+  EXPECT_EQ(written.rfind("id,x,result,status,error,node\n0,0,0,ok,,\n1,1,1,ok,,\n2,2,4,ok,,\n", 0), 0u)
+      << written;
+  EXPECT_NE(written.find("\n13,13,,error,13 is refused,"), std::string::npos) << written;
   EXPECT_EQ(written, cli(node.endpoint(), "results --stream 1 --format csv"));
 
   // The summary goes to a file as well; an unknown stream and an unwritable file are named.

@@ -492,4 +492,72 @@ TEST(HostilePeer, AStreamsMaxInFlightIsEnforcedByTheScheduler) {
   ASSERT_TRUE(status_answer) << "the node stopped answering";
 }
 
+// Cancellations name what is wrong with them; pushes whose priorities are not numbers are dropped whole
+// (none of their sets is accepted), and the stream takes the next good push.
+TEST(HostilePeer, BadCancellationsAndPrioritiesAreRefusedAndTheStreamGoesOn) {
+  NodeProcess node(node_config());
+  auto client = connect_client(node);
+  Outgoing open;
+  auto o = open.envelope().initStreamOpen();
+  o.setRequestId(1);
+  o.setSimulation("pause_square");
+  auto [opened, open_took] = ask(client, open, [](auto e) { return e.isStreamOpened(); });
+  ASSERT_TRUE(opened);
+  const std::uint64_t stream = opened->envelope().getStreamOpened().getStreamId();
+  ASSERT_GT(stream, 0u) << std::string(opened->envelope().getStreamOpened().getError());
+
+  const auto cancel = [&](const std::function<void(tessera::wire::StreamCancel::Builder)>& fill) {
+    Outgoing request;
+    auto c = request.envelope().initStreamCancel();
+    c.setRequestId(7);
+    c.setStreamId(stream);
+    fill(c);
+    auto [answer, took] = ask(client, request, [](auto e) { return e.isStreamCancelled(); });
+    EXPECT_TRUE(answer);
+    EXPECT_LT(took, kPromptly);
+    return answer ? std::string(answer->envelope().getStreamCancelled().getError()) : std::string("(none)");
+  };
+  EXPECT_NE(cancel([](auto c) { c.setStreamId(777); }).find("stream 777 is not running on this node"),
+            std::string::npos);
+  EXPECT_NE(cancel([](auto) {}).find("selects sets by ids or by a filter; this one gave neither"),
+            std::string::npos);
+  EXPECT_NE(cancel([](auto c) { c.setWhere("id >= "); }).find("expected a number at position 7"),
+            std::string::npos);
+  // Many ranges, inverted and overlapping ones among them, are one answer.
+  EXPECT_EQ(cancel([](auto c) {
+              auto ranges = c.initRanges(100000);
+              for (unsigned i = 0; i < 100000; ++i) {
+                ranges[i].setFirst(~std::uint64_t{0} - i);
+                ranges[i].setLast(i);
+              }
+            }),
+            "");
+
+  const auto push = [&](std::uint64_t first, unsigned n, std::vector<double> priorities) {
+    Outgoing message;
+    auto p = message.envelope().initStreamPush();
+    p.setStreamId(stream);
+    p.setFirstId(first);
+    auto sets = p.initParameters(n);
+    for (unsigned i = 0; i < n; ++i)
+      tessera::wire::encode(tessera::to_value(double(i)), sets[i], message.attachments());
+    auto list = p.initPriorities(static_cast<unsigned>(priorities.size()));
+    for (unsigned i = 0; i < priorities.size(); ++i) list.set(i, priorities[i]);
+    client.send(message);
+  };
+  push(0, 3, {1, std::numeric_limits<double>::quiet_NaN(), 2});
+  push(0, 3, {1, 2});  // a count that does not match
+  push(0, 3, {1, -std::numeric_limits<double>::infinity(), 2});
+  push(0, 3, {1, 2, 3});
+  std::optional<std::uint64_t> accepted;
+  const auto start = Clock::now();
+  while (Clock::now() - start < std::chrono::seconds(5) && !accepted) {
+    auto answer = client.receive(std::chrono::milliseconds(100));
+    if (answer && answer->envelope().isStreamAccepted())
+      accepted = answer->envelope().getStreamAccepted().getUpTo();
+  }
+  ASSERT_TRUE(accepted) << "the good push was not accepted";
+  EXPECT_EQ(*accepted, 3u);
+}
+
 }  // namespace

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -155,5 +157,26 @@ struct Flaky {
   std::int64_t fail_first;
 };
 TESSERA_SIMULATION(Flaky, "flaky");
+
+// Its result is how many sets this process ran before, so that a test reads the order sets ran in from
+// their results. A set whose parameter is negative creates the file named by config "started", then
+// waits while the file named by "gate" exists (at most 60 s), so that a test can hold a simulation actor
+// busy for as long as it needs.
+std::atomic<std::int64_t> gated_runs{0};
+struct Gated {
+  explicit Gated(const tessera::Config& config)
+      : gate(config.get<std::string>("gate", "")), started(config.get<std::string>("started", "")) {}
+  double run(double x) {
+    if (x < 0 && !started.empty()) std::ofstream(started) << "started\n";
+    if (x < 0 && !gate.empty()) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (std::filesystem::exists(gate) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return static_cast<double>(gated_runs++);
+  }
+  std::string gate, started;
+};
+TESSERA_SIMULATION(Gated, "gated");
 
 }  // namespace plugin_tasks

@@ -89,6 +89,12 @@ TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
     for (int i = 0; i < 10; ++i) sets.push_back(to_value(double(i)));
     info.pushed = 10;
     store.accept(info, 0, sets);
+    // A second push with priorities: they come back with the sets still unanswered.
+    info.pushed = 13;
+    const std::vector<Value> more{to_value(10.0), to_value(11.0), to_value(12.0)};
+    const std::vector<double> priorities{2.5, -1, 0};
+    store.accept(info, 10, more, priorities);
+    EXPECT_THROW(store.accept(info, 13, more, std::vector<double>{1.0}), StoreError);
     store.sync();
     std::vector<StreamResult> answers{ok(2, 4.0), ok(7, 49.0)};
     EXPECT_EQ(store.put(stream, answers, ResultStore::Check::known_new).size(), 2u);
@@ -96,12 +102,18 @@ TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
   ResultStore store(dir.path());
   const auto info = store.stream(stream);
   ASSERT_TRUE(info);
-  EXPECT_EQ(info->pushed, 10u);
+  EXPECT_EQ(info->pushed, 13u);
   EXPECT_FALSE(info->closed);
   EXPECT_EQ(info->pool_size, 3u);
   EXPECT_EQ(info->max_in_flight, 100u);
   EXPECT_DOUBLE_EQ(info->config->get<double>("scale", 0), 2.5);
-  const auto pushes = store.pending(stream);
+  auto pushes = store.pending(stream);
+  ASSERT_EQ(pushes.size(), 2u);
+  EXPECT_TRUE(pushes[0].priorities.empty());  // all 0
+  EXPECT_EQ(pushes[1].first_id, 10u);
+  EXPECT_EQ(pushes[1].priorities, (std::vector<double>{2.5, -1, 0}));
+  store.forget_pushes(stream, std::vector<std::uint64_t>{10});
+  pushes = store.pending(stream);
   ASSERT_EQ(pushes.size(), 1u);
   EXPECT_EQ(pushes[0].first_id, 0u);
   std::vector<std::uint64_t> waiting;
@@ -157,7 +169,23 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
 
   std::ostringstream csv, json;
   export_csv(store, stream, ResultFilter::parse("result > 3.9"), csv);
-  EXPECT_EQ(csv.str(), "id,parameters...,result...|error\n98,98,0.5,3.9199999999999999\n99,99,0.5,3.96\n");
+  EXPECT_EQ(csv.str(),
+            "id,parameter_0,parameter_1,result,status,error,node\n98,98,0.5,3.9199999999999999,ok,,\n"
+            "99,99,0.5,3.96,ok,,\n");
+  // A failed set keeps the columns: its result cells are empty, its status says why.
+  csv.str({});
+  export_csv(store, stream, ResultFilter::parse("failed"), csv);
+  EXPECT_EQ(csv.str(), "id,parameter_0,parameter_1,result,status,error,node\n100,,,,error,boom,w\n");
+  // The names the stream was opened with head its parameter columns (quoted where they need it).
+  StreamInfo named{0, "sim"};
+  named.parameter_names = {"x", "rate, per s"};
+  const auto second = store.create_stream(named);
+  std::vector<StreamResult> vectors{StreamResult{0, to_value(std::vector<double>{1, 2}),
+                                                 to_value(std::vector<double>{3, 4}), false, "", ""}};
+  store.put(second, vectors);
+  csv.str({});
+  export_csv(store, second, ResultFilter{}, csv);
+  EXPECT_EQ(csv.str(), "id,x,\"rate, per s\",result_0,result_1,status,error,node\n0,3,4,1,2,ok,,\n");
   export_json(store, stream, ResultFilter::parse("failed"), json);
   EXPECT_EQ(json.str(),
             "{\"id\":100,\"parameters\":null,\"error\":\"boom\",\"node\":\"w\",\"failure\":\"error\"}\n");

@@ -86,11 +86,12 @@ TEST(WireTable, TheTransportRefusesAWorkerKindFromAClientAndServesItStill) {
 
 namespace {
 
-// A setup through its wire row and back (throws WireError as the decoder does).
-SimulationSetup setup_round_trip(const SimulationSetup& setup) {
+// A payload through its wire row and back (throws WireError as the decoder does).
+template <wire::Envelope::Which Kind, class Payload>
+Payload round_trip(const Payload& payload) {
   transport::Outgoing message;
   wire::EncodeContext encode{message.attachments()};
-  wire::WireBody<wire::Envelope::SIMULATION_SETUP>::encode(message.envelope(), setup, encode);
+  wire::WireBody<Kind>::encode(message.envelope(), payload, encode);
   auto frames = message.frames();
   std::vector<std::span<const std::byte>> attachments;
   for (std::size_t i = 1; i < frames.size(); ++i)
@@ -98,7 +99,11 @@ SimulationSetup setup_round_trip(const SimulationSetup& setup) {
   wire::HeaderReader reader(
       std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
   const wire::DecodeContext decode{std::span<const std::span<const std::byte>>(attachments)};
-  return wire::WireBody<wire::Envelope::SIMULATION_SETUP>::decode(reader.root<wire::Envelope>(), decode);
+  return wire::WireBody<Kind>::decode(reader.root<wire::Envelope>(), decode);
+}
+
+SimulationSetup setup_round_trip(const SimulationSetup& setup) {
+  return round_trip<wire::Envelope::SIMULATION_SETUP>(setup);
 }
 
 }  // namespace
@@ -116,6 +121,13 @@ TEST(WireTable, ASimulationSetupRoundTrips) {
   ASSERT_TRUE(back.config);
   EXPECT_EQ(back.config->entries().size(), 1u);
   EXPECT_EQ(back.config->entries().begin()->second, Value(2.5));
+}
+
+TEST(WireTable, ASimulationCancelRoundTrips) {
+  const SimulationCancel cancel{9, {3, 1, 4, 1, 5}};
+  const auto back = round_trip<wire::Envelope::SIMULATION_CANCEL>(cancel);
+  EXPECT_EQ(back.stream_id, 9u);
+  EXPECT_EQ(back.ids, cancel.ids);
 }
 
 // A scheduler's setup that a worker could not honour is refused by name, never run with a guess.
@@ -166,6 +178,7 @@ TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
       {wire::Envelope::STREAM_ATTACH, wire::Cost::stream},
       {wire::Envelope::RESULTS_QUERY, wire::Cost::query},
       {wire::Envelope::CHECKPOINTS_REQUEST, wire::Cost::query},
+      {wire::Envelope::STREAM_CANCEL, wire::Cost::frame},
       {wire::Envelope::GLM, wire::Cost::frame},
   };
   std::size_t from_clients = 0;

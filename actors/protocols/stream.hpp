@@ -1,4 +1,4 @@
-// The stream actor's protocol: the client's parameter sets, close and reattach, the simulation pools'
+// The stream actor's protocol: the client's parameter sets, close, cancel and reattach, the simulation pools'
 // outcomes, the scheduler's news of workers joining and leaving, and its progress watchdog's question.
 #pragma once
 
@@ -10,18 +10,18 @@
 
 namespace tessera::protocols {
 
-using stream_actor_type =
-    caf::typed_actor<caf::reacts_to<stream_push_atom, StreamBatch>, caf::reacts_to<stream_close_atom>,
-                     // Its own: what was written ahead since the last sync is made durable, then accepted.
-                     caf::reacts_to<stream_sync_atom>,
-                     // A client that reconnected; true once its stored results were sent again.
-                     caf::replies_to<stream_attach_atom, StreamAttach>::with<bool>,
-                     caf::reacts_to<simulated_atom, SimulationOutcome>,
-                     caf::reacts_to<worker_joined_atom, StreamWorker>,
-                     caf::reacts_to<worker_left_atom, std::uint32_t>,
-                     // The scheduler's progress watchdog: simulation jobs in flight per worker, and
-                     // parameter sets each answered since it last asked.
-                     caf::replies_to<stream_progress_atom>::with<std::vector<StreamLoad>>>;
+using stream_actor_type = caf::typed_actor<
+    caf::reacts_to<stream_push_atom, StreamBatch>, caf::reacts_to<stream_close_atom>,
+    // Its own: what was written ahead since the last sync is made durable, then accepted.
+    caf::reacts_to<stream_sync_atom>,
+    // A client that reconnected; true once its stored results were sent again.
+    caf::replies_to<stream_attach_atom, StreamAttach>::with<bool>,
+    // Cancel sets; the answer goes to the request's reply.
+    caf::reacts_to<stream_cancel_atom, StreamCancel>, caf::reacts_to<simulated_atom, SimulationOutcome>,
+    caf::reacts_to<worker_joined_atom, StreamWorker>, caf::reacts_to<worker_left_atom, std::uint32_t>,
+    // The scheduler's progress watchdog: simulation jobs in flight per worker, and
+    // parameter sets each answered since it last asked.
+    caf::replies_to<stream_progress_atom>::with<std::vector<StreamLoad>>>;
 
 }  // namespace tessera::protocols
 

@@ -27,7 +27,8 @@ using worker_actor_type =
                                                                               // once
                      caf::reacts_to<simulation_end_atom, std::uint64_t>,      // a stream sent its last job
                      caf::reacts_to<simulate_atom, SimulationJob>,  // parameter sets for its simulation pools
-                     caf::reacts_to<glm_atom, GlmMessage>>;         // a GLM fit's messages for its partitions
+                     caf::reacts_to<simulation_cancel_atom, SimulationCancel>,  // sets answered as cancelled
+                     caf::reacts_to<glm_atom, GlmMessage>>;  // a GLM fit's messages for its partitions
 
 using input_target_type =
     caf::typed_actor<caf::reacts_to<input_atom, InputBatch>, caf::reacts_to<shutdown_atom>>;

@@ -20,7 +20,8 @@ using worker_service_type =
 using simulation_service_type =
     worker_service_type::extend<caf::reacts_to<simulation_setup_atom, SimulationSetup>,
                                 caf::reacts_to<simulation_end_atom, std::uint64_t>,
-                                caf::reacts_to<simulate_atom, SimulationJob>>;
+                                caf::reacts_to<simulate_atom, SimulationJob>,
+                                caf::reacts_to<simulation_cancel_atom, SimulationCancel>>;
 
 // GLM fits: a fit's partitions on this worker, kept resident in a partition actor per fit.
 using glm_service_type = worker_service_type::extend<caf::reacts_to<glm_atom, GlmMessage>>;

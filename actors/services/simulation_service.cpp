@@ -15,6 +15,7 @@ struct SimulationServiceState {
   // What each stream's jobs share, from its setup; streams with the same settings share a pool.
   std::unordered_map<std::uint64_t, SimulationSetup> streams;
   std::unordered_map<std::string, caf::actor> pools;
+  std::unordered_map<std::uint64_t, caf::actor> pool_of;  // the pool each stream's jobs went to
 };
 
 using SimulationService = protocols::simulation_service_type::stateful_base<SimulationServiceState>;
@@ -41,7 +42,10 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
       [=](simulation_setup_atom, SimulationSetup& setup) {
         self->state.streams[setup.stream_id] = std::move(setup);
       },
-      [=](simulation_end_atom, std::uint64_t stream) { self->state.streams.erase(stream); },
+      [=](simulation_end_atom, std::uint64_t stream) {
+        self->state.streams.erase(stream);
+        self->state.pool_of.erase(stream);
+      },
       [=](simulate_atom, SimulationJob& job) {
         auto& st = self->state;
         // Every parameter set of a job this worker cannot run gets an error record.
@@ -68,7 +72,13 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
                                  setup->second.isolation, setup->second.timeout_seconds});
           it = st.pools.emplace(std::move(key), spawned).first;
         }
+        st.pool_of[job.stream_id] = it->second;
         caf::anon_send(it->second, simulate_atom::value, std::move(job));
+      },
+      [=](simulation_cancel_atom, SimulationCancel& cancel) {
+        auto it = self->state.pool_of.find(cancel.stream_id);
+        if (it != self->state.pool_of.end())
+          caf::anon_send(it->second, simulation_cancel_atom::value, std::move(cancel));
       },
       [=](shutdown_atom) {
         for (auto& [key, pool] : self->state.pools) caf::anon_send(pool, shutdown_atom::value);

@@ -73,6 +73,10 @@ class Client {
   Stream stream(std::string_view simulation, StreamOptions options = {});
   // Queries over a stream's stored results (see results.hpp).
   ResultQuery results(std::uint64_t stream);
+  // Cancels sets of a running stream of this cluster, whoever opened it (as Stream::cancel and
+  // cancel_where do). A stream that is not running is a std::invalid_argument naming it.
+  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ids);
+  CancelledSets cancel_sets_where(std::uint64_t stream, std::string_view filter);
 
   // A client of the same cluster whose submit, map, compute and persist calls take `options`, e.g.
   // client.with({.checkpoint = true}).map(fn, inputs) for checkpointed futures.

@@ -17,11 +17,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <optional>
 #include <ranges>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/codec.hpp"
@@ -56,6 +59,18 @@ struct StreamOptions {
   // attempt's reason is kept in its record. One that crashes its process twice is final whatever is left.
   std::uint32_t retries = 0;
   static constexpr std::uint32_t kMaxRetries = 100;
+  // What the parameters are called (tessera stream push passes its CSV's header): the CSV export's header
+  // names its parameter columns so. At most kMaxParameterNames names of at most kMaxParameterNameBytes.
+  std::vector<std::string> parameter_names{};
+  static constexpr std::size_t kMaxParameterNames = 4096;
+  static constexpr std::size_t kMaxParameterNameBytes = 256;
+};
+
+// What one push says about its parameter set.
+struct SetOptions {
+  // Among the sets the stream has queued, a higher priority is dispatched first; equal priorities keep
+  // push order. Any finite number; default 0. (Sets already sent to a worker are not overtaken.)
+  double priority = 0;
 };
 
 class Stream {
@@ -69,8 +84,8 @@ class Stream {
   // Sends one parameter set and returns its id. A set the simulation cannot take (wrong arity) is a
   // SubmissionError naming the simulation, and uses no id.
   template <class P>
-  std::uint64_t push(const P& parameters) {
-    return push_value(to_value(parameters));
+  std::uint64_t push(const P& parameters, SetOptions options = {}) {
+    return push_value(to_value(parameters), options);
   }
   template <std::ranges::input_range R>
   std::uint64_t push_batch(const R& parameters) {
@@ -78,11 +93,27 @@ class Stream {
     for (const auto& p : parameters) push(p);
     return first;
   }
-  std::uint64_t push_value(Value parameters);
+  // A priority that is not finite is a std::invalid_argument naming the set.
+  std::uint64_t push_value(Value parameters, SetOptions options = {});
   // Sends what push() has buffered (it batches while the pipeline is busy).
   void flush();
   // No more pushes; results still come.
   void close();
+
+  // Cancels sets pushed and not answered yet: queued ones never run, running ones are stopped (process
+  // isolation: the child is killed and replaced) or abandoned (thread isolation: the compute thread
+  // finishes the set and its result is discarded). Each is answered, and stored, as failed with
+  // Failure::cancelled; sets already answered keep their result. Sets still buffered here are sent
+  // first, so every id pushed so far can be cancelled.
+  CancelledSets cancel(std::span<const std::uint64_t> ids);
+  CancelledSets cancel(std::initializer_list<std::uint64_t> ids) {
+    return cancel(std::span<const std::uint64_t>(ids.begin(), ids.size()));
+  }
+  CancelledSets cancel(IdRange ids);
+  // The same for the sets a filter selects: "id >= 100", "parameters[0] > 2 and parameters[1] < 1"
+  // (results.hpp's filters; clauses on results select nothing, as these sets have none). A bad filter is
+  // a std::invalid_argument naming the stream and the position.
+  CancelledSets cancel_where(std::string_view filter);
 
   // From now on each result goes to `callback` (on a Tessera thread) instead of the iterator.
   void on_result(std::function<void(const StreamRecord&)> callback);

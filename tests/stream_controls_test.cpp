@@ -1,0 +1,345 @@
+// Controls over a running stream's queued and running parameter sets: priorities (a higher one is
+// dispatched first, equal ones in push order) and cancellation (queued sets never run, running ones are
+// stopped or abandoned, each stored as cancelled), through the client API in this process and across a
+// real node, and through `tessera stream cancel` and `stream push --priority-column`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <tessera/tessera.hpp>
+
+#include "node_process.hpp"
+#include "test_util.hpp"
+
+namespace plugin_tasks {
+extern std::atomic<std::int64_t> gated_runs;  // links the test plugin's simulations into this binary
+}  // namespace plugin_tasks
+
+namespace {
+
+namespace fs = std::filesystem;
+using tessera::Failure;
+using tessera::StreamRecord;
+using tessera::testing::eventually;
+
+// The same skip as ensemble_test's: a fork of the multithreaded worker deadlocks in GCC 12's ASan.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNLESS_FORK_IS_SAFE()                                                                     \
+  GTEST_SKIP() << "process isolation forks a multithreaded process, which deadlocks in GCC 12's ASan " \
+                  "allocator; this test runs in the plain and ThreadSanitizer builds"
+#else
+#define SKIP_UNLESS_FORK_IS_SAFE() static_cast<void>(0)
+#endif
+
+// The gated simulation's files: its negative sets wait while `gate` exists, and say they began by
+// creating `started`.
+class Gate {
+ public:
+  Gate() {
+    static std::atomic<int> made{0};
+    dir_ = fs::temp_directory_path() /
+           ("tessera-gate-" + std::to_string(getpid()) + "-" + std::to_string(made++));
+    fs::create_directories(dir_);
+    std::ofstream(gate()) << "closed\n";
+  }
+  ~Gate() { fs::remove_all(dir_); }
+  std::string gate() const { return (dir_ / "gate").string(); }
+  std::string started() const { return (dir_ / "started").string(); }
+  void open() const { fs::remove(gate()); }
+  bool closed() const { return fs::exists(gate()); }
+  tessera::Config config() const {
+    tessera::Config config;
+    config.set("gate", tessera::to_value(gate()));
+    config.set("started", tessera::to_value(started()));
+    return config;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+// Pushes one set and waits until the stream has it (so that it is dispatched before what comes next).
+void push_alone(tessera::Stream& stream, double x) {
+  stream.push(x);
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return stream.accepted() == stream.pushed(); }));
+}
+
+// Results by id, and the ids in the order they ran (the gated simulation's result is its run count).
+struct Ran {
+  std::map<std::uint64_t, StreamRecord> records;
+  std::vector<std::uint64_t> order;  // of the sets that ran
+};
+Ran collect(tessera::Stream& stream) {
+  Ran ran;
+  std::vector<std::pair<double, std::uint64_t>> runs;
+  for (const auto& r : stream.results()) {
+    EXPECT_TRUE(ran.records.emplace(r.id, r).second) << "id " << r.id << " twice";
+    if (!r.failed) runs.emplace_back(tessera::from_value<double>(r.value), r.id);
+  }
+  std::sort(runs.begin(), runs.end());
+  for (const auto& [at, id] : runs) ran.order.push_back(id);
+  return ran;
+}
+
+// Ids in the order priorities dispatch them: higher first, equal ones by id.
+std::vector<std::uint64_t> by_priority(std::vector<std::uint64_t> ids,
+                                       const std::function<double(std::uint64_t)>& priority) {
+  std::stable_sort(ids.begin(), ids.end(),
+                   [&](std::uint64_t a, std::uint64_t b) { return priority(a) > priority(b); });
+  return ids;
+}
+
+TEST(StreamControls, QueuedSetsRunHigherPriorityFirstAndEqualPrioritiesInPushOrder) {
+  Gate gate;
+  EXPECT_GE(plugin_tasks::gated_runs.load(), 0);
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.pool_size = 1;
+  options.config = gate.config();
+  auto stream = client.stream("gated", options);
+  push_alone(stream, -1.0);  // holds the only simulation actor
+  push_alone(stream, 0.0);   // the second job out, queued at the worker: not overtaken
+  const std::vector<double> priorities{3, 0, 5, 1, 5, -2, 1, 0, 9, 5, -2.5, 1e9, 0};
+  std::vector<std::uint64_t> queued;
+  for (std::size_t i = 0; i < priorities.size(); ++i)
+    queued.push_back(stream.push(double(i + 2), {.priority = priorities[i]}));
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return stream.accepted() == stream.pushed(); }));
+  gate.open();
+  stream.close();
+  const auto ran = collect(stream);
+  ASSERT_EQ(ran.records.size(), priorities.size() + 2);
+  std::vector<std::uint64_t> expected{0, 1};
+  for (auto id : by_priority(queued, [&](std::uint64_t id) { return priorities[id - 2]; }))
+    expected.push_back(id);
+  EXPECT_EQ(ran.order, expected);
+
+  // A priority that is not a number is refused naming the set, and uses no id.
+  auto next = client.stream("gated");
+  EXPECT_THROW(next.push(1.0, {.priority = std::numeric_limits<double>::quiet_NaN()}), std::invalid_argument);
+  EXPECT_THROW(next.push(1.0, {.priority = std::numeric_limits<double>::infinity()}), std::invalid_argument);
+  EXPECT_EQ(next.push(1.0), 0u);
+  next.close();
+  EXPECT_TRUE(next.wait());
+}
+
+TEST(StreamControls, CancelledSetsAreStoredAsCancelledAndTheRestRun) {
+  Gate gate;
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.pool_size = 1;
+  options.config = gate.config();
+  auto stream = client.stream("gated", options);
+  push_alone(stream, -1.0);  // id 0 runs and holds the only thread
+  push_alone(stream, 1.0);   // id 1 waits at the worker, in flight
+  for (int i = 2; i < 100; ++i) stream.push(double(i));
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return stream.accepted() == 100; }));
+
+  auto counts = stream.cancel(tessera::IdRange{50, 100});
+  EXPECT_EQ(counts.queued, 50u);
+  EXPECT_EQ(counts.running, 0u);
+  counts = stream.cancel_where("id >= 10 and id < 20");
+  EXPECT_EQ(counts.queued, 10u);
+  counts = stream.cancel_where("parameters >= 30 and parameters < 35");
+  EXPECT_EQ(counts.queued, 5u);
+  counts = stream.cancel({1, 55, 99});  // 55 and 99 are answered already
+  EXPECT_EQ(counts.queued, 0u);
+  EXPECT_EQ(counts.running, 1u);
+  counts = stream.cancel({0});  // running under thread isolation: abandoned
+  EXPECT_EQ(counts.running, 1u);
+  counts = stream.cancel({0});
+  EXPECT_EQ(counts.queued + counts.running, 0u);
+  EXPECT_EQ(stream.cancel_where("result > 3").queued, 0u);  // queued sets have no result to match
+  try {
+    stream.cancel_where("bogus > 1");
+    ADD_FAILURE() << "a bad filter was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("stream " + std::to_string(stream.id())), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("position 1"), std::string::npos) << e.what();
+  }
+
+  gate.open();  // the abandoned run returns; its result is discarded
+  stream.close();
+  const auto ran = collect(stream);
+  ASSERT_EQ(ran.records.size(), 100u);
+  const auto cancelled = [](std::uint64_t id) {
+    return id <= 1 || (id >= 10 && id < 20) || (id >= 30 && id < 35) || id >= 50;
+  };
+  for (const auto& [id, r] : ran.records) {
+    if (!cancelled(id)) {
+      EXPECT_FALSE(r.failed) << id << ": " << r.error;
+      continue;
+    }
+    EXPECT_TRUE(r.failed) << id;
+    EXPECT_EQ(r.failure, Failure::cancelled) << id << ": " << r.error;
+    EXPECT_EQ(r.error, id <= 1 ? "cancelled by request while it ran" : "cancelled by request before it ran");
+  }
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), 100u);
+  EXPECT_EQ(stored.where("failed").count(), 67u);
+  EXPECT_EQ(stored.get(0)->failure, Failure::cancelled);
+  // Cancelling a finished stream cancels nothing.
+  EXPECT_EQ(stream.cancel({5}).queued, 0u);
+}
+
+TEST(StreamControls, CancellingASetRunningInAProcessStopsThatProcess) {
+  SKIP_UNLESS_FORK_IS_SAFE();
+  Gate gate;
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.pool_size = 1;
+  options.isolation = tessera::Isolation::process;
+  options.config = gate.config();
+  auto stream = client.stream("gated", options);
+  stream.push(-1.0);
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));  // it runs in its process
+  for (int i = 1; i < 20; ++i) stream.push(double(i));
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return stream.accepted() == 20; }));
+  EXPECT_EQ(stream.cancel({0}).running, 1u);
+  stream.close();
+  // The gate stays closed: only a stopped process lets the rest run.
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  EXPECT_TRUE(gate.closed());
+  const auto ran = collect(stream);
+  ASSERT_EQ(ran.records.size(), 20u);
+  EXPECT_EQ(ran.records.at(0).failure, Failure::cancelled);
+  for (std::uint64_t id = 1; id < 20; ++id)
+    EXPECT_FALSE(ran.records.at(id).failed) << ran.records.at(id).error;
+}
+
+// ---- Through a real node and the CLI ----
+
+using tessera::testing::cli;
+using tessera::testing::NodeProcess;
+using tessera::testing::run_command;
+
+const char* kNodeConfig =
+    "[node]\nname = \"controls\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+    "[worker]\nworkers = 1\nthreads_per_worker = 1\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n";
+
+TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
+  NodeProcess node(kNodeConfig);
+  Gate gate;
+  tessera::Client client(node.endpoint());
+  tessera::StreamOptions options;
+  options.pool_size = 1;
+  options.config = gate.config();
+  auto stream = client.stream("gated", options);
+  ASSERT_EQ(stream.id(), 1u);
+  stream.push(-1.0);
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+  push_alone(stream, 1.0);
+  const auto priority = [](std::uint64_t id) { return double(id % 3); };
+  std::vector<std::uint64_t> queued;
+  for (std::uint64_t id = 2; id < 100; ++id)
+    queued.push_back(stream.push(double(id), {.priority = priority(id)}));
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return stream.accepted() == 100; }));
+
+  EXPECT_EQ(cli(node.endpoint(), "stream cancel --stream 1 --ids 90-99"),
+            "stream 1: cancelled 10 queued and 0 running parameter sets\n");
+  EXPECT_EQ(cli(node.endpoint(), "stream cancel --stream 1 --where 'id >= 80 and id < 85'"),
+            "stream 1: cancelled 5 queued and 0 running parameter sets\n");
+  EXPECT_EQ(cli(node.endpoint(), "stream cancel --stream 1 --ids 0,70-71,95"),
+            "stream 1: cancelled 2 queued and 1 running parameter sets\n");
+  const std::string base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  for (const auto& [flags, code_expected, expected] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"--stream 1 --ids 9-5", 2, "--ids: '9-5' ends before it begins"},
+           {"--stream 1 --ids x", 2, "--ids: 'x' is not an id"},
+           {"--stream 1 --ids 1,,2", 2, "--ids"},
+           {"--stream 1 --where 'bogus > 1'", 2, "--where: filter 'bogus > 1'"},
+           {"--stream 1", 2, "needs --ids or --where"},
+           {"--stream 1 --ids 1 --where 'id > 1'", 2, "excludes"},
+           {"--stream 99 --ids 1", 1, "stream 99 is not running on this node"}}) {
+    int code = 0;
+    const auto out = run_command(base + " stream cancel " + flags, code);
+    EXPECT_EQ(code, code_expected) << flags << ": " << out;
+    EXPECT_NE(out.find(expected), std::string::npos) << flags << ": " << out;
+  }
+
+  gate.open();
+  stream.close();
+  const auto ran = collect(stream);
+  ASSERT_EQ(ran.records.size(), 100u);
+  const auto cancelled = [](std::uint64_t id) {
+    return id == 0 || id == 70 || id == 71 || (id >= 80 && id < 85) || id >= 90;
+  };
+  std::vector<std::uint64_t> expected{1};
+  std::erase_if(queued, cancelled);
+  for (auto id : by_priority(queued, priority)) expected.push_back(id);
+  const auto text = [](const std::vector<std::uint64_t>& ids) {
+    std::string out;
+    for (auto id : ids) out += std::to_string(id) + " ";
+    return out;
+  };
+  EXPECT_EQ(text(ran.order), text(expected));
+  EXPECT_EQ(ran.records.at(0).failure, Failure::cancelled);
+  EXPECT_EQ(cli(node.endpoint(), "results --stream 1 --where failed --format count"), "18\n");
+  const auto line =
+      nlohmann::json::parse(cli(node.endpoint(), "results --stream 1 --where 'id == 85' --format json"));
+  EXPECT_FALSE(line.contains("failure") && line["failure"] != "ok") << line;
+  const auto zero =
+      nlohmann::json::parse(cli(node.endpoint(), "results --stream 1 --where 'id == 0' --format json"));
+  EXPECT_EQ(zero["failure"], "cancelled") << zero;
+}
+
+TEST(StreamControlsProcess, CliPushTakesPrioritiesFromANamedColumn) {
+  NodeProcess node(kNodeConfig);
+  const auto dir = fs::temp_directory_path() / ("tessera-priorities-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto input = (dir / "params.csv").string();
+  {
+    std::ofstream params(input);
+    params << "x,rank\n";
+    for (int i = 0; i < 20; ++i) params << i << "," << (i % 4) << "\n";
+  }
+  const std::string base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  int code = 0;
+  // The gated simulation takes one number: the rank column must not reach it.
+  auto out = run_command(
+      base + " stream push --simulation gated --quiet --input " + input + " --priority-column rank", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "stream 1: 20 parameter sets, 20 results stored (0 failed)\n");
+  std::istringstream json(cli(node.endpoint(), "results --stream 1 --format json"));
+  std::size_t lines = 0;
+  for (std::string line; std::getline(json, line); ++lines) {
+    const auto parsed = nlohmann::json::parse(line);
+    EXPECT_EQ(parsed["parameters"], nlohmann::json::array({double(parsed["id"].get<std::uint64_t>())}))
+        << line;
+  }
+  EXPECT_EQ(lines, 20u);
+  // The export's header keeps the parameter's name, and has no column for the priority.
+  const auto csv = cli(node.endpoint(), "results --stream 1 --format csv");
+  EXPECT_EQ(csv.rfind("id,x,result,status,error,node\n", 0), 0u) << csv;
+
+  out = run_command(
+      base + " stream push --simulation gated --quiet --input " + input + " --priority-column nope", code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--priority-column nope: no such column in the header of"), std::string::npos) << out;
+  EXPECT_NE(out.find("(its columns: x, rank)"), std::string::npos) << out;
+  {
+    std::ofstream params(input);
+    params << "1,2\n3,4\n";
+  }
+  out = run_command(
+      base + " stream push --simulation gated --quiet --input " + input + " --priority-column x", code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("has no header row naming its columns"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
