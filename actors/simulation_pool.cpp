@@ -263,9 +263,12 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
         };
         const auto& ids = running->job.ids;
         if (auto process = self->state.process) {
-          // Its child runs the job's sets in turn: stopped when it is on a cancelled one.
+          // Its child runs the job's sets in turn: stopped when it is on a cancelled one or has one still
+          // to run (the rest of the job goes back unrun, uncharged).
           const auto on = process->running_index();
-          if (on && *on < ids.size() && cancelled(ids[*on])) process->kill();
+          if (on && *on < ids.size() &&
+              std::any_of(ids.begin() + static_cast<std::ptrdiff_t>(*on), ids.end(), cancelled))
+            process->kill();
           return;
         }
         if (std::any_of(ids.begin(), ids.end(), cancelled)) running->stop.store(true);

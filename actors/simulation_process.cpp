@@ -277,6 +277,7 @@ void SimulationProcess::start() {
 }
 
 void SimulationProcess::kill() {
+  std::lock_guard lock(reap_mutex_);
   const pid_t pid = pid_.load();
   if (pid <= 0) return;
   killed_by_request_.store(true);
@@ -290,6 +291,7 @@ std::optional<std::size_t> SimulationProcess::running_index() const {
 }
 
 std::string SimulationProcess::reap() {
+  std::lock_guard lock(reap_mutex_);
   const pid_t pid = pid_.exchange(0);
   if (socket_ >= 0) {
     ::close(socket_);
@@ -417,6 +419,8 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
         ::kill(pid, SIGKILL);
         return ended(Failure::crash, "answered too few sets and was killed");
       }
+      // Between jobs the child is on no set: a cancellation arriving now stops nothing.
+      progress_->index.store(kIdle);
       return result;
     }
   }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,9 @@ class SimulationProcess {
   Progress* progress_ = nullptr;
   std::atomic<std::uint64_t> started_{0};
   std::atomic<bool> killed_by_request_{false};
+  // Held while a child is signalled or reaped, so that kill() never signals a pid already reaped (and
+  // perhaps reused by another process).
+  std::mutex reap_mutex_;
 };
 
 }  // namespace tessera

@@ -13,6 +13,7 @@
 #include "actors/pending_sets.hpp"
 #include "actors/protocols/stream.hpp"
 #include "actors/protocols/worker.hpp"
+#include "graph/printable.hpp"
 #include "storage/result_query.hpp"
 
 namespace tessera {
@@ -339,6 +340,11 @@ void cancel(StreamActor* self, StreamCancel& request) {
   } catch (const QueryError& e) {
     return reply({}, where + e.what());
   }
+  // A filter that compares nothing would cancel every set: say so rather than do it.
+  if (!request.where.empty() && !filter.has_clauses())
+    return reply({}, where + "the filter " + in_quotes(request.where) +
+                         " has no clause on id or parameters, so it would cancel every set; give one "
+                         "(e.g. 'id >= 0' to cancel them all)");
   auto ranges = std::move(request.ranges);
   std::sort(ranges.begin(), ranges.end());
   // Overlapping ranges merged, so that the search below finds the one that holds an id.

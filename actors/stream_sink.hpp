@@ -151,6 +151,11 @@ class StreamSink {
   virtual void refuse(const std::string&) {}
   // Stream side: results that are durable now. One answered before (delivered again after a reconnect)
   // is dropped here.
+  // True on a thread running a result callback (on_result) of some stream.
+  static bool& in_callback() {
+    static thread_local bool inside = false;
+    return inside;
+  }
   virtual void deliver(std::vector<StreamRecord>& records) {
     std::function<void(const StreamRecord&)> callback;
     {
@@ -169,8 +174,15 @@ class StreamSink {
         }
     }
     changed_.notify_all();
-    if (callback)
+    if (callback) {
+      // The callback runs on the thread that answers the stream (its actor, or the connection's I/O
+      // thread): what waits for that thread must not be called from it.
+      struct Inside {
+        Inside() { in_callback() = true; }
+        ~Inside() { in_callback() = false; }
+      } inside;
       for (const auto& r : records) callback(r);
+    }
   }
   // Closed and every pushed parameter set answered (or the stream failed as a whole).
   virtual void finish(std::string error = {}) {

@@ -269,6 +269,10 @@ std::vector<IdRange> parse_id_ranges(std::string_view text) {
 }
 
 int stream_cancel(const Target& target, const CancelOptions& options) {
+  if (options.ids.empty() && options.where.empty()) {
+    std::cerr << "tessera: stream cancel needs --ids or --where (which sets to cancel)\n";
+    return 2;
+  }
   std::vector<IdRange> ranges;
   if (!options.ids.empty()) {
     try {
@@ -279,7 +283,12 @@ int stream_cancel(const Target& target, const CancelOptions& options) {
     }
   }
   try {  // checked here first, so a malformed filter is a usage error (2), not the node's refusal (1)
-    static_cast<void>(ResultFilter::parse(options.where));
+    if (options.ids.empty() && !ResultFilter::parse(options.where).has_clauses()) {
+      std::cerr << "tessera: --where '" << excerpt(options.where)
+                << "' has no clause on id or parameters, so it would cancel every set; give one (e.g. "
+                   "--where 'id >= 0' to cancel them all)\n";
+      return 2;
+    }
   } catch (const QueryError& e) {
     std::cerr << "tessera: --where: " << bounded_message(e.what()) << "\n";
     return 2;

@@ -35,6 +35,10 @@ struct Stream::State {
   }
 
   CancelledSets cancel(std::vector<IdRange> ranges, std::string where) {
+    if (StreamSink::in_callback())
+      throw std::logic_error("stream " + std::to_string(id) +
+                             ": cancel cannot be called from an on_result callback, which runs on the thread "
+                             "that would answer it; call it from another thread");
     {
       std::lock_guard lock(mutex);
       flush_locked();

@@ -35,7 +35,8 @@ struct StreamInfo {
   isolation @8 :UInt8;         # tessera::Isolation: 0 thread, 1 process
   timeoutSeconds @9 :Float64;  # per set; 0: none
   retries @10 :UInt32;
-  parameterNames @11 :List(Text);  # what the stream's client called the parameters (a CSV's header)
+  parameterNames @11 :List(Text);  # what its client called the parameters (a CSV's header); kept in a
+                                   # record of their own (key p), written once, not in this one
 }
 
 # Parameter sets a stream accepted in one push (ids from the key's on), written ahead so that a

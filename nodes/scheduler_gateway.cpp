@@ -488,9 +488,12 @@ struct SchedulerGateway::State {
       out.setRunning(counts.running);
       if (auto server = target.lock()) server->send(peer_id, message);
     };
+    // The cluster's own map forgets a stream when it finishes; this gateway's keeps its last actor.
     caf::actor actor;
-    if (auto it = streams.find(id); it != streams.end()) actor = it->second;
-    if (!actor && options.stream_actor) actor = options.stream_actor(id);
+    if (options.stream_actor)
+      actor = options.stream_actor(id);
+    else if (auto it = streams.find(id); it != streams.end())
+      actor = it->second;
     if (!actor)
       return answer({}, "stream " + std::to_string(id) +
                             " is not running on this node (it finished, or there is no such stream): "

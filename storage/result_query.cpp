@@ -180,7 +180,8 @@ bool one_cell(const Value& v) {
 // CSV's header) or "parameter" / "parameter_0", "parameter_1", ...; its result, "result" or "result_0",
 // ...; then status (ok, or why it failed), error and node. The widths come from the first stored sets
 // (the first with a result, among the first kProbe): a later row of another width still has all its
-// cells, under the names of the first.
+// cells, under the names of the first. Each page of a paged export probes again, so pages of a stream that
+// stores its first result between them can differ in width.
 struct CsvColumns {
   std::size_t parameters = 0, results = 0;
   std::string header;
@@ -282,7 +283,7 @@ ResultField parse_field(Parser& p) {
   }
   if (p.symbol("[")) {
     const double index = p.number();
-    if (index < 0 || index != std::floor(index)) p.fail("a whole index");
+    if (!(index >= 0 && index < 1e9) || index != std::floor(index)) p.fail("a whole index below 1e9");
     field.index = static_cast<std::size_t>(index);
     if (!p.symbol("]")) p.fail("']'");
   }

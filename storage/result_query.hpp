@@ -36,6 +36,8 @@ class ResultFilter {
   bool matches(const StreamResult& r) const;
   // Whether a set not answered yet matches (to cancel it): clauses on results and "failed" never do.
   bool matches_set(std::uint64_t id, const Value& parameters) const;
+  // Whether it compares anything (a filter of only "ok" or "failed", or none, does not).
+  bool has_clauses() const { return !clauses_.empty(); }
 
  private:
   enum class Op { less, less_equal, greater, greater_equal, equal, not_equal };

@@ -93,11 +93,6 @@ std::string encode_info(const StreamInfo& info) {
   out.setIsolation(static_cast<std::uint8_t>(info.isolation));
   out.setTimeoutSeconds(info.timeout_seconds);
   out.setRetries(info.retries);
-  if (!info.parameter_names.empty()) {
-    auto names = out.initParameterNames(static_cast<unsigned>(info.parameter_names.size()));
-    for (std::size_t i = 0; i < info.parameter_names.size(); ++i)
-      names.set(static_cast<unsigned>(i), info.parameter_names[i]);
-  }
   if (info.config && !info.config->entries().empty()) {
     const auto count = static_cast<unsigned>(info.config->entries().size());
     auto keys = out.initConfigKeys(count);
@@ -127,7 +122,6 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   info.isolation = static_cast<Isolation>(in.getIsolation());
   info.timeout_seconds = in.getTimeoutSeconds();
   info.retries = in.getRetries();
-  for (auto name : in.getParameterNames()) info.parameter_names.emplace_back(name);
   auto keys = in.getConfigKeys();
   auto values = in.getConfigValues();
   if (keys.size() != values.size())
@@ -137,6 +131,23 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   for (unsigned i = 0; i < keys.size(); ++i) config->set(keys[i], wire::decode(values[i], {}));
   info.config = std::move(config);
   return info;
+}
+
+// A stream's parameter names, under their own key ('p'): written once when it is created, not with each
+// push that rewrites its record.
+std::string encode_names(const std::vector<std::string>& names) {
+  capnp::MallocMessageBuilder builder;
+  auto list = builder.initRoot<wire::StreamInfo>().initParameterNames(static_cast<unsigned>(names.size()));
+  for (std::size_t i = 0; i < names.size(); ++i) list.set(static_cast<unsigned>(i), names[i]);
+  return flat(builder);
+}
+
+std::vector<std::string> decode_names(const std::string& bytes) {
+  wire::HeaderReader reader(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  std::vector<std::string> names;
+  for (auto name : reader.root<wire::StreamInfo>().getParameterNames()) names.emplace_back(name);
+  return names;
 }
 
 std::string encode_pending(std::span<const Value> parameters, std::span<const double> priorities) {
@@ -182,6 +193,7 @@ std::uint64_t ResultStore::create_stream(StreamInfo info) {
   batch.Put("n", encoded);
   info.id = next;
   batch.Put(key('m', next), encode_info(info));
+  if (!info.parameter_names.empty()) batch.Put(key('p', next), encode_names(info.parameter_names));
   rocksdb::WriteOptions sync;
   sync.sync = true;
   check(db_->Write(sync, &batch), "cannot create a stream", directory_);
@@ -254,7 +266,9 @@ void ResultStore::forget_pushes(std::uint64_t stream, std::span<const std::uint6
 std::optional<StreamInfo> ResultStore::stream(std::uint64_t id) const {
   std::string bytes;
   if (!db_->Get(rocksdb::ReadOptions(), key('m', id), &bytes).ok()) return std::nullopt;
-  return decode_info(id, bytes);
+  auto info = decode_info(id, bytes);
+  read_names(info);
+  return info;
 }
 
 std::vector<StreamInfo> ResultStore::streams() const {
@@ -262,7 +276,14 @@ std::vector<StreamInfo> ResultStore::streams() const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek("m"); it->Valid() && it->key().size() == 9 && it->key()[0] == 'm'; it->Next())
     out.push_back(decode_info(read_be64(it->key().data() + 1), it->value()));
+  for (auto& info : out) read_names(info);
   return out;
+}
+
+void ResultStore::read_names(StreamInfo& info) const {
+  std::string bytes;
+  if (db_->Get(rocksdb::ReadOptions(), key('p', info.id), &bytes).ok())
+    info.parameter_names = decode_names(bytes);
 }
 
 std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results,

@@ -94,6 +94,7 @@ class ResultStore {
   std::uint64_t count(std::uint64_t stream) const;
 
  private:
+  void read_names(StreamInfo& info) const;
   std::shared_ptr<NodeDatabase> database_;
   std::filesystem::path directory_;
   rocksdb::DB* db_;

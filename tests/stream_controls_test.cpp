@@ -159,6 +159,16 @@ TEST(StreamControls, CancelledSetsAreStoredAsCancelledAndTheRestRun) {
   counts = stream.cancel({0});
   EXPECT_EQ(counts.queued + counts.running, 0u);
   EXPECT_EQ(stream.cancel_where("result > 3").queued, 0u);  // queued sets have no result to match
+  // A filter that compares nothing would select every set: refused, naming the filter.
+  for (const char* everything : {"ok", " "}) {
+    try {
+      stream.cancel_where(everything);
+      ADD_FAILURE() << "'" << everything << "' was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("has no clause on id or parameters"), std::string::npos)
+          << e.what();
+    }
+  }
   try {
     stream.cancel_where("bogus > 1");
     ADD_FAILURE() << "a bad filter was accepted";
@@ -190,6 +200,26 @@ TEST(StreamControls, CancelledSetsAreStoredAsCancelledAndTheRestRun) {
   EXPECT_EQ(stored.get(0)->failure, Failure::cancelled);
   // Cancelling a finished stream cancels nothing.
   EXPECT_EQ(stream.cancel({5}).queued, 0u);
+}
+
+// The callback runs on the thread that would answer the cancellation: refused there, not a hang.
+TEST(StreamControls, CancelFromAResultCallbackIsRefusedNotADeadlock) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("gated");
+  std::atomic<int> refused{0};
+  stream.on_result([&](const StreamRecord&) {
+    try {
+      stream.cancel({0});
+    } catch (const std::logic_error& e) {
+      if (std::string(e.what()).find("cannot be called from an on_result callback") != std::string::npos)
+        refused += 1;
+    }
+  });
+  for (int i = 0; i < 3; ++i) stream.push(double(i));
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  EXPECT_EQ(refused.load(), 3);
 }
 
 TEST(StreamControls, CancellingASetRunningInAProcessStopsThatProcess) {
@@ -262,6 +292,8 @@ TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
            {"--stream 1 --ids x", 2, "--ids: 'x' is not an id"},
            {"--stream 1 --ids 1,,2", 2, "--ids"},
            {"--stream 1 --where 'bogus > 1'", 2, "--where: filter 'bogus > 1'"},
+           {"--stream 1 --where ok", 2, "has no clause on id or parameters"},
+           {"--stream 1 --ids ''", 2, "needs --ids or --where"},
            {"--stream 1", 2, "needs --ids or --where"},
            {"--stream 1 --ids 1 --where 'id > 1'", 2, "excludes"},
            {"--stream 99 --ids 1", 1, "stream 99 is not running on this node"}}) {

@@ -104,7 +104,8 @@ class Stream {
   // isolation: the child is killed and replaced) or abandoned (thread isolation: the compute thread
   // finishes the set and its result is discarded). Each is answered, and stored, as failed with
   // Failure::cancelled; sets already answered keep their result. Sets still buffered here are sent
-  // first, so every id pushed so far can be cancelled.
+  // first, so every id pushed so far can be cancelled. Not from an on_result callback (a std::logic_error):
+  // that callback runs on the thread that answers the cancellation.
   CancelledSets cancel(std::span<const std::uint64_t> ids);
   CancelledSets cancel(std::initializer_list<std::uint64_t> ids) {
     return cancel(std::span<const std::uint64_t>(ids.begin(), ids.size()));
@@ -113,6 +114,7 @@ class Stream {
   // The same for the sets a filter selects: "id >= 100", "parameters[0] > 2 and parameters[1] < 1"
   // (results.hpp's filters; clauses on results select nothing, as these sets have none). A bad filter is
   // a std::invalid_argument naming the stream and the position.
+  // A filter must have a clause on id or parameters ("ok" alone, or nothing, would select every set).
   CancelledSets cancel_where(std::string_view filter);
 
   // From now on each result goes to `callback` (on a Tessera thread) instead of the iterator.
