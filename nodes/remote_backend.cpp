@@ -161,27 +161,35 @@ class RemoteBackend final : public ClusterBackend {
   }
   std::shared_ptr<ResultSource> results() override;
 
+  // Sends a request that `fill` writes with id `request`, and waits for the answer with that id (the
+  // I/O thread hands it over through asking_); a request given up is forgotten.
+  transport::Received request_answer(std::uint64_t request,
+                                     const std::function<void(transport::Outgoing&)>& fill,
+                                     const std::string& what, std::chrono::milliseconds timeout) {
+    std::future<transport::Received> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer = asking_[request].get_future();
+    }
+    try {
+      return await(answer, fill, what, timeout);
+    } catch (...) {
+      std::lock_guard lock(streams_mutex_);
+      asking_.erase(request);
+      throw;
+    }
+  }
+
   // Sends a checkpoints request and waits for its answer; an error in it is thrown as
   // std::invalid_argument (what the scheduler refused, e.g. a key too short).
   transport::Received ask_checkpoints(wire::CheckpointsQuery query) {
     query.request_id = next_request_++;
-    std::future<transport::Received> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      answer = asking_[query.request_id].get_future();
-    }
-    auto fill = [&](transport::Outgoing& message) {
-      wire::encode(query, message.envelope().initCheckpointsRequest());
-    };
-    transport::Received received = [&] {
-      try {
-        return await(answer, fill, "a checkpoints request", std::chrono::seconds(60));
-      } catch (...) {
-        std::lock_guard lock(streams_mutex_);
-        asking_.erase(query.request_id);
-        throw;
-      }
-    }();
+    auto received = request_answer(
+        query.request_id,
+        [&](transport::Outgoing& message) {
+          wire::encode(query, message.envelope().initCheckpointsRequest());
+        },
+        "a checkpoints request", std::chrono::seconds(60));
     auto a = received.envelope().getCheckpointsAnswer();
     if (a.getError().size()) throw std::invalid_argument(std::string(a.getError()));
     return received;
@@ -192,11 +200,6 @@ class RemoteBackend final : public ClusterBackend {
                           const std::string& field, std::uint32_t bins, std::uint64_t first,
                           std::uint64_t last) {
     const std::uint64_t request = next_request_++;
-    std::future<transport::Received> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      answer = asking_[request].get_future();
-    }
     auto fill = [&](transport::Outgoing& message) {
       auto q = message.envelope().initResultsQuery();
       q.setRequestId(request);
@@ -208,15 +211,7 @@ class RemoteBackend final : public ClusterBackend {
       q.setFirst(first);
       q.setLast(last);
     };
-    transport::Received received = [&] {
-      try {
-        return await(answer, fill, "a results query", std::chrono::seconds(60));
-      } catch (...) {
-        std::lock_guard lock(streams_mutex_);
-        asking_.erase(request);
-        throw;
-      }
-    }();
+    auto received = request_answer(request, fill, "a results query", std::chrono::seconds(60));
     auto a = received.envelope().getResultsAnswer();
     if (a.getError().size()) throw QueryError(std::string(a.getError()));
     return received;
@@ -246,11 +241,6 @@ class RemoteBackend final : public ClusterBackend {
 
   CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) override {
     const std::uint64_t request = next_request_++;
-    std::future<transport::Received> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      answer = asking_[request].get_future();
-    }
     auto fill = [&](transport::Outgoing& message) {
       auto out = message.envelope().initStreamCancel();
       out.setRequestId(request);
@@ -262,15 +252,7 @@ class RemoteBackend final : public ClusterBackend {
         list[static_cast<unsigned>(i)].setLast(ranges[i].last);
       }
     };
-    transport::Received received = [&] {
-      try {
-        return await(answer, fill, "a cancellation", kCancelDeadline);
-      } catch (...) {
-        std::lock_guard lock(streams_mutex_);
-        asking_.erase(request);
-        throw;
-      }
-    }();
+    auto received = request_answer(request, fill, "a cancellation", kCancelDeadline);
     auto a = received.envelope().getStreamCancelled();
     if (a.getError().size()) throw std::invalid_argument(printable(std::string(a.getError()), 400));
     return CancelledSets{a.getQueued(), a.getRunning()};

@@ -13,6 +13,7 @@
 #include <set>
 #include <tessera/tessera.hpp>
 
+#include "fork_safety.hpp"
 #include "node_process.hpp"
 #include "test_util.hpp"
 
@@ -22,18 +23,6 @@ std::int64_t square(std::int64_t x);
 }  // namespace plugin_tasks
 
 namespace {
-
-// Process isolation forks the multithreaded worker without exec. glibc's malloc takes its locks across a
-// fork, but the allocator of GCC 12's AddressSanitizer does not: a child forked while another thread
-// holds it waits for ever. Until simulation processes come from a fork server started before the
-// worker's threads, these tests cannot run under ASan.
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNLESS_FORK_IS_SAFE()                                                                     \
-  GTEST_SKIP() << "process isolation forks a multithreaded process, which deadlocks in GCC 12's ASan " \
-                  "allocator; this test runs in the plain and ThreadSanitizer builds"
-#else
-#define SKIP_UNLESS_FORK_IS_SAFE() static_cast<void>(0)
-#endif
 
 using tessera::Failure;
 using tessera::Isolation;

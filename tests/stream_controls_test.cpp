@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <tessera/tessera.hpp>
 
+#include "fork_safety.hpp"
 #include "node_process.hpp"
 #include "test_util.hpp"
 
@@ -26,15 +27,6 @@ namespace fs = std::filesystem;
 using tessera::Failure;
 using tessera::StreamRecord;
 using tessera::testing::eventually;
-
-// The same skip as ensemble_test's: a fork of the multithreaded worker deadlocks in GCC 12's ASan.
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNLESS_FORK_IS_SAFE()                                                                     \
-  GTEST_SKIP() << "process isolation forks a multithreaded process, which deadlocks in GCC 12's ASan " \
-                  "allocator; this test runs in the plain and ThreadSanitizer builds"
-#else
-#define SKIP_UNLESS_FORK_IS_SAFE() static_cast<void>(0)
-#endif
 
 // The gated simulation's files: its negative sets wait while `gate` exists, and say they began by
 // creating `started`.
@@ -62,6 +54,16 @@ class Gate {
  private:
   fs::path dir_;
 };
+
+// A stream of the gated simulation on one simulation actor (the worker's only compute thread).
+tessera::Stream gated_stream(tessera::Client& client, const Gate& gate,
+                             tessera::Isolation isolation = tessera::Isolation::thread) {
+  tessera::StreamOptions options;
+  options.pool_size = 1;
+  options.isolation = isolation;
+  options.config = gate.config();
+  return client.stream("gated", options);
+}
 
 // Pushes one set and waits until the stream has it (so that it is dispatched before what comes next).
 void push_alone(tessera::Stream& stream, double x) {
@@ -100,10 +102,7 @@ TEST(StreamControls, QueuedSetsRunHigherPriorityFirstAndEqualPrioritiesInPushOrd
   EXPECT_GE(plugin_tasks::gated_runs.load(), 0);
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
   tessera::Client client{cluster};
-  tessera::StreamOptions options;
-  options.pool_size = 1;
-  options.config = gate.config();
-  auto stream = client.stream("gated", options);
+  auto stream = gated_stream(client, gate);
   push_alone(stream, -1.0);  // holds the only simulation actor
   push_alone(stream, 0.0);   // the second job out, queued at the worker: not overtaken
   const std::vector<double> priorities{3, 0, 5, 1, 5, -2, 1, 0, 9, 5, -2.5, 1e9, 0};
@@ -134,10 +133,7 @@ TEST(StreamControls, CancelledSetsAreStoredAsCancelledAndTheRestRun) {
   Gate gate;
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
   tessera::Client client{cluster};
-  tessera::StreamOptions options;
-  options.pool_size = 1;
-  options.config = gate.config();
-  auto stream = client.stream("gated", options);
+  auto stream = gated_stream(client, gate);
   push_alone(stream, -1.0);  // id 0 runs and holds the only thread
   push_alone(stream, 1.0);   // id 1 waits at the worker, in flight
   for (int i = 2; i < 100; ++i) stream.push(double(i));
@@ -227,11 +223,7 @@ TEST(StreamControls, CancellingASetRunningInAProcessStopsThatProcess) {
   Gate gate;
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
   tessera::Client client{cluster};
-  tessera::StreamOptions options;
-  options.pool_size = 1;
-  options.isolation = tessera::Isolation::process;
-  options.config = gate.config();
-  auto stream = client.stream("gated", options);
+  auto stream = gated_stream(client, gate, tessera::Isolation::process);
   stream.push(-1.0);
   stream.flush();
   ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));  // it runs in its process
@@ -264,10 +256,7 @@ TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
   NodeProcess node(kNodeConfig);
   Gate gate;
   tessera::Client client(node.endpoint());
-  tessera::StreamOptions options;
-  options.pool_size = 1;
-  options.config = gate.config();
-  auto stream = client.stream("gated", options);
+  auto stream = gated_stream(client, gate);
   ASSERT_EQ(stream.id(), 1u);
   stream.push(-1.0);
   stream.flush();
