@@ -18,6 +18,7 @@ struct PendingSet {
   std::uint64_t id = 0;
   Value parameters;
   double priority = 0;
+  double pushed_at = 0;  // when its stream accepted it (SetTimeline's clock)
 };
 
 class PendingSets {

@@ -44,6 +44,7 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
   }
   StreamRecord record;
   record.id = id;
+  record.timeline.started = timeline_now();
   if (!instance.simulation) {
     record.failed = true;
     record.failure = Failure::error;
@@ -62,6 +63,7 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
       record.error = "unknown exception";
     }
   }
+  record.timeline.finished = timeline_now();
   if (record.failed) record.node = context.node;
   return record;
 }
@@ -173,6 +175,9 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
   timed_out.failure = Failure::timeout;
   timed_out.error = timeout_reason(args.timeout_seconds) +
                     " (thread isolation: the run was abandoned, its result will be discarded)";
+  timed_out.timeline.finished = timeline_now();
+  timed_out.timeline.started =
+      timed_out.timeline.finished - std::chrono::duration<double>(now - watched->started).count();
   timed_out.node = args.node;
   outcome.records.push_back(std::move(timed_out));
   for (std::size_t i = watched->current + 1; i < watched->ids.size(); ++i)

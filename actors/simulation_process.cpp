@@ -133,7 +133,9 @@ void close_inherited(int keep) {
   ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u);
 }
 
-void add_record(std::string& frame, const Value* value, std::string_view error) {
+// One answer: its kind (0 a value, 1 an error), its bytes, and when its run began and ended.
+void add_record(std::string& frame, const Value* value, std::string_view error, double started,
+                double finished) {
   if (value) {
     put<std::uint8_t>(frame, 0);
     const std::string record = ValueRecord(*value).flat();
@@ -144,6 +146,8 @@ void add_record(std::string& frame, const Value* value, std::string_view error) 
     put<std::uint64_t>(frame, error.size());
     frame += error;
   }
+  put<double>(frame, started);
+  put<double>(frame, finished);
 }
 
 [[noreturn]] void child_main(int socket, const SimulationType& type, const Config& config,
@@ -202,16 +206,18 @@ void add_record(std::string& frame, const Value* value, std::string_view error) 
     for (std::uint32_t i = 0; i < count; ++i) {
       progress->started_ns.store(now_ns());
       progress->index.store(i);
+      const double started = timeline_now();
       if (!simulation) {
-        add_record(frame, nullptr, "simulation '" + type.name + "' could not be built: " + build_error);
+        add_record(frame, nullptr, "simulation '" + type.name + "' could not be built: " + build_error,
+                   started, timeline_now());
       } else {
         try {
           const Value result = simulation->run(parameters[i]);
-          add_record(frame, &result, {});
+          add_record(frame, &result, {}, started, timeline_now());
         } catch (const std::exception& e) {
-          add_record(frame, nullptr, e.what());
+          add_record(frame, nullptr, e.what(), started, timeline_now());
         } catch (...) {
-          add_record(frame, nullptr, "unknown exception");
+          add_record(frame, nullptr, "unknown exception", started, timeline_now());
         }
       }
       ++in_frame;
@@ -355,6 +361,10 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
                                          " before it began this set"
                                    : why;
         record.node = node_;
+        record.timeline.finished = timeline_now();
+        if (on != kIdle)
+          record.timeline.started =
+              record.timeline.finished - static_cast<double>(now_ns() - progress_->started_ns.load()) / 1e9;
         result.records.push_back(std::move(record));
       } else {
         result.unrun.push_back(ids[i]);
@@ -398,6 +408,10 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
       }
       StreamRecord record;
       record.id = ids[result.records.size()];
+      if (!get(in, record.timeline.started) || !get(in, record.timeline.finished)) {
+        ::kill(pid, SIGKILL);
+        return ended(Failure::crash, "sent a malformed answer and was killed");
+      }
       if (kind == 0) {
         try {
           record.value = ValueRecord::decode(bytes);

@@ -36,6 +36,7 @@ struct StreamState {
     Value parameters;
     std::uint32_t worker;
     double priority;
+    double pushed_at, dispatched_at;  // SetTimeline's
   };
   std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
   // Sets that failed and run again: the reasons of their attempts so far, and how many crashed.
@@ -131,8 +132,9 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
   const auto priorities =
       prioritised ? std::span<const double>(batch.priorities.data() + skip, take) : std::span<const double>();
   st.info.pushed = accepted + take;
+  const double pushed_at = timeline_now();
   try {
-    st.args.store->accept(st.info, accepted, sets, priorities);
+    st.args.store->accept(st.info, accepted, sets, priorities, pushed_at);
   } catch (const std::exception& e) {
     std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
     end(self, e.what());
@@ -140,8 +142,8 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
   }
   st.pushes[accepted] = take;
   for (std::uint64_t i = 0; i < take; ++i)
-    st.pending.push_back(
-        PendingSet{accepted + i, std::move(batch.parameters[skip + i]), prioritised ? priorities[i] : 0.0});
+    st.pending.push_back(PendingSet{accepted + i, std::move(batch.parameters[skip + i]),
+                                    prioritised ? priorities[i] : 0.0, pushed_at});
   // One sync for every push of the next millisecond, or none: a synced result write in between makes
   // everything written before it durable too.
   if (!st.sync_queued) {
@@ -176,6 +178,7 @@ void dispatch(StreamActor* self) {
   auto& st = self->state;
   if (st.workers.empty()) return;
   const std::size_t size = st.job_size();
+  const double dispatched_at = timeline_now();
   bool sent = true;
   while (!st.pending.empty() && sent) {
     sent = false;
@@ -199,8 +202,8 @@ void dispatch(StreamActor* self) {
         PendingSet next = st.pending.pop();
         job.ids.push_back(next.id);
         job.parameters.push_back(next.parameters);
-        st.in_flight.emplace(
-            next.id, StreamState::InFlight{std::move(next.parameters), st.workers[w].id, next.priority});
+        st.in_flight.emplace(next.id, StreamState::InFlight{std::move(next.parameters), st.workers[w].id,
+                                                            next.priority, next.pushed_at, dispatched_at});
       }
       st.jobs_out[w] += 1;
       self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulate_atom::value,
@@ -233,16 +236,19 @@ void requeue(StreamState& st, std::vector<PendingSet>& again) {
 
 // A set in flight, taken back to run again.
 PendingSet take_back(StreamState& st, std::unordered_map<std::uint64_t, StreamState::InFlight>::iterator it) {
-  PendingSet set{it->first, std::move(it->second.parameters), it->second.priority};
+  PendingSet set{it->first, std::move(it->second.parameters), it->second.priority, it->second.pushed_at};
   st.in_flight.erase(it);
   return set;
 }
 
 // Stores answers (synced) with the records of the pushes they complete, then delivers them to the
 // client. The store's error when it failed: the stream has ended.
-std::string store_answers(StreamActor* self, const std::vector<StreamResult>& results,
+std::string store_answers(StreamActor* self, std::vector<StreamResult>& results,
                           std::vector<StreamRecord>& delivered) {
   auto& st = self->state;
+  const double stored_at = timeline_now();
+  for (auto& r : results) r.timeline.stored = stored_at;
+  for (auto& r : delivered) r.timeline.stored = stored_at;
   std::vector<std::uint64_t> completed;
   for (const auto& r : results) {
     auto push = st.pushes.upper_bound(r.id);
@@ -306,8 +312,10 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
       continue;
     }
     attach_attempts(st, r);
-    results.push_back(
-        StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node, r.failure, r.attempts});
+    r.timeline.pushed = it->second.pushed_at;
+    r.timeline.dispatched = it->second.dispatched_at;
+    results.push_back(StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node, r.failure,
+                                   r.attempts, r.timeline});
     delivered.push_back(std::move(r));
   }
   requeue(st, again);
@@ -362,19 +370,29 @@ void cancel(StreamActor* self, StreamCancel& request) {
   };
   std::vector<StreamResult> results;
   std::vector<StreamRecord> delivered;
-  const auto answer = [&](std::uint64_t id, Value parameters, bool running) {
+  const auto answer = [&](std::uint64_t id, Value parameters, double pushed_at, double dispatched_at) {
+    const bool running = dispatched_at > 0;
     StreamRecord record{
         id,   Value{},
         true, running ? "cancelled by request while it ran" : "cancelled by request before it ran",
         {},   Failure::cancelled};
     attach_attempts(st, record);
-    results.push_back(StreamResult{
-        id, Value{}, std::move(parameters), true, record.error, {}, Failure::cancelled, record.attempts});
+    record.timeline.pushed = pushed_at;
+    record.timeline.dispatched = dispatched_at;
+    results.push_back(StreamResult{id,
+                                   Value{},
+                                   std::move(parameters),
+                                   true,
+                                   record.error,
+                                   {},
+                                   Failure::cancelled,
+                                   record.attempts,
+                                   record.timeline});
     delivered.push_back(std::move(record));
   };
   CancelledSets counts;
   for (auto& set : st.pending.take_if([&](const PendingSet& p) { return selected(p.id, p.parameters); })) {
-    answer(set.id, std::move(set.parameters), false);
+    answer(set.id, std::move(set.parameters), set.pushed_at, 0);
     ++counts.queued;
   }
   std::map<std::uint32_t, std::vector<std::uint64_t>> running;  // by worker
@@ -384,7 +402,8 @@ void cancel(StreamActor* self, StreamCancel& request) {
       continue;
     }
     running[it->second.worker].push_back(it->first);
-    answer(it->first, std::move(it->second.parameters), true);
+    answer(it->first, std::move(it->second.parameters), it->second.pushed_at,
+           std::max(it->second.dispatched_at, 1e-9));
     it = st.in_flight.erase(it);
     ++counts.running;
   }
@@ -420,7 +439,7 @@ void resume(StreamActor* self) {
     st.pushes[push.first_id] = push.unanswered.size();
     for (std::size_t i = 0; i < push.unanswered.size(); ++i)
       st.pending.push_back(PendingSet{push.unanswered[i].first, std::move(push.unanswered[i].second),
-                                      push.priorities.empty() ? 0.0 : push.priorities[i]});
+                                      push.priorities.empty() ? 0.0 : push.priorities[i], push.accepted_at});
   }
   st.args.store->forget_pushes(st.args.id, answered);
   st.stored = st.info.pushed - std::min<std::uint64_t>(st.info.pushed, st.pending.size());

@@ -280,9 +280,14 @@ int main(int argc, char** argv) {
       ->check(tessera::cli::unsigned_in(1, std::numeric_limits<std::uint64_t>::max()));
   results_command->add_option("--where", results.where, "a filter, e.g. 'result > 2 and not failed'")
       ->check(tessera::cli::text_at_most(65536));
-  results_command->add_option("--format", results.format, "summary (default), count, csv or json")
-      ->check(CLI::IsMember({"summary", "count", "csv", "json"}));
-  results_command->add_option("--field", results.field, "the summary's field: result or result[i]")
+  results_command
+      ->add_option("--format", results.format,
+                   "summary (default), count, csv, json or timeline (queue, run and store seconds per set)")
+      ->check(CLI::IsMember({"summary", "count", "csv", "json", "timeline"}));
+  results_command
+      ->add_option("--field", results.field,
+                   "the summary's field: result, result[i], parameters[i], id, or a timeline field "
+                   "(queue_seconds, run_seconds, store_seconds, pushed_at, ..., stored_at)")
       ->check(tessera::cli::text_at_most(256));
   results_command->add_option("--bins", results.bins, "the summary's histogram bins (default 10)")
       ->check(tessera::cli::unsigned_in(0, 1'000'000));

@@ -1,5 +1,6 @@
 #include "graph/stream_record.hpp"
 
+#include <chrono>
 #include <sstream>
 
 namespace tessera {
@@ -28,6 +29,10 @@ const char* failure_name(Failure failure) {
       return "cancelled";
   }
   return "unknown";
+}
+
+double timeline_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string timeout_reason(double seconds) {

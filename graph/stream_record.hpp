@@ -32,6 +32,16 @@ const char* failure_name(Failure failure);
 // "timeout after 1.5 s": how a timed-out set's error begins, whatever its isolation.
 std::string timeout_reason(double seconds);
 
+// When a parameter set passed each step, in seconds since the Unix epoch (0: it did not, or it is not
+// known): accepted by its stream, sent to a worker in a job, begun and ended by the simulation, and stored.
+// The worker's clock gives started and finished, the scheduler's the others.
+struct SetTimeline {
+  double pushed = 0, dispatched = 0, started = 0, finished = 0, stored = 0;
+  bool operator==(const SetTimeline&) const = default;
+};
+// Now on the timeline's clock.
+double timeline_now();
+
 struct StreamRecord {
   std::uint64_t id = 0;
   Value value{};
@@ -41,6 +51,7 @@ struct StreamRecord {
   Failure failure = Failure::none;
   // The reasons of the attempts before the last one (retries), oldest first: "worker-0: timeout after 1 s".
   std::vector<std::string> attempts{};
+  SetTimeline timeline{};
 };
 
 // One parameter set's outcome as stored: a value, or the error its simulation raised (message, node).
@@ -53,8 +64,11 @@ struct StreamResult {
   std::string node{};
   Failure failure = Failure::none;
   std::vector<std::string> attempts{};
+  SetTimeline timeline{};
 
-  StreamRecord record() const { return StreamRecord{id, value, failed, error, node, failure, attempts}; }
+  StreamRecord record() const {
+    return StreamRecord{id, value, failed, error, node, failure, attempts, timeline};
+  }
 };
 
 // What a cancellation caught: sets still queued (dropped before they ran) and sets running (stopped

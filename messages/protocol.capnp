@@ -356,6 +356,8 @@ struct StreamRecord {
   parameters @5 :Values.Value;   # in query answers (records)
   failure @6 :UInt8;             # with failed: tessera::Failure (1 error, 2 crash, 3 timeout, 4 cancelled)
   attempts @7 :List(Text);       # the reasons of the failed attempts before the last
+  timeline @8 :List(Float64);    # empty, or tessera::SetTimeline: pushed, dispatched, started, finished,
+                                 # stored (seconds since the Unix epoch; 0 unknown)
 }
 
 # Scheduler -> client: results that are durable now. Worker -> scheduler: what a simulation job gave.

@@ -14,6 +14,8 @@ struct StoredResult {
   }
   parameters @2 :Values.Value;   # the parameter set, for queries and export
   attempts @3 :List(Text);       # the reasons of the failed attempts before the last (retries)
+  timeline @5 :List(Float64);    # empty, or tessera::SetTimeline (pushed, dispatched, started, finished,
+                                 # stored), seconds since the Unix epoch
   failure @4 :UInt8;             # with error: why (tessera::Failure: 1 error, 2 crash, 3 timeout, 4 cancelled)
 }
 
@@ -44,6 +46,7 @@ struct StreamInfo {
 struct PendingBatch {
   parameters @0 :List(Values.Value);
   priorities @1 :List(Float64);  # aligned with parameters; empty: every one 0
+  acceptedAt @2 :Float64;        # when the stream accepted them (SetTimeline's pushed)
 }
 
 # What a checkpoint record holds, beside its value (for `tessera checkpoints list`).

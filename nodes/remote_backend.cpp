@@ -747,10 +747,16 @@ class RemoteResultSource final : public ResultSource {
     for (;;) {  // in pages of the node's answer limit
       auto received = backend()->ask(stream, filter, "records", "", 0, first, last);
       auto answer = received.envelope().getResultsAnswer();
-      for (auto r : answer.getRecords()) {
-        StreamResult result{r.getId(), {}, {}, r.getFailed(), r.getError(), r.getNode()};
-        if (!result.failed) result.value = wire::decode(r.getValue(), received.frames());
-        if (r.hasParameters()) result.parameters = wire::decode(r.getParameters(), received.frames());
+      // The records' checked decoding (failure kinds, attempts, timelines), then each one's parameters.
+      const auto list = answer.getRecords();
+      auto records = wire::decode(list, received.frames());
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        auto& r = records[i];
+        StreamResult result{r.id,      std::move(r.value),    {},
+                            r.failed,  std::move(r.error),    std::move(r.node),
+                            r.failure, std::move(r.attempts), r.timeline};
+        const auto in = list[static_cast<unsigned>(i)];
+        if (in.hasParameters()) result.parameters = wire::decode(in.getParameters(), received.frames());
         out.push_back(std::move(result));
       }
       if (!answer.getMore()) return out;

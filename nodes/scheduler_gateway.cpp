@@ -182,6 +182,8 @@ void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t
     export_summary_json(store, q.stream_id, q.field, s, text);
   } else if (q.format == "count") {
     text << summarize(store, q.stream_id, filter, {}, 0).count << "\n";
+  } else if (q.format == "timeline") {
+    export_timeline_json(store, q.stream_id, filter, text);
   } else if (q.format == "csv" || q.format == "json") {
     const ExportPage page{q.first, static_cast<std::size_t>(max_answer_bytes)};
     const auto progress = q.format == "csv" ? export_csv(store, q.stream_id, filter, text, page)
@@ -189,7 +191,7 @@ void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t
     out.setMore(progress.more);
     out.setNextId(progress.next_id);
   } else {
-    throw QueryError("unknown format " + in_quotes(q.format) + " (summary, count, csv or json)");
+    throw QueryError("unknown format " + in_quotes(q.format) + " (summary, count, csv, json or timeline)");
   }
   out.setText(text.str());
 }

@@ -2,6 +2,8 @@
 
 #include "actors/stream_actor.hpp"
 
+#include <cmath>
+
 namespace tessera::wire {
 namespace {
 unsigned count(std::size_t n) {
@@ -45,6 +47,12 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
     auto attempts = out.initAttempts(count(record.attempts.size()));
     for (std::size_t i = 0; i < record.attempts.size(); ++i) attempts.set(count(i), record.attempts[i]);
   }
+  if (record.timeline != SetTimeline{}) {
+    const auto& t = record.timeline;
+    auto times = out.initTimeline(5);
+    unsigned i = 0;
+    for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
+  }
 }
 
 std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
@@ -71,6 +79,16 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
                       std::to_string(r.getAttempts().size()) + " attempts, more than the " +
                       std::to_string(kMaxAttempts) + " a stream makes");
     for (auto attempt : r.getAttempts()) record.attempts.emplace_back(attempt);
+    if (auto times = r.getTimeline(); times.size() != 0) {
+      if (times.size() != 5)
+        throw WireError("the record of set " + std::to_string(record.id) + " has a timeline of " +
+                        std::to_string(times.size()) + " times, not 5");
+      for (double stamp : times)
+        if (!std::isfinite(stamp) || stamp < 0)
+          throw WireError("the record of set " + std::to_string(record.id) +
+                          " has a time that is not a number of seconds since 1970");
+      record.timeline = SetTimeline{times[0], times[1], times[2], times[3], times[4]};
+    }
     out.push_back(std::move(record));
   }
   return out;

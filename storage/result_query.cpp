@@ -165,6 +165,13 @@ ExportProgress export_lines(const ResultStore& store, std::uint64_t stream, cons
   return progress;
 }
 
+// A time in seconds since the Unix epoch, to the microsecond.
+std::string seconds_cell(double seconds) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(6) << seconds;
+  return out.str();
+}
+
 bool one_cell(const Value& v) {
   switch (v.kind()) {
     case ValueKind::doubles:
@@ -178,10 +185,10 @@ bool one_cell(const Value& v) {
 
 // The columns of a stream's CSV export: id; its parameters, named as its client named them (a pushed
 // CSV's header) or "parameter" / "parameter_0", "parameter_1", ...; its result, "result" or "result_0",
-// ...; then status (ok, or why it failed), error and node. The widths come from the first stored sets
-// (the first with a result, among the first kProbe): a later row of another width still has all its
-// cells, under the names of the first. Each page of a paged export probes again, so pages of a stream that
-// stores its first result between them can differ in width.
+// ...; then status (ok, or why it failed), error, node and the five times of its timeline. The widths come
+// from the first stored sets (the first with a result, among the first kProbe): a later row of another width
+// still has all its cells, under the names of the first. Each page of a paged export probes again, so pages
+// of a stream that stores its first result between them can differ in width.
 struct CsvColumns {
   std::size_t parameters = 0, results = 0;
   std::string header;
@@ -220,7 +227,9 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
     else
       for (std::size_t i = 0; i < columns.results; ++i) names.push_back("result_" + std::to_string(i));
   }
-  for (const char* tail : {"status", "error", "node"}) names.emplace_back(tail);
+  for (const char* tail :
+       {"status", "error", "node", "pushed_at", "dispatched_at", "started_at", "finished_at", "stored_at"})
+    names.emplace_back(tail);
   for (std::size_t i = 0; i < names.size(); ++i) (columns.header += i ? "," : "") += names[i];
   return columns;
 }
@@ -270,16 +279,31 @@ class Parser {
   std::size_t at_ = 0;
 };
 
+// The timeline fields' names, as filters and summaries spell them.
+constexpr std::pair<const char*, ResultField::Time> kTimeFields[] = {
+    {"queue_seconds", ResultField::Time::queue_seconds}, {"run_seconds", ResultField::Time::run_seconds},
+    {"store_seconds", ResultField::Time::store_seconds}, {"pushed_at", ResultField::Time::pushed_at},
+    {"dispatched_at", ResultField::Time::dispatched_at}, {"started_at", ResultField::Time::started_at},
+    {"finished_at", ResultField::Time::finished_at},     {"stored_at", ResultField::Time::stored_at},
+};
+
 ResultField parse_field(Parser& p) {
   ResultField field;
   if (p.word("id")) {
     field.id = true;
     return field;
   }
+  for (const auto& [name, time] : kTimeFields)
+    if (p.word(name)) {
+      field.time = time;
+      return field;
+    }
   if (p.word("parameters")) {
     field.parameter = true;
   } else if (!p.word("result")) {
-    p.fail("'result', 'parameters', 'id', 'failed' or 'ok'");
+    p.fail(
+        "'result', 'parameters', 'id', a timeline field (queue_seconds, run_seconds, store_seconds, "
+        "pushed_at, ...), 'failed' or 'ok'");
   }
   if (p.symbol("[")) {
     const double index = p.number();
@@ -292,7 +316,42 @@ ResultField parse_field(Parser& p) {
 
 }  // namespace
 
+namespace {
+
+// A time of the timeline, or a span between two (nullopt when either is unknown).
+std::optional<double> read_time(const SetTimeline& t, ResultField::Time time) {
+  using Time = ResultField::Time;
+  const auto known = [](double x) { return x > 0 ? std::optional(x) : std::nullopt; };
+  const auto span = [](double from, double to) {
+    return from > 0 && to > 0 ? std::optional(to - from) : std::nullopt;
+  };
+  switch (time) {
+    case Time::queue_seconds:
+      return span(t.pushed, t.started);
+    case Time::run_seconds:
+      return span(t.started, t.finished);
+    case Time::store_seconds:
+      return span(t.finished, t.stored);
+    case Time::pushed_at:
+      return known(t.pushed);
+    case Time::dispatched_at:
+      return known(t.dispatched);
+    case Time::started_at:
+      return known(t.started);
+    case Time::finished_at:
+      return known(t.finished);
+    case Time::stored_at:
+      return known(t.stored);
+    case Time::none:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<double> ResultField::read(const StreamResult& r) const {
+  if (time != Time::none) return read_time(r.timeline, time);
   if (id || parameter) return read_set(r.id, r.parameters);
   if (r.failed) return std::nullopt;
   return index ? element(r.value, *index) : number_of(r.value);
@@ -437,6 +496,9 @@ ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const 
     cells.emplace_back(failure_name(r.failure));
     cells.push_back(r.failed ? csv_cell(r.error) : std::string());
     cells.push_back(r.failed ? csv_cell(r.node) : std::string());
+    const auto& t = r.timeline;
+    for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored})
+      cells.push_back(stamp > 0 ? seconds_cell(stamp) : std::string());
     std::string line;
     for (std::size_t i = 0; i < cells.size(); ++i) (line += i ? "," : "") += cells[i];
     return line + "\n";
@@ -455,6 +517,19 @@ ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const
       line["result"] = json_of(r.value);
     }
     if (!r.attempts.empty()) line["attempts"] = r.attempts;
+    if (r.timeline != SetTimeline{}) {
+      const auto& t = r.timeline;
+      Json times;
+      const auto add = [&](const char* name, double stamp) {
+        if (stamp > 0) times[name] = stamp;
+      };
+      add("pushed", t.pushed);
+      add("dispatched", t.dispatched);
+      add("started", t.started);
+      add("finished", t.finished);
+      add("stored", t.stored);
+      line["timeline"] = times;
+    }
     return json_line(line);
   });
 }
@@ -476,6 +551,49 @@ void export_summary_json(const ResultStore& store, std::uint64_t stream, std::st
                         {"histogram", s.histogram}});
 }
 
+void export_timeline_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                          std::ostream& out) {
+  constexpr ResultField::Time kSpans[] = {ResultField::Time::queue_seconds, ResultField::Time::run_seconds,
+                                          ResultField::Time::store_seconds};
+  std::vector<double> spans[3];
+  std::uint64_t count = 0;
+  double first_pushed = 0, last_stored = 0;
+  store.scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult& r) {
+    if (!filter.matches(r)) return true;
+    ++count;
+    for (std::size_t k = 0; k < 3; ++k)
+      if (auto x = read_time(r.timeline, kSpans[k])) spans[k].push_back(*x);
+    if (r.timeline.pushed > 0 && (first_pushed == 0 || r.timeline.pushed < first_pushed))
+      first_pushed = r.timeline.pushed;
+    last_stored = std::max(last_stored, r.timeline.stored);
+    return true;
+  });
+  // Percentiles by rank (nearest rank), of each span that has any.
+  const auto described = [](std::vector<double>& xs) {
+    Json d{{"count", xs.size()}};
+    if (xs.empty()) return d;
+    std::sort(xs.begin(), xs.end());
+    const auto at = [&](double q) {
+      return xs[std::min(xs.size() - 1, static_cast<std::size_t>(std::ceil(q * double(xs.size()))) - 1)];
+    };
+    double sum = 0;
+    for (double x : xs) sum += x;
+    d["mean"] = sum / double(xs.size());
+    d["p50"] = at(0.5);
+    d["p90"] = at(0.9);
+    d["p99"] = at(0.99);
+    d["max"] = xs.back();
+    d["total"] = sum;
+    return d;
+  };
+  Json line{{"stream", stream}, {"count", count}};
+  if (first_pushed > 0 && last_stored > first_pushed) line["span_seconds"] = last_stored - first_pushed;
+  line["queue_seconds"] = described(spans[0]);
+  line["run_seconds"] = described(spans[1]);
+  line["store_seconds"] = described(spans[2]);
+  out << json_line(line);
+}
+
 }  // namespace tessera
 
 #include "storage/result_source.hpp"
@@ -495,8 +613,10 @@ std::string LocalResultSource::text(std::uint64_t stream, const std::string& fil
   } else if (format == "summary") {
     export_summary_json(*store_, stream, field,
                         summarize(*store_, stream, parsed, ResultField::parse(field), bins), out);
+  } else if (format == "timeline") {
+    export_timeline_json(*store_, stream, parsed, out);
   } else {
-    throw QueryError("unknown format " + in_quotes(format) + " (summary, count, csv or json)");
+    throw QueryError("unknown format " + in_quotes(format) + " (summary, count, csv, json or timeline)");
   }
   return out.str();
 }

@@ -21,6 +21,20 @@ struct ResultField {
   std::optional<std::size_t> index;
   bool id = false;         // the parameter set's sequence id ("id"), for id ranges
   bool parameter = false;  // "parameters" or "parameters[i]"
+  // Its timeline (SetTimeline): queue_seconds (started - pushed), run_seconds (finished - started),
+  // store_seconds (stored - finished), or one of its times (pushed_at, ..., stored_at).
+  enum class Time : std::uint8_t {
+    none,
+    queue_seconds,
+    run_seconds,
+    store_seconds,
+    pushed_at,
+    dispatched_at,
+    started_at,
+    finished_at,
+    stored_at
+  };
+  Time time = Time::none;
   // Nullopt when the result is failed or not numeric there.
   std::optional<double> read(const StreamResult& r) const;
   // The same for a set not answered yet: only its id and parameters have numbers.
@@ -67,12 +81,18 @@ struct ExportProgress {
 };
 
 // A header naming every column (id, each parameter by the names the stream was pushed with, each result
-// cell, status, error, node), then one line per result: a failed set's result cells are empty, its
-// status says why (error, crash, timeout, cancelled).
+// cell, status, error, node, and the timeline: pushed_at, dispatched_at, started_at, finished_at,
+// stored_at in seconds since the Unix epoch), then one line per result: a failed set's result cells are
+// empty, its status says why (error, crash, timeout, cancelled), an unknown time is empty.
 ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                           std::ostream& out, const ExportPage& page = {});
 ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                            std::ostream& out, const ExportPage& page = {});
+// The stream's timeline as one JSON line: for queue_seconds, run_seconds and store_seconds of the sets
+// the filter selects, their count, mean, p50, p90, p99, max and total; and the span from the first push to
+// the last store.
+void export_timeline_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
+                          std::ostream& out);
 // A summary of `field` as one JSON line that also names the stream's simulation and says whether it has
 // closed ("?" and false for a stream the store does not know).
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,

@@ -55,6 +55,12 @@ std::string encode_result(const StreamResult& r) {
     auto attempts = out.initAttempts(static_cast<unsigned>(r.attempts.size()));
     for (std::size_t i = 0; i < r.attempts.size(); ++i) attempts.set(static_cast<unsigned>(i), r.attempts[i]);
   }
+  if (r.timeline != SetTimeline{}) {
+    const auto& t = r.timeline;
+    auto times = out.initTimeline(5);
+    unsigned i = 0;
+    for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
+  }
   return flat(builder);
 }
 
@@ -78,6 +84,11 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
   }
   if (in.hasParameters()) r.parameters = wire::decode(in.getParameters(), {});
   for (auto attempt : in.getAttempts()) r.attempts.emplace_back(attempt);
+  if (auto times = in.getTimeline(); times.size() == 5) {
+    // A damaged record's nan or negative time reads as unknown.
+    const auto stamp = [&](unsigned i) { return std::isfinite(times[i]) && times[i] > 0 ? times[i] : 0.0; };
+    r.timeline = SetTimeline{stamp(0), stamp(1), stamp(2), stamp(3), stamp(4)};
+  }
   return r;
 }
 
@@ -150,10 +161,12 @@ std::vector<std::string> decode_names(const std::string& bytes) {
   return names;
 }
 
-std::string encode_pending(std::span<const Value> parameters, std::span<const double> priorities) {
+std::string encode_pending(std::span<const Value> parameters, std::span<const double> priorities,
+                           double accepted_at) {
   capnp::MallocMessageBuilder builder;
   wire::Attachments none;
   auto root = builder.initRoot<wire::PendingBatch>();
+  root.setAcceptedAt(accepted_at);
   auto list = root.initParameters(static_cast<unsigned>(parameters.size()));
   for (std::size_t i = 0; i < parameters.size(); ++i)
     wire::encode(parameters[i], list[static_cast<unsigned>(i)], none, kInline);
@@ -207,12 +220,12 @@ void ResultStore::update_stream(const StreamInfo& info) {
 }
 
 void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
-                         std::span<const double> priorities) {
+                         std::span<const double> priorities, double accepted_at) {
   if (!priorities.empty() && priorities.size() != parameters.size())
     throw StoreError("stream " + std::to_string(info.id) + ": " + std::to_string(priorities.size()) +
                      " priorities for " + std::to_string(parameters.size()) + " parameter sets");
   rocksdb::WriteBatch batch;
-  batch.Put(key('q', info.id, first_id), encode_pending(parameters, priorities));
+  batch.Put(key('q', info.id, first_id), encode_pending(parameters, priorities, accepted_at));
   batch.Put(key('m', info.id), encode_info(info));
   check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot write parameter sets ahead", directory_);
 }
@@ -235,6 +248,8 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
     auto list = root.getParameters();
     auto priorities = root.getPriorities();
     const bool prioritised = priorities.size() == list.size() && list.size() > 0;
+    const double accepted_at = root.getAcceptedAt();
+    batch.accepted_at = std::isfinite(accepted_at) && accepted_at > 0 ? accepted_at : 0.0;
     // One pass over the stored results of these ids tells which still need running.
     stored->Seek(key('r', stream, batch.first_id));
     for (unsigned i = 0; i < list.size(); ++i) {

@@ -63,7 +63,7 @@ class ResultStore {
   // far durable, so a stream can accept many pushes per sync.
   // `priorities` is aligned with `parameters`, or empty when every one is 0.
   void accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
-              std::span<const double> priorities = {});
+              std::span<const double> priorities = {}, double accepted_at = 0);
   void sync();
   // The pushes written ahead and not yet deleted, in id order, each with its sets that have no stored
   // result.
@@ -71,6 +71,7 @@ class ResultStore {
     std::uint64_t first_id = 0;
     std::vector<std::pair<std::uint64_t, Value>> unanswered;
     std::vector<double> priorities{};  // aligned with unanswered; empty when every one is 0
+    double accepted_at = 0;            // SetTimeline's pushed for these sets; 0 unknown
   };
   std::vector<PendingBatch> pending(std::uint64_t stream) const;
   // Deletes written-ahead pushes whose sets are all answered (ones that were answered before a restart).

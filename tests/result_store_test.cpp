@@ -168,14 +168,14 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
   EXPECT_THROW(ResultFilter::parse("result > 2 or result < 1"), QueryError);
 
   std::ostringstream csv, json;
+  const std::string kTimes = "pushed_at,dispatched_at,started_at,finished_at,stored_at";
+  const std::string kHeader = "id,parameter_0,parameter_1,result,status,error,node," + kTimes + "\n";
   export_csv(store, stream, ResultFilter::parse("result > 3.9"), csv);
-  EXPECT_EQ(csv.str(),
-            "id,parameter_0,parameter_1,result,status,error,node\n98,98,0.5,3.9199999999999999,ok,,\n"
-            "99,99,0.5,3.96,ok,,\n");
+  EXPECT_EQ(csv.str(), kHeader + "98,98,0.5,3.9199999999999999,ok,,,,,,,\n99,99,0.5,3.96,ok,,,,,,,\n");
   // A failed set keeps the columns: its result cells are empty, its status says why.
   csv.str({});
   export_csv(store, stream, ResultFilter::parse("failed"), csv);
-  EXPECT_EQ(csv.str(), "id,parameter_0,parameter_1,result,status,error,node\n100,,,,error,boom,w\n");
+  EXPECT_EQ(csv.str(), kHeader + "100,,,,error,boom,w,,,,,\n");
   // The names the stream was opened with head its parameter columns (quoted where they need it).
   StreamInfo named{0, "sim"};
   named.parameter_names = {"x", "rate, per s"};
@@ -185,7 +185,8 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
   store.put(second, vectors);
   csv.str({});
   export_csv(store, second, ResultFilter{}, csv);
-  EXPECT_EQ(csv.str(), "id,x,\"rate, per s\",result_0,result_1,status,error,node\n0,3,4,1,2,ok,,\n");
+  EXPECT_EQ(csv.str(),
+            "id,x,\"rate, per s\",result_0,result_1,status,error,node," + kTimes + "\n0,3,4,1,2,ok,,,,,,,\n");
   export_json(store, stream, ResultFilter::parse("failed"), json);
   EXPECT_EQ(json.str(),
             "{\"id\":100,\"parameters\":null,\"error\":\"boom\",\"node\":\"w\",\"failure\":\"error\"}\n");

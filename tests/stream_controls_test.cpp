@@ -345,7 +345,7 @@ TEST(StreamControlsProcess, CliPushTakesPrioritiesFromANamedColumn) {
   EXPECT_EQ(lines, 20u);
   // The export's header keeps the parameter's name, and has no column for the priority.
   const auto csv = cli(node.endpoint(), "results --stream 1 --format csv");
-  EXPECT_EQ(csv.rfind("id,x,result,status,error,node\n", 0), 0u) << csv;
+  EXPECT_EQ(csv.rfind("id,x,result,status,error,node,pushed_at,", 0), 0u) << csv;
 
   out = run_command(
       base + " stream push --simulation gated --quiet --input " + input + " --priority-column nope", code);
