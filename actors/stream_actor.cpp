@@ -371,7 +371,7 @@ void cancel(StreamActor* self, StreamCancel& request) {
   std::vector<StreamResult> results;
   std::vector<StreamRecord> delivered;
   const auto answer = [&](std::uint64_t id, Value parameters, double pushed_at, double dispatched_at) {
-    const bool running = dispatched_at > 0;
+    const bool running = dispatched_at > 0;  // sets in flight always have their dispatch time
     StreamRecord record{
         id,   Value{},
         true, running ? "cancelled by request while it ran" : "cancelled by request before it ran",
@@ -402,8 +402,7 @@ void cancel(StreamActor* self, StreamCancel& request) {
       continue;
     }
     running[it->second.worker].push_back(it->first);
-    answer(it->first, std::move(it->second.parameters), it->second.pushed_at,
-           std::max(it->second.dispatched_at, 1e-9));
+    answer(it->first, std::move(it->second.parameters), it->second.pushed_at, it->second.dispatched_at);
     it = st.in_flight.erase(it);
     ++counts.running;
   }
