@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "actors/worker_actor.hpp"
+#include "graph/generator.hpp"
 
 namespace tessera {
 
@@ -33,6 +34,18 @@ void check_memory_options(const ClusterOptions& options) {
 
 EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   check_memory_options(options_);
+  for (std::size_t i = 0; i < options_.gpus.size(); ++i) {
+    const int device = options_.gpus[i];
+    if (device < 0 || device > ClusterOptions::kMaxGpuOrdinal)
+      throw std::invalid_argument("ClusterOptions::gpus[" + std::to_string(i) + "]: device " +
+                                  std::to_string(device) + " is not a CUDA ordinal in [0, " +
+                                  std::to_string(ClusterOptions::kMaxGpuOrdinal) + "]");
+    if (std::find(options_.gpus.begin(), options_.gpus.begin() + static_cast<std::ptrdiff_t>(i), device) !=
+        options_.gpus.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument("ClusterOptions::gpus[" + std::to_string(i) + "]: device " +
+                                  std::to_string(device) + " is listed twice");
+  }
+  if (options_.gpus.empty()) options_.gpus = devices_found();
   if (options_.threads_per_worker == 0) options_.threads_per_worker = cores();
   if (options_.actor_threads == 0) options_.actor_threads = std::max(2u, cores());
   config_ = std::make_unique<caf::actor_system_config>();
@@ -116,6 +129,14 @@ caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settin
 std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSettings& settings,
                                                                   std::shared_ptr<StreamSink> sink) {
   if (auto wrong = settings.check(); !wrong.empty()) throw SubmissionError(wrong);
+  if (!settings.generator.empty()) {
+    const auto& generator = GeneratorRegistry::global().get(settings.generator);
+    const auto& simulation = SimulationRegistry::global().get(settings.simulation);
+    if (generator.result_type != simulation.result_type)
+      throw SubmissionError("generator '" + generator.name + "' reads results of type " +
+                            generator.result_type + ", but simulation '" + simulation.name + "' gives " +
+                            simulation.result_type);
+  }
   StreamSettings resolved = settings;
   if (!resolved.isolation) resolved.isolation = options_.stream_isolation;
   StreamInfo info{0, resolved.simulation};
@@ -126,6 +147,9 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   info.timeout_seconds = resolved.timeout_seconds;
   info.retries = resolved.retries;
   info.parameter_names = resolved.parameter_names;
+  info.generator = resolved.generator;
+  info.generator_config = resolved.generator_config;
+  info.budget = resolved.budget;
   const std::uint64_t id = store()->create_stream(std::move(info));
   return {id, spawn_stream(id, std::move(resolved), std::move(sink), false)};
 }
@@ -144,6 +168,9 @@ std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_stream
     settings.timeout_seconds = info.timeout_seconds;
     settings.retries = info.retries;
     settings.parameter_names = info.parameter_names;
+    settings.generator = info.generator;
+    settings.generator_config = info.generator_config;
+    settings.budget = info.budget;
     resumed.emplace_back(info.id, spawn_stream(info.id, std::move(settings), sink_for(info.id), true));
   }
   return resumed;
@@ -162,6 +189,8 @@ void EmbeddedCluster::scale(std::uint32_t workers) {
   while (active_.size() < workers) {
     WorkerOptions worker_options{options_.threads_per_worker, directory_};
     worker_options.gpu_index = static_cast<std::uint32_t>(active_.size());
+    worker_options.simulation_gpus = share_of_gpus(options_.gpus, static_cast<std::uint32_t>(active_.size()),
+                                                   std::max(options_.workers, workers));
     worker_options.memory = MemoryOptions{options_.memory_limit, options_.memory_target_fraction,
                                           options_.memory_pause_fraction, [this] { return database(); }};
     auto worker = spawn_worker(*system_, scheduler_, std::move(worker_options));

@@ -33,12 +33,18 @@ struct WorkerRegistration {
 
 // ---- Streams of parameter sets ----
 
-// Client -> stream actor: parameter sets with consecutive ids from first_id, and their priorities
-// (aligned with them; empty while every one is 0).
+struct GeneratorCheckpoint;  // storage/result_store.hpp
+
+// Client -> stream actor: parameter sets with consecutive ids from first_id, their priorities and their
+// own timeouts in seconds (each aligned with them; empty while every one is 0: a timeout of 0 is the
+// stream's).
 struct StreamBatch {
   std::uint64_t first_id = 0;
   std::vector<Value> parameters;
   std::vector<double> priorities{};
+  std::vector<double> timeouts{};
+  // An ensemble's push: its generator's state, written with these sets.
+  std::shared_ptr<const GeneratorCheckpoint> checkpoint{};
 };
 
 // Where a cancellation's answer goes, once: a waiting client thread, or a client connection of a
@@ -97,6 +103,8 @@ struct SimulationJob {
   std::uint64_t stream_id = 0;
   std::vector<std::uint64_t> ids;
   std::vector<Value> parameters;  // aligned with ids
+  // Each set's timeout in seconds (0: none), aligned with ids; empty: every one has the stream's.
+  std::vector<double> timeouts{};
 };
 
 // Simulation actor -> stream actor: what a job gave, one record per id (results or errors).
@@ -163,6 +171,12 @@ using stream_workers_atom = caf::atom_constant<caf::atom("sworkers")>;  // strea
 using worker_joined_atom = caf::atom_constant<caf::atom("wjoined")>;    // scheduler -> stream: StreamWorker
 using worker_left_atom = caf::atom_constant<caf::atom("wleft")>;        // scheduler -> stream: worker id
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
+// stream -> its generator: how many sets it can run at once; results now durable; no more sets wanted
+using generator_slots_atom = caf::atom_constant<caf::atom("genslots")>;
+using generator_tell_atom = caf::atom_constant<caf::atom("gentell")>;
+using generator_stop_atom = caf::atom_constant<caf::atom("genstop")>;
+// generator -> its stream: it failed (the stream ends with this error once what it accepted is answered)
+using generator_failed_atom = caf::atom_constant<caf::atom("genfailed")>;
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // scheduler -> itself: check progress
 // scheduler -> stream: its simulation jobs in flight per worker, and what each answered since last asked
 using stream_progress_atom = caf::atom_constant<caf::atom("sprogress")>;

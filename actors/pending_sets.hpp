@@ -19,6 +19,7 @@ struct PendingSet {
   Value parameters;
   double priority = 0;
   double pushed_at = 0;  // when its stream accepted it (SetTimeline's clock)
+  double timeout = 0;    // its own, in seconds; 0: the stream's
 };
 
 class PendingSets {

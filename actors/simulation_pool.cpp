@@ -85,6 +85,7 @@ struct WatchedJob {
   caf::actor stream;
   std::uint64_t stream_id = 0;
   std::vector<std::uint64_t> ids;
+  std::vector<double> timeouts;  // aligned with ids, seconds; 0: none
   std::size_t current = 0;
   bool running_set = false;
   Clock::time_point started{};
@@ -145,7 +146,13 @@ void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> 
   caf::anon_send(pool, idle_atom::value, index);
 }
 
-// The actor's side of a watched job: past the timeout, it answers for the thread.
+// Each set's timeout in seconds (0: none), aligned with the job's ids.
+std::vector<double> set_timeouts(const SimulationJob& job, double stream_timeout) {
+  if (!job.timeouts.empty()) return job.timeouts;
+  return std::vector<double>(job.ids.size(), stream_timeout);
+}
+
+// The actor's side of a watched job: past the timeout of the set it is on, it answers for the thread.
 void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
   auto watched = self->state.watched;
   if (!watched) return;
@@ -154,11 +161,15 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
     self->state.watched.reset();
     return;
   }
-  const auto timeout = std::chrono::duration<double>(args.timeout_seconds);
+  const double seconds = watched->timeouts[watched->current];
+  // A set without a timeout is looked at again after a second, in case the next one has one.
+  const auto timeout = std::chrono::duration<double>(seconds > 0 ? seconds : 1.0);
   const auto now = Clock::now();
-  if (!watched->running_set || now - watched->started < timeout) {
+  if (!watched->running_set || seconds <= 0 || now - watched->started < timeout) {
     const std::chrono::duration<double> left =
-        watched->running_set ? std::chrono::duration<double>(timeout - (now - watched->started)) : timeout;
+        watched->running_set && seconds > 0
+            ? std::chrono::duration<double>(timeout - (now - watched->started))
+            : std::min(timeout, std::chrono::duration<double>(0.01));
     lock.unlock();
     self->delayed_send(
         self, std::chrono::duration_cast<std::chrono::microseconds>(left) + std::chrono::milliseconds(1),
@@ -173,8 +184,8 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
   timed_out.id = watched->ids[watched->current];
   timed_out.failed = true;
   timed_out.failure = Failure::timeout;
-  timed_out.error = timeout_reason(args.timeout_seconds) +
-                    " (thread isolation: the run was abandoned, its result will be discarded)";
+  timed_out.error =
+      timeout_reason(seconds) + " (thread isolation: the run was abandoned, its result will be discarded)";
   timed_out.timeline.finished = timeline_now();
   timed_out.timeline.started =
       timed_out.timeline.finished - std::chrono::duration<double>(now - watched->started).count();
@@ -203,33 +214,36 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
         self->state.running = running;
         const SimulationJob& job = running->job;
         const std::uint32_t worker_id = args.worker_id;
-        const double timeout = args.timeout_seconds;
+        auto timeouts = set_timeouts(job, args.timeout_seconds);
+        const bool timed = std::any_of(timeouts.begin(), timeouts.end(), [](double t) { return t > 0; });
         if (auto process = self->state.process) {
-          args.compute->submit([process, worker_id, pool, index, timeout, node = args.node, running] {
-            const SimulationJob& job = running->job;
-            const auto start = Clock::now();
-            SimulationProcess::JobResult result;
-            try {
-              result = process->run(job.ids, job.parameters, timeout);
-            } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
-              for (auto id : job.ids)
-                result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
-            }
-            SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
-                                      std::chrono::duration<double>(Clock::now() - start).count(),
-                                      std::move(result.unrun)};
-            running->done.store(true);
-            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
-            caf::anon_send(pool, idle_atom::value, index);
-          });
+          args.compute->submit(
+              [process, worker_id, pool, index, timeouts = std::move(timeouts), node = args.node, running] {
+                const SimulationJob& job = running->job;
+                const auto start = Clock::now();
+                SimulationProcess::JobResult result;
+                try {
+                  result = process->run(job.ids, job.parameters, timeouts);
+                } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
+                  for (auto id : job.ids)
+                    result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
+                }
+                SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
+                                          std::chrono::duration<double>(Clock::now() - start).count(),
+                                          std::move(result.unrun)};
+                running->done.store(true);
+                caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+                caf::anon_send(pool, idle_atom::value, index);
+              });
           return;
         }
         auto instance = self->state.instance;
-        if (timeout > 0) {
+        if (timed) {
           auto watched = std::make_shared<WatchedJob>();
           watched->stream = job.stream;
           watched->stream_id = job.stream_id;
           watched->ids = job.ids;
+          watched->timeouts = std::move(timeouts);
           args.compute->submit([watched, instance, context, worker_id, pool, index, running]() mutable {
             run_watched(std::move(watched), std::move(instance), std::move(context), std::move(running),
                         worker_id, pool, index);
@@ -305,11 +319,29 @@ struct PoolState {
   }
 };
 
+// What simulation actor `index` builds its instance from: the stream's config, with the threads and the
+// devices it was given.
+std::shared_ptr<const Config> instance_config(const SimulationPoolArgs& args, std::uint32_t index) {
+  if (args.type->threads == 1 && args.type->gpus == 0) return args.config;
+  auto config = std::make_shared<Config>(*args.config);
+  config->set("tessera.threads", to_value(static_cast<std::int64_t>(args.type->threads)));
+  if (args.type->gpus > 0) {
+    std::vector<double> devices;
+    for (std::uint32_t k = 0; k < args.type->gpus; ++k)
+      devices.push_back(args.gpus[(index * args.type->gpus + k) % args.gpus.size()]);
+    config->set("tessera.device", to_value(static_cast<std::int64_t>(devices.front())));
+    config->set("tessera.devices", to_value(devices));
+  }
+  return config;
+}
+
 protocols::simulation_pool_type::behavior_type pool_actor(
     protocols::simulation_pool_type::stateful_pointer<PoolState> self, SimulationPoolArgs args) {
   const auto me = caf::actor_cast<caf::actor>(self);
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, args.size); ++i) {
-    self->state.simulations.push_back(self->spawn<caf::linked>(simulation_actor, args, me, i));
+    SimulationPoolArgs own = args;
+    own.config = instance_config(args, i);
+    self->state.simulations.push_back(self->spawn<caf::linked>(simulation_actor, std::move(own), me, i));
     self->state.free.push_back(i);
   }
   return {

@@ -13,6 +13,7 @@
 #include <caf/all.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/compute_pool.hpp"
 #include "graph/simulation.hpp"
@@ -29,6 +30,9 @@ struct SimulationPoolArgs {
   std::shared_ptr<ComputePool> compute;
   Isolation isolation = Isolation::thread;
   double timeout_seconds = 0;  // per set; 0: none
+  // For a simulation that declares gpus: the worker's devices, `type->gpus` of them to each simulation
+  // actor in turn (the service sizes the pool so that none is shared).
+  std::vector<int> gpus{};
 };
 
 caf::actor spawn_simulation_pool(caf::actor_system& system, SimulationPoolArgs args);

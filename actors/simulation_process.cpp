@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string_view>
 
@@ -314,9 +315,21 @@ std::string SimulationProcess::reap() {
 
 SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint64_t>& ids,
                                                     const std::vector<Value>& parameters,
-                                                    double timeout_seconds) {
+                                                    const std::vector<double>& timeouts) {
   JobResult result;
   if (ids.empty()) return result;
+  if (timeouts.size() != ids.size())
+    throw std::logic_error("SimulationProcess::run: " + std::to_string(timeouts.size()) + " timeouts for " +
+                           std::to_string(ids.size()) + " parameter sets");
+  // Sets with timeouts of their own: the child moves on to the next set without a message, so the
+  // deadline is looked at again every 50 ms.
+  const bool mixed =
+      std::adjacent_find(timeouts.begin(), timeouts.end(), std::not_equal_to<>()) != timeouts.end();
+  // The timeout of the set the child is on (of the first, before it took the job).
+  const auto timeout_now = [&] {
+    const std::uint32_t on = progress_->index.load();
+    return timeouts[on == kIdle || on >= ids.size() ? 0 : on];
+  };
   if (pid_.load() <= 0) start();
   const pid_t pid = pid_.load();
 
@@ -333,6 +346,7 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
   // The child died or was killed while on progress_->index: that set fails, what it had not answered
   // before and after goes back unrun.
   const auto ended = [&](Failure failure, const std::string& how) {
+    const double timeout_seconds = timeout_now();
     const std::uint32_t on = progress_->index.load();
     const bool building = progress_->building.load() != 0;
     const std::string ending = reap();
@@ -376,7 +390,8 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
   if (!send_frame(socket_, frame)) return ended(Failure::crash, "");
   std::string answer;
   for (;;) {
-    int wait_ms = -1;
+    int wait_ms = mixed ? 50 : -1;
+    const double timeout_seconds = timeout_now();
     if (timeout_seconds > 0) {
       const std::int64_t deadline =
           progress_->started_ns.load() + static_cast<std::int64_t>(timeout_seconds * 1e9);
@@ -385,7 +400,7 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
         ::kill(pid, SIGKILL);
         return ended(Failure::timeout, "");
       }
-      wait_ms = static_cast<int>(std::min<std::int64_t>(left / 1'000'000 + 1, 60'000));
+      wait_ms = static_cast<int>(std::min<std::int64_t>(left / 1'000'000 + 1, mixed ? 50 : 60'000));
     }
     pollfd watched{socket_, POLLIN, 0};
     const int ready = ::poll(&watched, 1, wait_ms);

@@ -39,11 +39,12 @@ class SimulationProcess {
     std::vector<std::uint64_t> unrun;  // not run: the process died or was killed before them
   };
   // Runs the sets in the child, starting one first when none runs; blocks until they are answered or
-  // the child dies. A set past `timeout_seconds` (0: none) gets its process killed and a timeout record;
+  // the child dies. A set past its timeout (`timeouts`, seconds, aligned with ids; 0: none) gets its
+  // process killed and a timeout record;
   // a set the child dies on gets a crash record naming the signal (or the exit status). One caller at a
   // time.
   JobResult run(const std::vector<std::uint64_t>& ids, const std::vector<Value>& parameters,
-                double timeout_seconds);
+                const std::vector<double>& timeouts);
   // Kills the child now (from any thread): a run in progress returns with what it answered, and gives
   // the rest of its job back unrun, charging none of it (the set it was on was cancelled, or the worker
   // stops).

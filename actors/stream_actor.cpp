@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "actors/generator_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/pending_sets.hpp"
 #include "actors/protocols/stream.hpp"
@@ -37,6 +38,7 @@ struct StreamState {
     std::uint32_t worker;
     double priority;
     double pushed_at, dispatched_at;  // SetTimeline's
+    double timeout;                   // its own; 0: the stream's
   };
   std::unordered_map<std::uint64_t, InFlight> in_flight;  // until stored
   // Sets that failed and run again: the reasons of their attempts so far, and how many crashed.
@@ -48,16 +50,31 @@ struct StreamState {
   // Pushes written ahead, by first id: how many of their sets are still unanswered. A push's record is
   // deleted with the result that answers its last set.
   std::map<std::uint64_t, std::uint64_t> pushes;
-  double seconds_per_set = -1;  // measured
-  StreamInfo info;              // its record in the store; info.pushed: sets accepted (ids below it)
-  std::uint64_t stored = 0;     // sets answered and stored
-  std::uint64_t rerun = 0;      // parameter sets sent again after their worker was lost
-  std::uint64_t durable = 0;    // accepted sets below this are synced to disk, and the client was told
-  bool sync_queued = false;     // a stream_sync_atom to itself is on its way
+  double seconds_per_set = -1;     // measured
+  std::uint32_t threads_each = 1;  // compute threads one instance of the simulation occupies
+  StreamInfo info;                 // its record in the store; info.pushed: sets accepted (ids below it)
+  std::uint64_t stored = 0;        // sets answered and stored
+  std::uint64_t rerun = 0;         // parameter sets sent again after their worker was lost
+  std::uint64_t durable = 0;       // accepted sets below this are synced to disk, and the client was told
+  bool sync_queued = false;        // a stream_sync_atom to itself is on its way
   bool closed = false, finished = false;
+  // An ensemble's generator, beside the stream: it pushes the sets and is told their results.
+  protocols::generator_actor_type generator;
+  std::string generator_error;  // set when it failed: the stream ends with it
 
   std::uint64_t max_in_flight() const {
     return args.settings.max_in_flight ? args.settings.max_in_flight : StreamSettings::kDefaultMaxInFlight;
+  }
+
+  std::uint32_t actors_on(std::size_t w) const {
+    return args.settings.pool_size ? args.settings.pool_size
+                                   : std::max<std::uint32_t>(1, workers[w].threads / threads_each);
+  }
+  // Simulation actors over every worker: what the generator keeps busy.
+  std::uint32_t slots() const {
+    std::uint32_t total = 0;
+    for (std::size_t w = 0; w < workers.size(); ++w) total += actors_on(w);
+    return total;
   }
 
   std::size_t job_size() const {
@@ -72,6 +89,7 @@ using StreamActor = protocols::stream_actor_type::stateful_base<StreamState>;
 void end(StreamActor* self, std::string error = {}) {
   auto& st = self->state;
   st.finished = true;
+  if (st.generator) self->send_exit(st.generator, caf::exit_reason::user_shutdown);
   if (st.args.on_finished) st.args.on_finished();
   st.args.sink->finish(std::move(error));
   self->quit();
@@ -92,7 +110,7 @@ void finish_if_done(StreamActor* self) {
     end(self, e.what());
     return;
   }
-  end(self);
+  end(self, st.generator_error);
 }
 
 // Writes a client's push ahead: ids it sent before (again, after a reconnect) are dropped, and what
@@ -131,10 +149,24 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
   }
   const auto priorities =
       prioritised ? std::span<const double>(batch.priorities.data() + skip, take) : std::span<const double>();
+  const bool timed = !batch.timeouts.empty();
+  if (timed && batch.timeouts.size() != batch.parameters.size()) {
+    st.args.sink->refuse("stream " + std::to_string(st.args.id) + ": a push from id " +
+                         std::to_string(batch.first_id) + " has " + std::to_string(batch.timeouts.size()) +
+                         " timeouts for " + std::to_string(batch.parameters.size()) +
+                         " parameter sets; it was refused");
+    return;
+  }
+  const auto timeouts =
+      timed ? std::span<const double>(batch.timeouts.data() + skip, take) : std::span<const double>();
   st.info.pushed = accepted + take;
   const double pushed_at = timeline_now();
   try {
-    st.args.store->accept(st.info, accepted, sets, priorities, pushed_at);
+    // A generator's checkpoint goes with its push only when the push is taken whole (a checkpoint's
+    // proposals are all accepted).
+    const bool whole = skip == 0 && take == batch.parameters.size();
+    st.args.store->accept(st.info, accepted, sets, priorities, pushed_at, timeouts,
+                          whole ? batch.checkpoint.get() : nullptr);
   } catch (const std::exception& e) {
     std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
     end(self, e.what());
@@ -143,7 +175,7 @@ void accept_push(StreamActor* self, StreamBatch& batch) {
   st.pushes[accepted] = take;
   for (std::uint64_t i = 0; i < take; ++i)
     st.pending.push_back(PendingSet{accepted + i, std::move(batch.parameters[skip + i]),
-                                    prioritised ? priorities[i] : 0.0, pushed_at});
+                                    prioritised ? priorities[i] : 0.0, pushed_at, timed ? timeouts[i] : 0.0});
   // One sync for every push of the next millisecond, or none: a synced result write in between makes
   // everything written before it durable too.
   if (!st.sync_queued) {
@@ -179,13 +211,13 @@ void dispatch(StreamActor* self) {
   if (st.workers.empty()) return;
   const std::size_t size = st.job_size();
   const double dispatched_at = timeline_now();
+  const double stream_timeout = st.args.settings.timeout_seconds;
   bool sent = true;
   while (!st.pending.empty() && sent) {
     sent = false;
     for (std::size_t w = 0; w < st.workers.size() && !st.pending.empty(); ++w) {
       // Two jobs per simulation actor: one running, one queued to hide the round trip.
-      const std::uint32_t actors =
-          st.args.settings.pool_size ? st.args.settings.pool_size : st.workers[w].threads;
+      const std::uint32_t actors = st.actors_on(w);
       if (st.jobs_out[w] >= 2 * actors) continue;
       if (!st.set_up[w]) {
         // What every job shares travels once, ahead of the first job (messages between two actors stay
@@ -198,12 +230,20 @@ void dispatch(StreamActor* self) {
         st.set_up[w] = true;
       }
       SimulationJob job{caf::actor_cast<caf::actor>(self), st.args.id, {}, {}};
+      bool timed = false;
       for (std::size_t k = 0; k < size && !st.pending.empty(); ++k) {
         PendingSet next = st.pending.pop();
         job.ids.push_back(next.id);
         job.parameters.push_back(next.parameters);
-        st.in_flight.emplace(next.id, StreamState::InFlight{std::move(next.parameters), st.workers[w].id,
-                                                            next.priority, next.pushed_at, dispatched_at});
+        // Each set's timeout travels once one of the job's sets has its own.
+        if (next.timeout > 0 && !timed) {
+          timed = true;
+          job.timeouts.assign(job.ids.size() - 1, stream_timeout);
+        }
+        if (timed) job.timeouts.push_back(next.timeout > 0 ? next.timeout : stream_timeout);
+        st.in_flight.emplace(
+            next.id, StreamState::InFlight{std::move(next.parameters), st.workers[w].id, next.priority,
+                                           next.pushed_at, dispatched_at, next.timeout});
       }
       st.jobs_out[w] += 1;
       self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulate_atom::value,
@@ -236,7 +276,8 @@ void requeue(StreamState& st, std::vector<PendingSet>& again) {
 
 // A set in flight, taken back to run again.
 PendingSet take_back(StreamState& st, std::unordered_map<std::uint64_t, StreamState::InFlight>::iterator it) {
-  PendingSet set{it->first, std::move(it->second.parameters), it->second.priority, it->second.pushed_at};
+  PendingSet set{it->first, std::move(it->second.parameters), it->second.priority, it->second.pushed_at,
+                 it->second.timeout};
   st.in_flight.erase(it);
   return set;
 }
@@ -270,6 +311,7 @@ std::string store_answers(StreamActor* self, std::vector<StreamResult>& results,
     return e.what();
   }
   st.stored += results.size();
+  if (st.generator && !results.empty()) self->send(st.generator, generator_tell_atom::value, results);
   st.args.sink->deliver(delivered);
   return {};
 }
@@ -438,7 +480,8 @@ void resume(StreamActor* self) {
     st.pushes[push.first_id] = push.unanswered.size();
     for (std::size_t i = 0; i < push.unanswered.size(); ++i)
       st.pending.push_back(PendingSet{push.unanswered[i].first, std::move(push.unanswered[i].second),
-                                      push.priorities.empty() ? 0.0 : push.priorities[i], push.accepted_at});
+                                      push.priorities.empty() ? 0.0 : push.priorities[i], push.accepted_at,
+                                      push.timeouts.empty() ? 0.0 : push.timeouts[i]});
   }
   st.args.store->forget_pushes(st.args.id, answered);
   st.stored = st.info.pushed - std::min<std::uint64_t>(st.info.pushed, st.pending.size());
@@ -474,12 +517,29 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
   st.info.retries = st.args.settings.retries;
   st.info.parameter_names = st.args.settings.parameter_names;
   st.info.config = st.args.settings.config;
+  st.info.generator = st.args.settings.generator;
+  st.info.generator_config = st.args.settings.generator_config;
+  st.info.budget = st.args.settings.budget;
+  if (const auto* type = SimulationRegistry::global().find(st.args.settings.simulation))
+    st.threads_each = type->threads;
   if (st.args.resumed) {
     try {
       resume(self);
     } catch (const std::exception& e) {
       std::cerr << "[tessera] stream " << st.args.id << " cannot be resumed: " << e.what() << std::endl;
       end(self, e.what());
+    }
+  }
+  if (!st.finished && !st.args.settings.generator.empty() && !st.closed) {
+    const auto* type = GeneratorRegistry::global().find(st.args.settings.generator);
+    if (!type) {
+      end(self, "no generator is registered as '" + st.args.settings.generator + "' on this node");
+    } else {
+      st.generator = spawn_generator_actor(
+          self->home_system(),
+          GeneratorActorArgs{st.args.id, caf::actor_cast<caf::actor>(self), type,
+                             st.args.settings.generator_config, st.args.settings.budget, st.max_in_flight(),
+                             st.args.store, st.args.resumed, st.info.pushed});
     }
   }
   if (!st.finished)
@@ -494,12 +554,15 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
             end(self, "the cluster has no workers to run simulation '" + st.args.settings.simulation + "'");
             return;
           }
+          if (st.generator) self->send(st.generator, generator_slots_atom::value, st.slots());
           dispatch(self);
           finish_if_done(self);
         });
   return {
       [=](stream_push_atom, StreamBatch& batch) {
         if (self->state.finished) return;
+        // An ensemble closed by its client takes no more of its generator's sets.
+        if (self->state.closed && self->state.generator) return;
         accept_push(self, batch);
         dispatch(self);
       },
@@ -523,6 +586,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         st.jobs_out.push_back(0);
         st.answered.push_back(0);
         st.set_up.push_back(false);
+        if (st.generator) self->send(st.generator, generator_slots_atom::value, st.slots());
         dispatch(self);
       },
       [=](worker_left_atom, std::uint32_t worker) {
@@ -550,12 +614,14 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         }
         requeue(st, again);
         st.rerun += again.size();
+        if (st.generator) self->send(st.generator, generator_slots_atom::value, st.slots());
         dispatch(self);
       },
       [=](stream_close_atom) {
         auto& st = self->state;
         if (st.closed || st.finished) return;
         st.closed = true;
+        if (st.generator) self->send(st.generator, generator_stop_atom::value);
         // Recorded, so that a restart resumes it closed: it finishes once every set is answered.
         st.info.close_requested = true;
         try {
@@ -565,6 +631,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         }
         finish_if_done(self);
       },
+      [=](generator_failed_atom, std::string& error) { self->state.generator_error = std::move(error); },
       // The scheduler decides which worker stalled; the stream only says what it sent where.
       [=](stream_progress_atom) -> std::vector<StreamLoad> {
         auto& st = self->state;
@@ -592,6 +659,11 @@ std::string StreamSettings::check() const {
          << kMaxTimeoutSeconds << "] (0: none)";
     return text.str();
   }
+  if (!generator.empty() && (budget == 0 || budget > kMaxBudget))
+    return where + "the budget of generator '" + generator + "' is " + std::to_string(budget) +
+           " parameter sets; it must be in [1, " + std::to_string(kMaxBudget) + "]";
+  if (generator.empty() && budget != 0)
+    return where + "a budget of " + std::to_string(budget) + " parameter sets needs a generator";
   if (retries > kMaxRetries)
     return where + "retries " + std::to_string(retries) + " exceeds the limit of " +
            std::to_string(kMaxRetries);

@@ -41,6 +41,12 @@ struct StreamSettings {
   std::vector<std::string> parameter_names{};
   static constexpr std::size_t kMaxParameterNames = 4096;
   static constexpr std::size_t kMaxParameterNameBytes = 256;
+  // An ensemble: the generator registered under this name proposes the sets (empty: the client pushes
+  // them), built from generator_config, at most `budget` of them (in [1, kMaxBudget]).
+  std::string generator{};
+  std::shared_ptr<const Config> generator_config = std::make_shared<Config>();
+  std::uint64_t budget = 0;
+  static constexpr std::uint64_t kMaxBudget = 1'000'000'000;
   // What is wrong with these settings (naming the setting), or empty.
   std::string check() const;
   // More would be refused: a peer's stream must not make workers spawn without end.

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/errors.hpp"
@@ -73,6 +74,9 @@ class StreamSink {
         keep_whole_(std::max<std::size_t>(65536, 4 * max_in_flight_)) {}
   // How results past the cap are read back (from the store). Set before the first delivery.
   void set_fetch(Fetch fetch) { fetch_ = std::move(fetch); }
+  // An ensemble's sink: its generator pushes the sets, so every id delivered is new to this client (once
+  // each), and nothing is acquired.
+  void set_generated() { generated_ = true; }
 
   // Client side. Waits for room for one more parameter set, the one with `id` (ids come in order).
   void acquire(std::uint64_t id) {
@@ -160,7 +164,10 @@ class StreamSink {
     std::function<void(const StreamRecord&)> callback;
     {
       std::lock_guard lock(mutex_);
-      std::erase_if(records, [&](const StreamRecord& r) { return !unanswered_.erase(r.id); });
+      if (generated_)
+        std::erase_if(records, [&](const StreamRecord& r) { return !generated_ids_.insert(r.id).second; });
+      else
+        std::erase_if(records, [&](const StreamRecord& r) { return !unanswered_.erase(r.id); });
       in_flight_ -= std::min<std::size_t>(in_flight_, records.size());
       delivered_ += records.size();
       callback = callback_;
@@ -213,6 +220,8 @@ class StreamSink {
   std::string lost_;  // set: the connection is gone for good
   std::uint64_t accepted_ = 0;
   UnansweredIds unanswered_;
+  bool generated_ = false;
+  std::unordered_set<std::uint64_t> generated_ids_;  // an ensemble's ids delivered so far
 };
 
 }  // namespace tessera

@@ -55,7 +55,8 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
     st.gpu = caf::actor_cast<protocols::gpu_device_type>(spawn_gpu_device_actor(
         self->home_system(), static_cast<int>(options.gpu_index % static_cast<std::uint32_t>(devices))));
   st.directory = options.directory;
-  st.simulations = spawn_simulation_service(self->home_system(), st.pool, options.name);
+  st.simulations =
+      spawn_simulation_service(self->home_system(), st.pool, options.name, options.simulation_gpus);
   st.glm = spawn_glm_service(self->home_system(), caf::actor_cast<caf::actor>(self), scheduler, st.pool);
   self->set_down_handler([](const caf::down_msg&) {});
   return {
@@ -174,6 +175,20 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
 }
 
 }  // namespace
+
+std::vector<int> devices_found() {
+  std::vector<int> devices;
+  for (int d = 0; d < backends::device_count(); ++d) devices.push_back(d);
+  return devices;
+}
+
+std::vector<int> share_of_gpus(const std::vector<int>& devices, std::uint32_t index, std::uint32_t workers) {
+  std::vector<int> mine;
+  for (std::size_t k = index; k < devices.size(); k += std::max<std::uint32_t>(1, workers))
+    mine.push_back(devices[k]);
+  if (mine.empty() && !devices.empty()) mine.push_back(devices[index % devices.size()]);
+  return mine;
+}
 
 caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options) {
   return caf::actor_cast<caf::actor>(system.spawn(worker_actor, std::move(scheduler), options));

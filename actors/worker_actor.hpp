@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/chunk_store.hpp"
 #include "actors/worker_directory.hpp"
@@ -20,8 +21,15 @@ struct WorkerOptions {
   std::string name{};           // named in simulation error records; default "worker-<id>"
   std::uint32_t gpu_index = 0;  // with GPUs in the process, this worker uses device gpu_index mod count
   MemoryOptions memory{};       // its memory limit, thresholds and where it spills
+  std::vector<int> simulation_gpus{};  // the devices it hands to simulations that declare gpus
 };
 
 caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options);
+
+// The CUDA ordinals of the devices this process finds (none without a GPU or a CUDA build).
+std::vector<int> devices_found();
+// The devices worker `index` of `workers` hands to simulations: every workers-th from its own, or, when
+// there are more workers than devices, a share of device index mod count.
+std::vector<int> share_of_gpus(const std::vector<int>& devices, std::uint32_t index, std::uint32_t workers);
 
 }  // namespace tessera

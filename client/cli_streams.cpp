@@ -6,11 +6,15 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <tessera/tessera.hpp>
 #include <thread>
@@ -307,6 +311,25 @@ int stream_cancel(const Target& target, const CancelOptions& options) {
   return 0;
 }
 
+namespace {
+
+// Writes the stream's stored results to `output` as CSV (nothing when it is empty); false, having said
+// why, when it could not (the caller still says what the run itself ran into).
+bool write_results(Client& client, std::uint64_t stream, const std::string& output) {
+  if (output.empty()) return true;
+  try {
+    write_text(query_text(client.results(stream), stream, "csv"), output);
+    std::cout << "results written to " << output << std::endl;
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "tessera: the results of stream " << stream << " were not written to " << output << ": "
+              << bounded_message(e.what()) << "\n";
+    return false;
+  }
+}
+
+}  // namespace
+
 int stream_push(const Target& target, const PushOptions& options) {
   const std::string& input = options.input;
   // The file is checked, and its first parameter set read, before anything is opened on the node.
@@ -424,22 +447,138 @@ int stream_push(const Target& target, const PushOptions& options) {
   if (missing)
     std::cerr << "tessera: stream " << stream.id() << ": " << pushed - answered << " of the " << pushed
               << " parameter sets pushed have no stored result\n";
-  bool written = true;
-  if (!options.output.empty()) {
-    try {
-      write_text(query_text(client.results(stream.id()), stream.id(), "csv"), options.output);
-      std::cout << "results written to " << options.output << std::endl;
-    } catch (const std::exception& e) {  // still say below what the push itself ran into
-      std::cerr << "tessera: the results of stream " << stream.id() << " were not written to "
-                << options.output << ": " << bounded_message(e.what()) << "\n";
-      written = false;
-    }
-  }
+  const bool written = write_results(client, stream.id(), options.output);
   if (!problem.empty()) {
     std::cerr << "tessera: " << problem << "; the " << pushed
               << " parameter sets before it were pushed and their results kept\n";
     return 2;
   }
+  return stream.error().empty() && !missing && written ? 0 : 1;
+}
+
+namespace {
+
+// A whole number, a finite number, or nothing.
+std::optional<double> number_in(std::string_view text, std::string_view flag, std::string_view entry) {
+  if (text.empty()) return std::nullopt;
+  std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size()) return std::nullopt;
+  if (!std::isfinite(value) || errno == ERANGE)
+    throw std::invalid_argument(std::string(flag) + " " + excerpt(std::string(entry)) +
+                                ": the value is not a finite number");
+  return value;
+}
+
+}  // namespace
+
+Config parse_config_entries(const std::vector<std::string>& entries, std::string_view flag) {
+  Config config;
+  for (const auto& entry : entries) {
+    const auto equals = entry.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw std::invalid_argument(std::string(flag) + " " + excerpt(entry) + ": expected KEY=VALUE");
+    const std::string key = entry.substr(0, equals);
+    const std::string_view value = std::string_view(entry).substr(equals + 1);
+    if (config.has(key))
+      throw std::invalid_argument(std::string(flag) + " " + excerpt(entry) + ": key " + excerpt(key) +
+                                  " is given twice");
+    if (value == "true" || value == "false") {
+      config.set(key, to_value(value == "true"));
+      continue;
+    }
+    if (value.find(',') != std::string_view::npos) {
+      std::vector<double> numbers;
+      bool all = true;
+      for (std::size_t from = 0; all && from <= value.size();) {
+        const auto comma = std::min(value.find(',', from), value.size());
+        auto n = number_in(value.substr(from, comma - from), flag, entry);
+        if (n) numbers.push_back(*n);
+        all = n.has_value();
+        from = comma + 1;
+      }
+      if (all) {
+        config.set(key, to_value(numbers));
+        continue;
+      }
+    }
+    if (auto n = number_in(value, flag, entry)) {
+      const bool whole = std::floor(*n) == *n && std::fabs(*n) < 9e15 &&
+                         value.find_first_of(".eE") == std::string_view::npos;
+      config.set(key, whole ? to_value(static_cast<std::int64_t>(*n)) : to_value(*n));
+      continue;
+    }
+    config.set(key, to_value(std::string(value)));
+  }
+  return config;
+}
+
+int stream_run(const Target& target, const RunOptions& options) {
+  EnsembleOptions ensemble;
+  try {
+    ensemble.config = parse_config_entries(options.config, "--config");
+    ensemble.stream.config = parse_config_entries(options.simulation_config, "--simulation-config");
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessera: " << bounded_message(e.what()) << "; nothing was run\n";
+    return 2;
+  }
+  ensemble.budget = options.budget;
+  ensemble.stream.pool_size = options.pool_size.value_or(0);
+  ensemble.stream.isolation = options.isolation;
+  ensemble.stream.timeout = std::chrono::duration<double>(options.timeout_seconds);
+  ensemble.stream.retries = options.retries;
+  auto client = connect(target);
+  auto stream = client.ensemble(options.generator, options.simulation, std::move(ensemble));
+  std::mutex best_mutex;
+  std::optional<std::pair<double, std::uint64_t>> best;  // the least numeric result, and its set
+  std::atomic<std::uint64_t> failed{0};
+  stream.on_result([&](const StreamRecord& r) {
+    if (r.failed) {
+      failed += 1;
+      return;
+    }
+    if (r.value.kind() != ValueKind::real && r.value.kind() != ValueKind::integer) return;
+    const double value = r.value.kind() == ValueKind::real
+                             ? from_value<double>(r.value)
+                             : static_cast<double>(from_value<std::int64_t>(r.value));
+    std::lock_guard lock(best_mutex);
+    if (!best || value < best->first) best = std::make_pair(value, r.id);
+  });
+  for (auto next = std::chrono::steady_clock::now();
+       !stream.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(100));) {
+    if (!options.quiet && std::chrono::steady_clock::now() >= next) {
+      std::cerr << "\rstream " << stream.id() << ": " << stream.accepted() << " proposed, "
+                << stream.completed() << " stored" << std::flush;
+      next += std::chrono::milliseconds(500);
+    }
+  }
+  if (!options.quiet) std::cerr << "\n";
+  const std::uint64_t proposed = stream.accepted(), answered = stream.completed();
+  std::cout << "stream " << stream.id() << ": generator '" << options.generator << "' proposed " << proposed
+            << " parameter sets, " << answered << " results stored (" << failed.load() << " failed)"
+            << std::endl;
+  if (best) {
+    std::cout << std::setprecision(12) << "least result " << best->first << " at set " << best->second;
+    if (auto stored = client.results(stream.id()).get(best->second))
+      if (stored->parameters.kind() == ValueKind::doubles) {
+        std::cout << ", parameters";
+        const char* separator = " ";
+        for (double x : stored->parameters.as_doubles()) {
+          std::cout << separator << x;
+          separator = ", ";
+        }
+      }
+    std::cout << std::endl;
+  }
+  if (!stream.error().empty())
+    std::cerr << "tessera: stream " << stream.id() << " failed: " << bounded_message(stream.error()) << "\n";
+  const bool missing = answered < proposed;
+  if (missing)
+    std::cerr << "tessera: stream " << stream.id() << ": " << proposed - answered << " of the " << proposed
+              << " parameter sets proposed have no stored result\n";
+  const bool written = write_results(client, stream.id(), options.output);
   return stream.error().empty() && !missing && written ? 0 : 1;
 }
 

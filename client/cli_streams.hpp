@@ -38,6 +38,18 @@ struct PushOptions {
   std::string priority_column;         // a column of the header: each row's priority, not a parameter
 };
 
+// `stream run`: an adaptive ensemble (Client::ensemble).
+struct RunOptions {
+  std::string generator, simulation, output;
+  std::uint64_t budget = 0;
+  std::vector<std::string> config, simulation_config;  // KEY=VALUE each
+  std::optional<std::uint32_t> pool_size;
+  double timeout_seconds = 0;
+  std::uint32_t retries = 0;
+  std::optional<Isolation> isolation;
+  bool quiet = false;
+};
+
 struct CancelOptions {
   std::uint64_t stream = 0;
   std::string ids;    // "10-99", "3,5,7-9" (inclusive ranges)
@@ -55,6 +67,15 @@ struct ResultsOptions {
 // (a malformed row: the sets before it were pushed); 1 when fewer results were stored than sets pushed,
 // the stream failed or --output could not be written.
 int stream_push(const Target& target, const PushOptions& options);
+// Runs the ensemble until its generator is done or the budget is spent, and prints how many sets it
+// proposed, how many failed and, for numeric results, the least and its parameter set. Exit codes: 0
+// every proposed set answered; 2 a malformed --config or --simulation-config; 1 the node refused it (an
+// unknown generator or simulation), the generator failed, or results are missing.
+int stream_run(const Target& target, const RunOptions& options);
+// KEY=VALUE entries as a Config: VALUE is an integer, a number, a comma-separated list of numbers, true or
+// false, or else text. Throws std::invalid_argument naming `flag` and the entry (no '=', an empty key, a
+// number that is not finite, a key given twice).
+Config parse_config_entries(const std::vector<std::string>& entries, std::string_view flag);
 // Prints (or writes to --output) the answer; an unknown stream is an error in every format (exit 1).
 int results(const Target& target, const ResultsOptions& options);
 // Cancels the stream's sets that --ids or --where select and prints how many. Exit codes: 0 done (also

@@ -74,6 +74,11 @@ Stream Client::stream(std::string_view simulation, StreamOptions options) {
   return Stream(backend_, std::string(simulation), std::move(options));
 }
 
+Stream Client::ensemble(std::string_view generator, std::string_view simulation, EnsembleOptions options) {
+  return Stream(backend_, std::string(simulation), std::move(options.stream), std::string(generator),
+                std::move(options.config), options.budget);
+}
+
 ResultQuery Client::results(std::uint64_t stream) {
   return ResultQuery(backend_->results(), stream);
 }

@@ -22,15 +22,18 @@ struct Stream::State {
   std::vector<Value> buffer;  // pushed, not yet sent
   // Aligned with buffer once one of its sets has a priority; empty while all are 0.
   std::vector<double> priorities;
+  std::vector<double> timeouts;  // the same for per-set timeouts (seconds; 0: the stream's)
   bool closed = false;
+  std::string generator;  // an ensemble's: it pushes the sets
 
   // Sends what is buffered; the caller holds the mutex.
   void flush_locked() {
     if (buffer.empty()) return;
-    StreamBatch batch{sent, std::move(buffer), std::move(priorities)};
+    StreamBatch batch{sent, std::move(buffer), std::move(priorities), std::move(timeouts)};
     sent += batch.parameters.size();
     buffer.clear();
     priorities.clear();
+    timeouts.clear();
     backend->push(id, std::move(batch));
   }
 
@@ -54,7 +57,8 @@ namespace {
 constexpr std::size_t kMaxBatch = 1024;
 }  // namespace
 
-Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options)
+Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options,
+               std::string generator, Config generator_config, std::uint64_t budget)
     : state_(std::make_unique<State>()) {
   auto& st = *state_;
   st.backend = std::move(backend);
@@ -80,6 +84,14 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   settings.timeout_seconds = options.timeout.count();
   settings.retries = options.retries;
   settings.parameter_names = std::move(options.parameter_names);
+  static_assert(EnsembleOptions::kMaxBudget == StreamSettings::kMaxBudget);
+  if (!generator.empty()) {
+    st.generator = generator;
+    st.sink->set_generated();
+    settings.generator = std::move(generator);
+    settings.generator_config = std::make_shared<const Config>(std::move(generator_config));
+    settings.budget = budget;
+  }
   if (auto wrong = settings.check(); !wrong.empty()) throw std::invalid_argument(wrong);
   // Results past the sink's cap are read back from the store (they are there: delivery follows the write).
   auto stream_id = std::make_shared<std::uint64_t>(0);
@@ -136,11 +148,20 @@ std::uint64_t Stream::pushed() const {
 std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
   auto& st = *state_;
   std::unique_lock lock(st.mutex);
+  if (!st.generator.empty())
+    throw std::logic_error("stream " + std::to_string(st.id) + " is an ensemble: generator '" + st.generator +
+                           "' proposes its parameter sets");
   if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
   if (!std::isfinite(options.priority))
     throw std::invalid_argument("parameter set " + std::to_string(st.next_id) + " of stream " +
                                 std::to_string(st.id) + ": priority " + std::to_string(options.priority) +
                                 " is not a finite number");
+  const double timeout = options.timeout.count();
+  if (!std::isfinite(timeout) || timeout < 0 || timeout > StreamOptions::kMaxTimeoutSeconds)
+    throw std::invalid_argument("parameter set " + std::to_string(st.next_id) + " of stream " +
+                                std::to_string(st.id) + ": timeout " + std::to_string(timeout) +
+                                " s is not a number of seconds in [0, " +
+                                std::to_string(StreamOptions::kMaxTimeoutSeconds) + "] (0: the stream's)");
   if (auto why = st.shape.check(parameters); !why.empty())
     throw SubmissionError("parameter set " + std::to_string(st.next_id) + " of stream " +
                           std::to_string(st.id) + ": " + why);
@@ -151,6 +172,10 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
   if (options.priority != 0 || !st.priorities.empty()) {
     st.priorities.resize(st.buffer.size(), 0.0);  // the sets buffered before it had priority 0
     st.priorities.push_back(options.priority);
+  }
+  if (timeout != 0 || !st.timeouts.empty()) {
+    st.timeouts.resize(st.buffer.size(), 0.0);
+    st.timeouts.push_back(timeout);
   }
   st.buffer.push_back(std::move(parameters));
   // Send now when nothing sent is outstanding (latency), else batch until the batch is full.

@@ -257,6 +257,46 @@ int main(int argc, char** argv) {
   push_command->add_option("--output", push.output, "also write the stored results there as CSV");
   push_command->add_flag("--quiet", push.quiet, "no progress line");
 
+  tessera::cli::RunOptions run;
+  std::uint32_t run_pool_size = 0;
+  std::string run_isolation;
+  auto* run_command = stream_command->add_subcommand(
+      "run",
+      "run an adaptive ensemble: a generator proposes parameter sets for a simulation, reads their results "
+      "and proposes more, until it is done or the budget is spent");
+  run_command->add_option("--generator", run.generator, "the generator's registered name (e.g. aposmm)")
+      ->required()
+      ->check(tessera::cli::text_at_most(256));
+  run_command->add_option("--simulation", run.simulation, "the simulation's registered name")
+      ->required()
+      ->check(tessera::cli::text_at_most(256));
+  run_command->add_option("--budget", run.budget, "the most parameter sets the generator may propose")
+      ->required()
+      ->check(tessera::cli::unsigned_in(1, tessera::EnsembleOptions::kMaxBudget));
+  run_command
+      ->add_option("--config", run.config,
+                   "KEY=VALUE for the generator (repeatable); VALUE a number, a comma-separated list of "
+                   "numbers, true/false or text, e.g. lower=-3,-2")
+      ->check(tessera::cli::text_at_most(65536));
+  run_command
+      ->add_option("--simulation-config", run.simulation_config, "KEY=VALUE for the simulation (repeatable)")
+      ->check(tessera::cli::text_at_most(65536));
+  auto* run_pool_option = run_command
+                              ->add_option("--pool-size", run_pool_size,
+                                           "simulation actors per worker (default: as threads allow)")
+                              ->check(tessera::cli::unsigned_in(1, 1024));
+  run_command
+      ->add_option("--timeout", run.timeout_seconds,
+                   "SECONDS a parameter set may run; one that runs longer fails (default: no limit)")
+      ->check(tessera::cli::real_in(0, tessera::StreamOptions::kMaxTimeoutSeconds));
+  run_command->add_option("--retries", run.retries, "times a failed parameter set runs again (default 0)")
+      ->check(tessera::cli::unsigned_in(0, tessera::StreamOptions::kMaxRetries));
+  auto* run_isolation_option =
+      run_command->add_option("--isolation", run_isolation, "thread or process (default: the node's)")
+          ->check(CLI::IsMember({"thread", "process"}));
+  run_command->add_option("--output", run.output, "also write the stored results there as CSV");
+  run_command->add_flag("--quiet", run.quiet, "no progress line");
+
   tessera::cli::CancelOptions cancel;
   auto* cancel_command = stream_command->add_subcommand(
       "cancel",
@@ -315,8 +355,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // CLI11 says only "A subcommand is required" for these two: name what was wrong.
     if (dynamic_cast<const CLI::RequiredError*>(&e) && stream_command->parsed() && !push_command->parsed() &&
-        !cancel_command->parsed()) {
-      std::cerr << "tessera: stream needs a command: push or cancel (see tessera stream --help)\n";
+        !run_command->parsed() && !cancel_command->parsed()) {
+      std::cerr << "tessera: stream needs a command: push, run or cancel (see tessera stream --help)\n";
       return 2;
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && checkpoints_command->parsed() &&
@@ -326,9 +366,10 @@ int main(int argc, char** argv) {
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !app.remaining().empty()) {
-      std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
-                << "' (keygen, status, workers, stream push, stream cancel, results, checkpoints; see "
-                   "tessera --help)\n";
+      std::cerr
+          << "tessera: unknown command '" << excerpt(app.remaining().front())
+          << "' (keygen, status, workers, stream push, stream run, stream cancel, results, checkpoints; see "
+             "tessera --help)\n";
       return 2;
     }
     return tessera::cli::parse_failure(app, e);
@@ -337,6 +378,7 @@ int main(int argc, char** argv) {
   try {
     if (keygen_command->parsed()) return keygen(prefix);
     const std::string command = push_command->parsed()               ? "stream push"
+                                : run_command->parsed()              ? "stream run"
                                 : cancel_command->parsed()           ? "stream cancel"
                                 : list_checkpoints_command->parsed() ? "checkpoints list"
                                 : drop_checkpoints_command->parsed()
@@ -371,6 +413,13 @@ int main(int argc, char** argv) {
         if (isolation_option->count())
           push.isolation = isolation == "process" ? tessera::Isolation::process : tessera::Isolation::thread;
         return tessera::cli::stream_push(target, push);
+      }
+      if (run_command->parsed()) {
+        if (run_pool_option->count()) run.pool_size = run_pool_size;
+        if (run_isolation_option->count())
+          run.isolation =
+              run_isolation == "process" ? tessera::Isolation::process : tessera::Isolation::thread;
+        return tessera::cli::stream_run(target, run);
       }
       if (cancel_command->parsed()) {
         if (!ids_option->count() && !where_option->count()) {

@@ -7,10 +7,19 @@
 //     explicit CostlySimulation(const tessera::Config& config);
 //     double run(const std::vector<double>& params);
 //     static constexpr std::size_t arity = 4;  // optional: parameter sets of another length are refused
+//     static constexpr std::uint32_t threads = 8;  // optional: compute threads one instance occupies (1)
+//     static constexpr std::uint32_t gpus = 1;     // optional: GPU devices one instance owns (0)
 //   };
 //   TESSERA_SIMULATION(CostlySimulation, "costly_simulation");
+//
+// A worker runs as many instances at once as its compute threads allow (threads / `threads`, at least
+// one) and, for a GPU simulation, as its devices allow (devices / `gpus`; none at all when it has fewer
+// than `gpus`). Each instance's Config holds what it was given: "tessera.threads" (an integer),
+// and for a GPU simulation "tessera.device" (its first device's CUDA ordinal) and "tessera.devices"
+// (every ordinal it owns, a list of numbers), the same for the instance's whole life.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,6 +66,9 @@ struct SimulationType {
   std::string name;
   std::string parameter_type, result_type;
   std::optional<std::size_t> arity;  // parameter sets must have this many elements, when known
+  std::uint32_t threads = 1;         // compute threads one instance occupies, in [1, kMaxThreads]
+  std::uint32_t gpus = 0;            // GPU devices one instance owns, at most kMaxGpus
+  static constexpr std::uint32_t kMaxThreads = 4096, kMaxGpus = 64;
   std::function<std::unique_ptr<Simulation>(const Config&)> make;
   // A clear error naming the simulation when `parameters` cannot be its input; empty when it can.
   std::string check(const Value& parameters) const;
@@ -110,6 +122,14 @@ template <class S>
 concept HasArity = requires {
   S::arity;
 };
+template <class S>
+concept HasThreads = requires {
+  S::threads;
+};
+template <class S>
+concept HasGpus = requires {
+  S::gpus;
+};
 
 }  // namespace detail
 
@@ -121,6 +141,15 @@ const SimulationType& register_simulation(std::string name) {
   type.parameter_type = Codec<typename Traits::parameters>::type_name();
   type.result_type = Codec<typename Traits::result>::type_name();
   if constexpr (detail::HasArity<S>) type.arity = S::arity;
+  if constexpr (detail::HasThreads<S>) {
+    static_assert(S::threads >= 1 && S::threads <= SimulationType::kMaxThreads,
+                  "a simulation's threads must be in [1, 4096]");
+    type.threads = S::threads;
+  }
+  if constexpr (detail::HasGpus<S>) {
+    static_assert(S::gpus <= SimulationType::kMaxGpus, "a simulation's gpus must be at most 64");
+    type.gpus = S::gpus;
+  }
   type.make = [](const Config& config) -> std::unique_ptr<Simulation> {
     return std::make_unique<detail::SimulationAdapter<S>>(config);
   };

@@ -284,6 +284,9 @@ struct StreamOpen {
   timeoutSeconds @6 :Float64;  # per set; 0: none
   retries @7 :UInt32;
   parameterNames @8 :List(Text);  # for exports' headers; empty: unnamed
+  generator @9 :Text;             # an ensemble: the generator that proposes its sets; empty: the client
+  generatorConfig @10 :List(ConfigEntry);
+  budget @11 :UInt64;             # with a generator: the most sets it may propose
 }
 
 # Client -> scheduler, after a reconnect: results of this open stream go to this connection now; the
@@ -316,6 +319,7 @@ struct StreamPush {
   firstId @1 :UInt64;
   parameters @2 :List(Values.Value);
   priorities @3 :List(Float64);  # aligned with parameters (finite); empty: every one 0
+  timeouts @4 :List(Float64);    # seconds, aligned with parameters; 0: the stream's; empty: all 0
 }
 
 # Client -> scheduler: cancel the accepted, unanswered sets of a stream that are in `ranges` (when any)
@@ -381,6 +385,7 @@ struct Simulate {
   config @3 :List(ConfigEntry);  # unused since protocol version 2
   ids @4 :List(UInt64);
   parameters @5 :List(Values.Value);
+  timeouts @6 :List(Float64);    # each set's, seconds (0: none), aligned with ids; empty: the stream's
 }
 
 # Scheduler -> worker: what every job of one stream shares, sent once before its first job there.

@@ -39,6 +39,24 @@ struct StreamInfo {
   retries @10 :UInt32;
   parameterNames @11 :List(Text);  # what its client called the parameters (a CSV's header); kept in a
                                    # record of their own (key p), written once, not in this one
+  generator @12 :Text;             # an ensemble's generator; empty: the client pushes the sets
+  generatorConfigKeys @13 :List(Text);
+  generatorConfigValues @14 :List(Values.Value);
+  budget @15 :UInt64;              # the most sets its generator may propose
+}
+
+# An ensemble generator's state (key g), written with one of its pushes (at most one a second), so
+# that a restarted node resumes it where it was.
+struct GeneratorCheckpoint {
+  state @0 :Data;                  # the generator's own save()
+  asked @1 :UInt64;                # the stream's ids proposed so far: ids below it
+  toldFirst @2 :List(UInt64);      # the ids whose results it was told, as ranges [first, last)
+  toldLast @3 :List(UInt64);
+  sequence @4 :UInt64;             # sets the generator itself has proposed (its own count)
+  segmentFirst @5 :List(UInt64);   # stream id segmentFirst[i] is the generator's set segmentSequence[i]
+  segmentSequence @6 :List(UInt64);
+  orphanFirst @7 :List(UInt64);    # ids proposed by a state lost in a restart: never told
+  orphanLast @8 :List(UInt64);
 }
 
 # Parameter sets a stream accepted in one push (ids from the key's on), written ahead so that a
@@ -47,6 +65,7 @@ struct PendingBatch {
   parameters @0 :List(Values.Value);
   priorities @1 :List(Float64);  # aligned with parameters; empty: every one 0
   acceptedAt @2 :Float64;        # when the stream accepted them (SetTimeline's pushed)
+  timeouts @3 :List(Float64);    # their own timeouts in seconds, aligned; 0: the stream's; empty: all 0
 }
 
 # What a checkpoint record holds, beside its value (for `tessera checkpoints list`).

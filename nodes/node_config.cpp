@@ -451,6 +451,23 @@ const std::vector<KeySpec>& key_specs() {
       {"worker.threads_per_worker", integer_type(0, kMaxThreadsPerWorker), "0 (the cores)",
        "compute threads per worker",
        store(&NodeConfig::threads_per_worker, bounded(0, kMaxThreadsPerWorker))},
+      {"worker.gpus", "array of integers (CUDA ordinals, each in [0, 1023], none twice)",
+       "[] (the devices found)",
+       "the GPU devices this node's workers hand to simulations that declare gpus: worker i takes every "
+       "workers-th from the i-th (not checked against the driver, as CUDA_VISIBLE_DEVICES is not)",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         const toml::array* array = n.as_array();
+         if (!array) fail(cx, n.source(), key_name(key) + " must be an array of integers, got " + type_of(n));
+         c.gpus.clear();
+         for (std::size_t i = 0; i < array->size(); ++i) {
+           const std::string element = std::string(key) + "[" + std::to_string(i) + "]";
+           const int device = static_cast<int>(read_integer((*array)[i], cx, element, 0, 1023));
+           if (std::find(c.gpus.begin(), c.gpus.end(), device) != c.gpus.end())
+             fail(cx, (*array)[i].source(),
+                  key_name(element) + ": device " + std::to_string(device) + " is listed twice");
+           c.gpus.push_back(device);
+         }
+       }},
       {"worker.memory_limit", size_type(0, PiB), "0 (no limit)",
        "results each worker may hold in memory; past memory_target_fraction of it the least recently used "
        "spill to data_dir and come back when needed, past memory_pause_fraction (of resident memory) the "

@@ -58,6 +58,7 @@ struct NodeConfig {
   std::string worker_listen = "tcp://127.0.0.1:0";  // worker.listen: peers fetch results here
   std::uint32_t workers = 1;                        // worker.workers
   std::uint32_t threads_per_worker = 0;             // worker.threads_per_worker (0: the cores)
+  std::vector<int> gpus;                            // worker.gpus (empty: the devices found)
   std::uint64_t memory_limit_bytes = 0;             // worker.memory_limit (0: no limit)
   double memory_target_fraction = 0.6;              // worker.memory_target_fraction
   double memory_pause_fraction = 0.8;               // worker.memory_pause_fraction

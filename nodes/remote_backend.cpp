@@ -102,6 +102,15 @@ class RemoteBackend final : public ClusterBackend {
         wire::encode(*settings.config,
                      open.initConfig(static_cast<unsigned>(settings.config->entries().size())),
                      message.attachments());
+      if (!settings.generator.empty()) {
+        open.setGenerator(settings.generator);
+        open.setBudget(settings.budget);
+        if (settings.generator_config)
+          wire::encode(
+              *settings.generator_config,
+              open.initGeneratorConfig(static_cast<unsigned>(settings.generator_config->entries().size())),
+              message.attachments());
+      }
     };
     OpenAnswer opened;
     try {
@@ -331,6 +340,11 @@ class RemoteBackend final : public ClusterBackend {
       auto priorities = push.initPriorities(static_cast<unsigned>(batch.priorities.size()));
       for (std::size_t i = 0; i < batch.priorities.size(); ++i)
         priorities.set(static_cast<unsigned>(i), batch.priorities[i]);
+    }
+    if (!batch.timeouts.empty()) {
+      auto timeouts = push.initTimeouts(static_cast<unsigned>(batch.timeouts.size()));
+      for (std::size_t i = 0; i < batch.timeouts.size(); ++i)
+        timeouts.set(static_cast<unsigned>(i), batch.timeouts[i]);
     }
   }
 
@@ -650,6 +664,8 @@ class RemoteBackend final : public ClusterBackend {
           front.parameters.erase(front.parameters.begin(), front.parameters.begin() + taken);
           if (!front.priorities.empty())
             front.priorities.erase(front.priorities.begin(), front.priorities.begin() + taken);
+          if (!front.timeouts.empty())
+            front.timeouts.erase(front.timeouts.begin(), front.timeouts.begin() + taken);
           front.first_id = up_to;
         }
         sink = it->second.sink;

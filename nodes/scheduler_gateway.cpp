@@ -284,6 +284,10 @@ struct SchedulerGateway::State {
                              std::to_string(StreamSettings::kMaxParameterNames),
                          0);
     for (auto name : open.getParameterNames()) settings.parameter_names.emplace_back(name);
+    settings.generator = open.getGenerator();
+    settings.budget = open.getBudget();
+    if (!settings.generator.empty())
+      settings.generator_config = wire::decode(open.getGeneratorConfig(), frames);
     if (auto wrong = settings.check(); !wrong.empty())
       return answer_open(peer, open.getRequestId(), 0, wrong, 0);
     // The client's own bound, never past what the node lets a client push ahead.
@@ -865,8 +869,10 @@ struct SchedulerGateway::State {
             throw wire::WireError("push to stream " + std::to_string(push.getStreamId()) +
                                   ": the priority of parameter set " + std::to_string(push.getFirstId() + i) +
                                   " is not a finite number");
+        auto timeouts = wire::decode_timeouts(push.getTimeouts(), push.getParameters().size(),
+                                              "push to stream " + std::to_string(push.getStreamId()));
         pushed.sets += push.getParameters().size();
-        StreamBatch batch{push.getFirstId(), {}, {}};
+        StreamBatch batch{push.getFirstId(), {}, {}, std::move(timeouts)};
         batch.parameters.reserve(push.getParameters().size());
         for (auto p : push.getParameters()) batch.parameters.push_back(wire::decode(p, message.frames()));
         batch.priorities.reserve(priorities.size());

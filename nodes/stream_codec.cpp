@@ -94,6 +94,24 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
   return out;
 }
 
+std::vector<double> decode_timeouts(capnp::List<double>::Reader in, std::size_t sets,
+                                    const std::string& where) {
+  if (in.size() == 0) return {};
+  if (in.size() != sets)
+    throw WireError(where + " has " + std::to_string(in.size()) + " timeouts for " + std::to_string(sets) +
+                    " parameter sets");
+  std::vector<double> out;
+  out.reserve(in.size());
+  for (unsigned i = 0; i < in.size(); ++i) {
+    if (!std::isfinite(in[i]) || in[i] < 0 || in[i] > StreamSettings::kMaxTimeoutSeconds)
+      throw WireError(where + ": timeout " + std::to_string(in[i]) + " of its parameter set " +
+                      std::to_string(i) + " is not a number of seconds in [0, " +
+                      std::to_string(StreamSettings::kMaxTimeoutSeconds) + "]");
+    out.push_back(in[i]);
+  }
+  return out;
+}
+
 void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments) {
   out.setStreamId(job.stream_id);
   auto ids = out.initIds(count(job.ids.size()));
@@ -101,6 +119,10 @@ void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attach
   auto parameters = out.initParameters(count(job.parameters.size()));
   for (std::size_t i = 0; i < job.parameters.size(); ++i)
     encode(job.parameters[i], parameters[count(i)], attachments);
+  if (!job.timeouts.empty()) {
+    auto timeouts = out.initTimeouts(count(job.timeouts.size()));
+    for (std::size_t i = 0; i < job.timeouts.size(); ++i) timeouts.set(count(i), job.timeouts[i]);
+  }
 }
 
 SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::byte>> frames,
@@ -113,6 +135,8 @@ SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::b
   job.stream_id = in.getStreamId();
   for (auto id : in.getIds()) job.ids.push_back(id);
   for (auto p : in.getParameters()) job.parameters.push_back(decode(p, frames));
+  job.timeouts = decode_timeouts(in.getTimeouts(), job.ids.size(),
+                                 "a simulate message of stream " + std::to_string(job.stream_id));
   return job;
 }
 

@@ -19,6 +19,10 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
 std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
                                           std::span<const std::span<const std::byte>> frames);
 
+// Per-set timeouts off the wire: as many as `sets`, or none; each a number of seconds in
+// [0, StreamSettings::kMaxTimeoutSeconds]. A WireError naming `where` otherwise.
+std::vector<double> decode_timeouts(capnp::List<double>::Reader in, std::size_t sets,
+                                    const std::string& where);
 void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments);
 // The job's answers go to `stream` (in a worker process: the scheduler's stand-in).
 SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::byte>> frames,

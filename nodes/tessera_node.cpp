@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "actors/embedded_cluster.hpp"
+#include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
@@ -200,6 +201,8 @@ int main(int argc, char** argv) {
               .listen = config.worker_listen,
               .name = config.workers == 1 ? config.name : config.name + "-" + std::to_string(i),
               .threads = config.threads_per_worker,
+              .gpus = tessera::share_of_gpus(config.gpus.empty() ? tessera::devices_found() : config.gpus, i,
+                                             config.workers),
               .memory_limit = config.memory_limit_bytes,
               .memory_target_fraction = config.memory_target_fraction,
               .memory_pause_fraction = config.memory_pause_fraction,
@@ -235,6 +238,7 @@ int main(int argc, char** argv) {
       options.memory_pause_fraction = config.memory_pause_fraction;
       options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
       options.stream_isolation = config.stream_isolation;
+      options.gpus = config.gpus;
       cluster = std::make_unique<tessera::EmbeddedCluster>(options);
       // A restart from the same data_dir: every stream that had not finished runs on, and waits for its
       // client to attach again (a temporary directory is new, so it has none).

@@ -25,6 +25,7 @@ struct WorkerNodeOptions {
   std::string listen = "tcp://127.0.0.1:0";  // where peers send this worker its inputs
   std::string name = "worker";
   std::uint32_t threads = 0;       // 0: the cores
+  std::vector<int> gpus{};         // the devices it hands to simulations that declare gpus
   std::uint64_t memory_limit = 0;  // worker.memory_limit: past its target fraction, results spill
   double memory_target_fraction = 0.6;
   double memory_pause_fraction = 0.8;

@@ -5,6 +5,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -92,6 +93,28 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
   return r;
 }
 
+void encode_config(const Config& config, capnp::List<capnp::Text>::Builder keys,
+                   capnp::List<wire::Value>::Builder values) {
+  wire::Attachments none;
+  unsigned i = 0;
+  for (const auto& [name, value] : config.entries()) {
+    keys.set(i, name);
+    wire::encode(value, values[i], none, kInline);
+    ++i;
+  }
+}
+
+std::shared_ptr<Config> decode_config(std::uint64_t stream, const char* what,
+                                      capnp::List<capnp::Text>::Reader keys,
+                                      capnp::List<wire::Value>::Reader values) {
+  if (keys.size() != values.size())
+    throw StoreError("stream " + std::to_string(stream) + ": its stored " + what + " has " +
+                     std::to_string(keys.size()) + " keys and " + std::to_string(values.size()) + " values");
+  auto config = std::make_shared<Config>();
+  for (unsigned i = 0; i < keys.size(); ++i) config->set(keys[i], wire::decode(values[i], {}));
+  return config;
+}
+
 std::string encode_info(const StreamInfo& info) {
   capnp::MallocMessageBuilder builder;
   auto out = builder.initRoot<wire::StreamInfo>();
@@ -106,14 +129,15 @@ std::string encode_info(const StreamInfo& info) {
   out.setRetries(info.retries);
   if (info.config && !info.config->entries().empty()) {
     const auto count = static_cast<unsigned>(info.config->entries().size());
-    auto keys = out.initConfigKeys(count);
-    auto values = out.initConfigValues(count);
-    wire::Attachments none;
-    unsigned i = 0;
-    for (const auto& [name, value] : info.config->entries()) {
-      keys.set(i, name);
-      wire::encode(value, values[i], none, kInline);
-      ++i;
+    encode_config(*info.config, out.initConfigKeys(count), out.initConfigValues(count));
+  }
+  if (!info.generator.empty()) {
+    out.setGenerator(info.generator);
+    out.setBudget(info.budget);
+    if (info.generator_config && !info.generator_config->entries().empty()) {
+      const auto count = static_cast<unsigned>(info.generator_config->entries().size());
+      encode_config(*info.generator_config, out.initGeneratorConfigKeys(count),
+                    out.initGeneratorConfigValues(count));
     }
   }
   return flat(builder);
@@ -133,14 +157,11 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   info.isolation = static_cast<Isolation>(in.getIsolation());
   info.timeout_seconds = in.getTimeoutSeconds();
   info.retries = in.getRetries();
-  auto keys = in.getConfigKeys();
-  auto values = in.getConfigValues();
-  if (keys.size() != values.size())
-    throw StoreError("stream " + std::to_string(id) + ": its stored config has " +
-                     std::to_string(keys.size()) + " keys and " + std::to_string(values.size()) + " values");
-  auto config = std::make_shared<Config>();
-  for (unsigned i = 0; i < keys.size(); ++i) config->set(keys[i], wire::decode(values[i], {}));
-  info.config = std::move(config);
+  info.config = decode_config(id, "config", in.getConfigKeys(), in.getConfigValues());
+  info.generator = in.getGenerator();
+  info.budget = in.getBudget();
+  info.generator_config =
+      decode_config(id, "generator config", in.getGeneratorConfigKeys(), in.getGeneratorConfigValues());
   return info;
 }
 
@@ -162,7 +183,7 @@ std::vector<std::string> decode_names(const std::string& bytes) {
 }
 
 std::string encode_pending(std::span<const Value> parameters, std::span<const double> priorities,
-                           double accepted_at) {
+                           double accepted_at, std::span<const double> timeouts) {
   capnp::MallocMessageBuilder builder;
   wire::Attachments none;
   auto root = builder.initRoot<wire::PendingBatch>();
@@ -174,11 +195,43 @@ std::string encode_pending(std::span<const Value> parameters, std::span<const do
     auto out = root.initPriorities(static_cast<unsigned>(priorities.size()));
     for (std::size_t i = 0; i < priorities.size(); ++i) out.set(static_cast<unsigned>(i), priorities[i]);
   }
+  if (!timeouts.empty()) {
+    auto out = root.initTimeouts(static_cast<unsigned>(timeouts.size()));
+    for (std::size_t i = 0; i < timeouts.size(); ++i) out.set(static_cast<unsigned>(i), timeouts[i]);
+  }
   return flat(builder);
 }
 
 void check(const rocksdb::Status& status, const std::string& what, const std::filesystem::path& dir) {
   if (!status.ok()) throw StoreError("result store " + dir.string() + ": " + what + ": " + status.ToString());
+}
+
+std::string encode_checkpoint(const GeneratorCheckpoint& checkpoint) {
+  capnp::MallocMessageBuilder builder;
+  auto out = builder.initRoot<wire::GeneratorCheckpoint>();
+  out.setState(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(checkpoint.state.data()),
+                                   checkpoint.state.size()));
+  out.setAsked(checkpoint.asked);
+  auto first = out.initToldFirst(static_cast<unsigned>(checkpoint.told.size()));
+  auto last = out.initToldLast(static_cast<unsigned>(checkpoint.told.size()));
+  for (std::size_t i = 0; i < checkpoint.told.size(); ++i) {
+    first.set(static_cast<unsigned>(i), checkpoint.told[i].first);
+    last.set(static_cast<unsigned>(i), checkpoint.told[i].last);
+  }
+  out.setSequence(checkpoint.sequence);
+  auto segment_first = out.initSegmentFirst(static_cast<unsigned>(checkpoint.segments.size()));
+  auto segment_sequence = out.initSegmentSequence(static_cast<unsigned>(checkpoint.segments.size()));
+  for (std::size_t i = 0; i < checkpoint.segments.size(); ++i) {
+    segment_first.set(static_cast<unsigned>(i), checkpoint.segments[i].first);
+    segment_sequence.set(static_cast<unsigned>(i), checkpoint.segments[i].second);
+  }
+  auto orphan_first = out.initOrphanFirst(static_cast<unsigned>(checkpoint.orphans.size()));
+  auto orphan_last = out.initOrphanLast(static_cast<unsigned>(checkpoint.orphans.size()));
+  for (std::size_t i = 0; i < checkpoint.orphans.size(); ++i) {
+    orphan_first.set(static_cast<unsigned>(i), checkpoint.orphans[i].first);
+    orphan_last.set(static_cast<unsigned>(i), checkpoint.orphans[i].last);
+  }
+  return flat(builder);
 }
 
 }  // namespace
@@ -220,14 +273,59 @@ void ResultStore::update_stream(const StreamInfo& info) {
 }
 
 void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
-                         std::span<const double> priorities, double accepted_at) {
+                         std::span<const double> priorities, double accepted_at,
+                         std::span<const double> timeouts, const GeneratorCheckpoint* checkpoint) {
   if (!priorities.empty() && priorities.size() != parameters.size())
     throw StoreError("stream " + std::to_string(info.id) + ": " + std::to_string(priorities.size()) +
                      " priorities for " + std::to_string(parameters.size()) + " parameter sets");
+  if (!timeouts.empty() && timeouts.size() != parameters.size())
+    throw StoreError("stream " + std::to_string(info.id) + ": " + std::to_string(timeouts.size()) +
+                     " timeouts for " + std::to_string(parameters.size()) + " parameter sets");
   rocksdb::WriteBatch batch;
-  batch.Put(key('q', info.id, first_id), encode_pending(parameters, priorities, accepted_at));
+  batch.Put(key('q', info.id, first_id), encode_pending(parameters, priorities, accepted_at, timeouts));
+  if (checkpoint) batch.Put(key('g', info.id), encode_checkpoint(*checkpoint));
   batch.Put(key('m', info.id), encode_info(info));
   check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot write parameter sets ahead", directory_);
+}
+
+std::optional<GeneratorCheckpoint> ResultStore::generator(std::uint64_t stream) const {
+  std::string bytes;
+  auto status = db_->Get(rocksdb::ReadOptions(), key('g', stream), &bytes);
+  if (status.IsNotFound()) return std::nullopt;
+  check(status, "cannot read the generator's checkpoint", directory_);
+  try {
+    wire::HeaderReader reader(
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+    auto in = reader.root<wire::GeneratorCheckpoint>();
+    GeneratorCheckpoint checkpoint;
+    auto state = in.getState();
+    checkpoint.state.assign(reinterpret_cast<const char*>(state.begin()), state.size());
+    checkpoint.asked = in.getAsked();
+    const auto damaged = [&] {
+      return StoreError("stream " + std::to_string(stream) + ": its generator's checkpoint is damaged");
+    };
+    auto first = in.getToldFirst();
+    auto last = in.getToldLast();
+    if (first.size() != last.size()) throw damaged();
+    for (unsigned i = 0; i < first.size(); ++i) checkpoint.told.push_back(IdRange{first[i], last[i]});
+    checkpoint.sequence = in.getSequence();
+    auto segment_first = in.getSegmentFirst();
+    auto segment_sequence = in.getSegmentSequence();
+    if (segment_first.size() != segment_sequence.size()) throw damaged();
+    for (unsigned i = 0; i < segment_first.size(); ++i)
+      checkpoint.segments.emplace_back(segment_first[i], segment_sequence[i]);
+    auto orphan_first = in.getOrphanFirst();
+    auto orphan_last = in.getOrphanLast();
+    if (orphan_first.size() != orphan_last.size()) throw damaged();
+    for (unsigned i = 0; i < orphan_first.size(); ++i)
+      checkpoint.orphans.push_back(IdRange{orphan_first[i], orphan_last[i]});
+    return checkpoint;
+  } catch (const StoreError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw StoreError("stream " + std::to_string(stream) +
+                     ": its generator's checkpoint cannot be read: " + e.what());
+  }
 }
 
 void ResultStore::sync() {
@@ -248,6 +346,8 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
     auto list = root.getParameters();
     auto priorities = root.getPriorities();
     const bool prioritised = priorities.size() == list.size() && list.size() > 0;
+    auto timeouts = root.getTimeouts();
+    const bool timed = timeouts.size() == list.size() && list.size() > 0;
     const double accepted_at = root.getAcceptedAt();
     batch.accepted_at = std::isfinite(accepted_at) && accepted_at > 0 ? accepted_at : 0.0;
     // One pass over the stored results of these ids tells which still need running.
@@ -264,6 +364,10 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
       batch.unanswered.emplace_back(id, wire::decode(list[i], {}));
       // A damaged record's nan must not reach an ordering.
       if (prioritised) batch.priorities.push_back(std::isfinite(priorities[i]) ? priorities[i] : 0.0);
+      if (timed)
+        batch.timeouts.push_back(std::isfinite(timeouts[i]) && timeouts[i] > 0
+                                     ? std::min(timeouts[i], StreamInfo::kMaxTimeoutSeconds)
+                                     : 0.0);
     }
     out.push_back(std::move(batch));
   }

@@ -36,8 +36,27 @@ struct StreamInfo {
   std::shared_ptr<const Config> config = std::make_shared<Config>();
   Isolation isolation = Isolation::thread;
   double timeout_seconds = 0;
+  static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
   std::uint32_t retries = 0;
   std::vector<std::string> parameter_names{};  // for exports' headers; empty: unnamed
+  // An ensemble: its generator proposes the sets (empty: the client pushes them), built from this config,
+  // and proposes at most `budget`.
+  std::string generator{};
+  std::shared_ptr<const Config> generator_config = std::make_shared<Config>();
+  std::uint64_t budget = 0;
+};
+
+// Where an ensemble's generator was when it made a push: its saved state, the stream's ids proposed so
+// far (below `asked`), the ids whose results it was told, its own count of sets proposed, which stream id
+// is which of its sets (segments: from stream id `first`, its set `second` on), and the ids proposed by a
+// state a restart lost (orphans: their results are stored, not told).
+struct GeneratorCheckpoint {
+  std::string state;
+  std::uint64_t asked = 0;
+  std::vector<IdRange> told;
+  std::uint64_t sequence = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> segments;
+  std::vector<IdRange> orphans;
 };
 
 class ResultStore {
@@ -61,10 +80,15 @@ class ResultStore {
   // Writes parameter sets first_id, first_id + 1, ... ahead as one record, with the stream's record
   // (info.pushed says how many are accepted now), in one batch. Not synced: sync() makes every write so
   // far durable, so a stream can accept many pushes per sync.
-  // `priorities` is aligned with `parameters`, or empty when every one is 0.
+  // `priorities` and `timeouts` (seconds; 0: the stream's) are each aligned with `parameters`, or empty
+  // when every one is 0. An ensemble's push comes with its generator's checkpoint, which replaces the one
+  // before in the same batch: a checkpoint's proposals are always accepted.
   void accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
-              std::span<const double> priorities = {}, double accepted_at = 0);
+              std::span<const double> priorities = {}, double accepted_at = 0,
+              std::span<const double> timeouts = {}, const GeneratorCheckpoint* checkpoint = nullptr);
   void sync();
+  // An ensemble generator's last checkpoint (written with a push).
+  std::optional<GeneratorCheckpoint> generator(std::uint64_t stream) const;
   // The pushes written ahead and not yet deleted, in id order, each with its sets that have no stored
   // result.
   struct PendingBatch {
@@ -72,6 +96,7 @@ class ResultStore {
     std::vector<std::pair<std::uint64_t, Value>> unanswered;
     std::vector<double> priorities{};  // aligned with unanswered; empty when every one is 0
     double accepted_at = 0;            // SetTimeline's pushed for these sets; 0 unknown
+    std::vector<double> timeouts{};    // aligned with unanswered; empty when every one is 0
   };
   std::vector<PendingBatch> pending(std::uint64_t stream) const;
   // Deletes written-ahead pushes whose sets are all answered (ones that were answered before a restart).

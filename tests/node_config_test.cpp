@@ -55,9 +55,10 @@ TEST(NodeConfig, ShippedConfigsAreValid) {
 }
 
 TEST(NodeConfig, UnknownKeyNamesFileLineAndKnownKeys) {
-  EXPECT_EQ(refusal("[node]\nname = \"a\"\nrole = \"both\"\n\n[worker]\nthreads = 4\n"),
-            "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, workers, "
-            "threads_per_worker, memory_limit, memory_target_fraction, memory_pause_fraction, data_dir)");
+  EXPECT_EQ(
+      refusal("[node]\nname = \"a\"\nrole = \"both\"\n\n[worker]\nthreads = 4\n"),
+      "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, workers, "
+      "threads_per_worker, gpus, memory_limit, memory_target_fraction, memory_pause_fraction, data_dir)");
   EXPECT_EQ(refusal("[nod]\nname = \"a\"\n").find("bad.toml:1: unknown section 'nod'"), 0u)
       << refusal("[nod]\n");
 }
@@ -86,6 +87,20 @@ TEST(NodeConfig, StreamsIsolationIsTheDefaultItNames) {
   EXPECT_EQ(
       tessera::parse_node_config("[node]\nname = \"a\"\nrole = \"both\"\n", "good.toml").stream_isolation,
       tessera::Isolation::thread);
+}
+
+TEST(NodeConfig, GpusAreDistinctOrdinalsAndTheirErrorsNameTheElement) {
+  const auto config = tessera::parse_node_config(
+      "[node]\nname = \"a\"\nrole = \"both\"\n[worker]\ngpus = [2, 0]\n", "good.toml");
+  EXPECT_EQ(config.gpus, (std::vector<int>{2, 0}));
+  const std::string head = "[node]\nname = \"a\"\nrole = \"both\"\n[worker]\n";
+  EXPECT_EQ(refusal(head + "gpus = 1\n"),
+            "bad.toml:5: key 'worker.gpus' must be an array of integers, got an integer");
+  EXPECT_EQ(refusal(head + "gpus = [0, -1]\n"),
+            "bad.toml:5: key 'worker.gpus[1]' must be between 0 and 1023, got -1");
+  EXPECT_EQ(refusal(head + "gpus = [0, 1.5]\n"),
+            "bad.toml:5: key 'worker.gpus[1]' must be an integer, got a float");
+  EXPECT_EQ(refusal(head + "gpus = [3, 3]\n"), "bad.toml:5: key 'worker.gpus[1]': device 3 is listed twice");
 }
 
 TEST(NodeConfig, MissingKeysAreNamed) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <tessera/tessera.hpp>
 #include <thread>
@@ -178,5 +179,88 @@ struct Gated {
   std::string gate, started;
 };
 TESSERA_SIMULATION(Gated, "gated");
+
+// Declares two compute threads per instance: its result is how many instances ran at once at most
+// (counted in this process), and it fails unless the worker said it has its two threads.
+std::atomic<int> threaded_running{0}, threaded_peak{0};
+struct Threaded {
+  static constexpr std::uint32_t threads = 2;
+  explicit Threaded(const tessera::Config& config)
+      : granted(config.get<std::int64_t>("tessera.threads", 0)) {}
+  double run(double) {
+    if (granted != threads) throw std::runtime_error("given " + std::to_string(granted) + " threads");
+    const int now = ++threaded_running;
+    for (int peak = threaded_peak.load(); now > peak && !threaded_peak.compare_exchange_weak(peak, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    --threaded_running;
+    return threaded_peak.load();
+  }
+  std::int64_t granted;
+};
+TESSERA_SIMULATION(Threaded, "threaded");
+
+// Owns one GPU device per instance: its result is the device it was handed, and it fails when another
+// instance uses that device at the same time (nothing here touches the device: the test needs no GPU).
+std::mutex on_gpu_mutex;
+std::set<std::int64_t> on_gpu_busy;
+struct OnGpu {
+  static constexpr std::uint32_t gpus = 1;
+  explicit OnGpu(const tessera::Config& config)
+      : device(config.get<std::int64_t>("tessera.device", -1)),
+        devices(config.get<std::vector<double>>("tessera.devices", {})) {}
+  double run(double) {
+    if (device < 0 || devices.size() != 1 || devices[0] != static_cast<double>(device))
+      throw std::runtime_error("no device was handed over");
+    {
+      std::lock_guard lock(on_gpu_mutex);
+      if (!on_gpu_busy.insert(device).second)
+        throw std::runtime_error("device " + std::to_string(device) + " is in use by another instance");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::lock_guard lock(on_gpu_mutex);
+    on_gpu_busy.erase(device);
+    return static_cast<double>(device);
+  }
+  std::int64_t device;
+  std::vector<double> devices;
+};
+TESSERA_SIMULATION(OnGpu, "on_gpu");
+
+// Standard test functions of optimisation, as simulations: each takes `sleep_ms` (default 0) to run.
+void pause_for(std::int64_t ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+// Minimum -1.0316284534898774 at (0.0898, -0.7126) and (-0.0898, 0.7126).
+struct SixHumpCamel {
+  explicit SixHumpCamel(const tessera::Config& config) : sleep_ms(config.get<std::int64_t>("sleep_ms", 0)) {}
+  double run(const std::vector<double>& p) {
+    pause_for(sleep_ms);
+    const double x = p.at(0), y = p.at(1);
+    return (4 - 2.1 * x * x + x * x * x * x / 3) * x * x + x * y + (-4 + 4 * y * y) * y * y;
+  }
+  static constexpr std::size_t arity = 2;
+  std::int64_t sleep_ms;
+};
+TESSERA_SIMULATION(SixHumpCamel, "six_hump_camel");
+
+// Proposes `count` sets of one number (0, 1, 2, ...) and throws when told the result of set `fail_at`.
+struct Faulty {
+  explicit Faulty(const tessera::Config& config)
+      : count(config.get<std::int64_t>("count", 10)), fail_at(config.get<std::int64_t>("fail_at", -1)) {}
+  std::vector<std::vector<double>> ask(std::size_t n) {
+    std::vector<std::vector<double>> out;
+    while (out.size() < n && asked < count) out.push_back({double(asked++)});
+    return out;
+  }
+  void tell(std::uint64_t id, const std::vector<double>&, const std::optional<double>&, const std::string&) {
+    if (static_cast<std::int64_t>(id) == fail_at)
+      throw std::runtime_error("set " + std::to_string(id) + " upset it");
+    ++told;
+  }
+  bool done() const { return told >= count; }
+  std::int64_t count, fail_at, asked = 0, told = 0;
+};
+TESSERA_GENERATOR(Faulty, "faulty");
 
 }  // namespace plugin_tasks

@@ -10,15 +10,19 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tessera/tessera.hpp>
 
+#include "backends/device_queue.hpp"
 #include "fork_safety.hpp"
 #include "node_process.hpp"
 #include "test_util.hpp"
 
 namespace plugin_tasks {
 extern std::atomic<std::int64_t> gated_runs;  // links the test plugin's simulations into this binary
+extern std::atomic<int> threaded_peak;
 }  // namespace plugin_tasks
 
 namespace {
@@ -242,6 +246,150 @@ TEST(StreamControls, CancellingASetRunningInAProcessStopsThatProcess) {
     EXPECT_FALSE(ran.records.at(id).failed) << ran.records.at(id).error;
 }
 
+// A set's own timeout takes the place of the stream's (here none): the set that waits past it fails as
+// a timeout, the others run without one. Under process isolation its process is killed, so the rest run
+// while the gate stays closed; under thread isolation they wait for the abandoned run to return.
+void expect_per_set_timeouts(tessera::Isolation isolation) {
+  Gate gate;
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = gated_stream(client, gate, isolation);
+  std::mutex guard;
+  std::map<std::uint64_t, StreamRecord> records;
+  stream.on_result([&](const StreamRecord& r) {
+    std::lock_guard lock(guard);
+    records.emplace(r.id, r);
+  });
+  stream.push(1.0, {.timeout = std::chrono::milliseconds(200)});
+  stream.push(-1.0, {.timeout = std::chrono::milliseconds(300)});  // waits at the gate: times out
+  stream.push(2.0);
+  stream.push(3.0, {.timeout = std::chrono::seconds(60)});
+  stream.flush();
+  // Nothing is retried and nothing waits for the gate, except under thread isolation the abandoned run.
+  stream.close();
+  if (isolation == tessera::Isolation::thread) {
+    ASSERT_TRUE(eventually([&] { return stream.completed() >= 2; }));
+    gate.open();
+  }
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  if (isolation == tessera::Isolation::process) {
+    EXPECT_TRUE(gate.closed());
+  }
+  std::lock_guard lock(guard);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records.at(1).failure, Failure::timeout) << records.at(1).error;
+  EXPECT_NE(records.at(1).error.find("timeout after 0.3 s"), std::string::npos) << records.at(1).error;
+  for (std::uint64_t id : {0, 2, 3}) EXPECT_FALSE(records.at(id).failed) << records.at(id).error;
+  // The stored record says the same.
+  EXPECT_EQ(client.results(stream.id()).where("failed").count(), 1u);
+  auto stored = client.results(stream.id()).get(1);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->failure, Failure::timeout);
+}
+
+TEST(StreamControls, ASetsOwnTimeoutReplacesTheStreamsUnderThreadIsolation) {
+  expect_per_set_timeouts(tessera::Isolation::thread);
+}
+
+TEST(StreamControls, ASetsOwnTimeoutKillsItsProcess) {
+  SKIP_UNLESS_FORK_IS_SAFE();
+  expect_per_set_timeouts(tessera::Isolation::process);
+}
+
+TEST(StreamControls, ATimeoutThatIsNotANumberOfSecondsIsRefusedNamingTheSet) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("gated");
+  for (double bad :
+       {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e12}) {
+    try {
+      stream.push(1.0, {.timeout = std::chrono::duration<double>(bad)});
+      ADD_FAILURE() << "timeout " << bad << " was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("parameter set 0 of stream"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("timeout"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(stream.push(1.0), 0u);  // the refused ones used no id
+  stream.close();
+  EXPECT_TRUE(stream.wait());
+}
+
+// ---- Resources a simulation declares ----
+
+// Its results, failing the test on any failure.
+std::vector<double> run_all(tessera::Client& client, const std::string& simulation, int sets,
+                            tessera::StreamOptions options = {}) {
+  auto stream = client.stream(simulation, options);
+  for (int i = 0; i < sets; ++i) stream.push(double(i));
+  stream.close();
+  std::vector<double> values;
+  for (const auto& r : stream.results()) {
+    EXPECT_FALSE(r.failed) << "set " << r.id << ": " << r.error;
+    if (!r.failed) values.push_back(tessera::from_value<double>(r.value));
+  }
+  EXPECT_EQ(values.size(), std::size_t(sets));
+  return values;
+}
+
+TEST(StreamResources, ASimulationDeclaringThreadsRunsAsManyInstancesAsTheWorkersThreadsAllow) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 4}};
+  tessera::Client client{cluster};
+  plugin_tasks::threaded_peak = 0;
+  // Four compute threads, two per instance: two instances at once, never three.
+  const auto peaks = run_all(client, "threaded", 60);
+  EXPECT_EQ(*std::max_element(peaks.begin(), peaks.end()), 2.0);
+  EXPECT_EQ(plugin_tasks::threaded_peak.load(), 2);
+}
+
+TEST(StreamResources, AGpuSimulationIsHandedItsOwnDeviceAndRunsOnePerDevice) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 4, .gpus = {3, 5}}};
+  tessera::Client client{cluster};
+  // Each instance fails if its device is busy with another: the two devices bound four threads to two.
+  const auto devices = run_all(client, "on_gpu", 80);
+  const std::set<double> seen(devices.begin(), devices.end());
+  EXPECT_EQ(seen, (std::set<double>{3.0, 5.0}));
+
+  // Two workers split the devices: each has one, so both run, each on its own.
+  tessera::LocalCluster split{{.workers = 2, .threads_per_worker = 2, .gpus = {3, 5}}};
+  tessera::Client split_client{split};
+  const auto split_devices = run_all(split_client, "on_gpu", 40);
+  EXPECT_EQ(std::set<double>(split_devices.begin(), split_devices.end()), (std::set<double>{3.0, 5.0}));
+}
+
+TEST(StreamResources, AGpuSimulationOnAWorkerWithoutDevicesFailsNamingTheWorker) {
+  if (tessera::backends::device_count() > 0)
+    GTEST_SKIP() << "this machine has a GPU: its workers have devices";
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("on_gpu");
+  for (int i = 0; i < 3; ++i) stream.push(double(i));
+  stream.close();
+  std::size_t count = 0;
+  for (const auto& r : stream.results()) {
+    ++count;
+    EXPECT_TRUE(r.failed);
+    EXPECT_NE(r.error.find("simulation 'on_gpu' needs 1 GPU device per instance; worker-"), std::string::npos)
+        << r.error;
+    EXPECT_NE(r.error.find("has none"), std::string::npos) << r.error;
+  }
+  EXPECT_EQ(count, 3u);
+}
+
+TEST(StreamResources, DevicesThatAreNotOrdinalsAreRefusedNamingTheOption) {
+  for (const auto& [gpus, expected] : std::vector<std::pair<std::vector<int>, std::string>>{
+           {{-1}, "ClusterOptions::gpus[0]: device -1 is not a CUDA ordinal"},
+           {{0, 4096}, "ClusterOptions::gpus[1]: device 4096"},
+           {{2, 2}, "ClusterOptions::gpus[1]: device 2 is listed twice"}}) {
+    try {
+      tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1, .gpus = gpus}};
+      ADD_FAILURE() << expected << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- Through a real node and the CLI ----
 
 using tessera::testing::cli;
@@ -360,6 +508,35 @@ TEST(StreamControlsProcess, CliPushTakesPrioritiesFromANamedColumn) {
       base + " stream push --simulation gated --quiet --input " + input + " --priority-column x", code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("has no header row naming its columns"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+TEST(StreamControlsProcess, CliStreamsAGpuSimulationOverTheNodesConfiguredDevices) {
+  NodeProcess node(
+      "[node]\nname = \"gpus\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+      "[worker]\nworkers = 1\nthreads_per_worker = 4\ngpus = [4, 6]\n[plugins]\npaths = "
+      "[\"" TESSERA_TEST_PLUGIN "\"]\n");
+  const auto dir = fs::temp_directory_path() / ("tessera-gpus-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto input = (dir / "params.csv").string();
+  {
+    std::ofstream params(input);
+    params << "x\n";
+    for (int i = 0; i < 30; ++i) params << i << "\n";
+  }
+  const std::string base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  int code = 0;
+  const auto out = run_command(base + " stream push --simulation on_gpu --quiet --input " + input, code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "stream 1: 30 parameter sets, 30 results stored (0 failed)\n");
+  // Every set ran on one of the two devices, and each device had some.
+  const auto on = [&](int device) {
+    return std::stoi(cli(node.endpoint(), "results --stream 1 --where 'result == " + std::to_string(device) +
+                                              "' --format count"));
+  };
+  EXPECT_EQ(on(4) + on(6), 30);
+  EXPECT_GT(on(4), 0);
+  EXPECT_GT(on(6), 0);
   fs::remove_all(dir);
 }
 

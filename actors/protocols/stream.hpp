@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "actors/messages.hpp"
@@ -19,6 +20,8 @@ using stream_actor_type = caf::typed_actor<
     // Cancel sets; the answer goes to the request's reply.
     caf::reacts_to<stream_cancel_atom, StreamCancel>, caf::reacts_to<simulated_atom, SimulationOutcome>,
     caf::reacts_to<worker_joined_atom, StreamWorker>, caf::reacts_to<worker_left_atom, std::uint32_t>,
+    // Its ensemble's generator failed: no more sets come, and the stream ends with this error.
+    caf::reacts_to<generator_failed_atom, std::string>,
     // The scheduler's progress watchdog: simulation jobs in flight per worker, and
     // parameter sets each answered since it last asked.
     caf::replies_to<stream_progress_atom>::with<std::vector<StreamLoad>>>;

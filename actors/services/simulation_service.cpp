@@ -1,5 +1,6 @@
 #include "actors/services/simulation_service.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "actors/protocols/simulation_pool.hpp"
@@ -12,6 +13,7 @@ struct SimulationServiceState {
   std::uint32_t worker_id = 0;
   std::string name;
   std::shared_ptr<ComputePool> pool;
+  std::vector<int> gpus;
   // What each stream's jobs share, from its setup; streams with the same settings share a pool.
   std::unordered_map<std::uint64_t, SimulationSetup> streams;
   std::unordered_map<std::string, caf::actor> pools;
@@ -31,9 +33,11 @@ std::string pool_key(const SimulationSetup& setup) {
 
 protocols::simulation_service_type::behavior_type simulation_service(SimulationService* self,
                                                                      std::shared_ptr<ComputePool> pool,
-                                                                     std::string name) {
+                                                                     std::string name,
+                                                                     std::vector<int> gpus) {
   self->state.pool = std::move(pool);
   self->state.name = std::move(name);
+  self->state.gpus = std::move(gpus);
   return {
       [=](welcome_atom, std::uint32_t id) {
         self->state.worker_id = id;
@@ -65,11 +69,26 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
           // The stream checked the name where it was opened; this worker lacks the plugin.
           if (!type)
             return refuse("simulation '" + setup->second.simulation + "' is not registered on " + st.name);
-          const std::uint32_t size = setup->second.pool_size ? setup->second.pool_size : st.pool->threads();
-          auto spawned = spawn_simulation_pool(
-              self->home_system(),
-              SimulationPoolArgs{type, setup->second.config, size, st.worker_id, st.name, st.pool,
-                                 setup->second.isolation, setup->second.timeout_seconds});
+          if (type->gpus > st.gpus.size())
+            return refuse("simulation '" + type->name + "' needs " + std::to_string(type->gpus) +
+                          " GPU device" + (type->gpus == 1 ? "" : "s") + " per instance; " + st.name +
+                          " has " + (st.gpus.empty() ? "none" : std::to_string(st.gpus.size())) +
+                          " (worker.gpus, or the devices found)");
+          std::uint32_t size = setup->second.pool_size
+                                   ? setup->second.pool_size
+                                   : std::max<std::uint32_t>(1, st.pool->threads() / type->threads);
+          if (type->gpus > 0)
+            size = std::min<std::uint32_t>(size, static_cast<std::uint32_t>(st.gpus.size() / type->gpus));
+          SimulationPoolArgs args{type,
+                                  setup->second.config,
+                                  size,
+                                  st.worker_id,
+                                  st.name,
+                                  st.pool,
+                                  setup->second.isolation,
+                                  setup->second.timeout_seconds};
+          if (type->gpus > 0) args.gpus = st.gpus;
+          auto spawned = spawn_simulation_pool(self->home_system(), std::move(args));
           it = st.pools.emplace(std::move(key), spawned).first;
         }
         st.pool_of[job.stream_id] = it->second;
@@ -92,8 +111,8 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
 
 protocols::simulation_service_type spawn_simulation_service(caf::actor_system& system,
                                                             std::shared_ptr<ComputePool> pool,
-                                                            std::string name) {
-  return system.spawn(simulation_service, std::move(pool), std::move(name));
+                                                            std::string name, std::vector<int> gpus) {
+  return system.spawn(simulation_service, std::move(pool), std::move(name), std::move(gpus));
 }
 
 }  // namespace tessera

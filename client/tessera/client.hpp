@@ -71,6 +71,11 @@ class Client {
   // Opens a stream of parameter sets on the simulation registered under `simulation` (see stream.hpp);
   // an unknown name is a SubmissionError listing the known ones.
   Stream stream(std::string_view simulation, StreamOptions options = {});
+  // Opens an adaptive ensemble (see EnsembleOptions): `generator` proposes the parameter sets of a stream
+  // of `simulation` and reads their results. An unknown generator, or one whose result type is not the
+  // simulation's, is a SubmissionError; a budget of 0 or past the limit a std::invalid_argument. Its
+  // results come as a stream's do; wait() returns once the generator is done and every set is answered.
+  Stream ensemble(std::string_view generator, std::string_view simulation, EnsembleOptions options);
   // Queries over a stream's stored results (see results.hpp).
   ResultQuery results(std::uint64_t stream);
   // Cancels sets of a running stream of this cluster, whoever opened it (as Stream::cancel and

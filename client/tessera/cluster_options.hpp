@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "graph/stream_record.hpp"
 #include "scheduling/scheduler_options.hpp"
@@ -30,6 +31,13 @@ struct ClusterOptions {
   double memory_pause_fraction = 0.8;
   // Where the simulation instances of a stream that does not say (StreamOptions::isolation) run.
   Isolation stream_isolation = Isolation::thread;
+  // The GPU devices (CUDA ordinals) workers hand to simulations that declare gpus. Empty: every device
+  // this process finds. Worker i takes every `workers`-th of them from the i-th (a worker left without
+  // one, when there are more workers than devices, shares device i mod count). The ordinals are not
+  // checked against the driver (as CUDA_VISIBLE_DEVICES is not): a simulation using a wrong one fails.
+  // Each in [0, kMaxGpuOrdinal], none twice.
+  std::vector<int> gpus{};
+  static constexpr int kMaxGpuOrdinal = 1023;
 };
 
 }  // namespace tessera

@@ -71,6 +71,22 @@ struct SetOptions {
   // Among the sets the stream has queued, a higher priority is dispatched first; equal priorities keep
   // push order. Any finite number; default 0. (Sets already sent to a worker are not overtaken.)
   double priority = 0;
+  // This set's timeout, in place of the stream's (StreamOptions::timeout, which says what one costs):
+  // zero (default) keeps the stream's. At most StreamOptions::kMaxTimeoutSeconds.
+  std::chrono::duration<double> timeout{0};
+};
+
+// An adaptive ensemble (Client::ensemble): a generator (graph/generator.hpp; "aposmm" ships with
+// Tessera) proposes the parameter sets, reads each result once it is stored, and proposes more, keeping
+// every simulation actor busy, until it says it is done or `budget` sets were proposed.
+struct EnsembleOptions {
+  // The most parameter sets the generator may propose: required, in [1, kMaxBudget].
+  std::uint64_t budget = 0;
+  static constexpr std::uint64_t kMaxBudget = 1'000'000'000;
+  // Given to the generator's constructor (for aposmm: lower, upper, sample_size, ...).
+  Config config{};
+  // The simulation's stream: its config, isolation, timeout, retries, pool_size, max_in_flight.
+  StreamOptions stream{};
 };
 
 class Stream {
@@ -82,7 +98,8 @@ class Stream {
   std::uint64_t id() const;
 
   // Sends one parameter set and returns its id. A set the simulation cannot take (wrong arity) is a
-  // SubmissionError naming the simulation, and uses no id.
+  // SubmissionError naming the simulation, and uses no id. An ensemble's sets come from its generator:
+  // a push to one is a std::logic_error.
   template <class P>
   std::uint64_t push(const P& parameters, SetOptions options = {}) {
     return push_value(to_value(parameters), options);
@@ -93,11 +110,13 @@ class Stream {
     for (const auto& p : parameters) push(p);
     return first;
   }
-  // A priority that is not finite is a std::invalid_argument naming the set.
+  // A priority that is not finite, or a timeout that is not in [0, kMaxTimeoutSeconds], is a
+  // std::invalid_argument naming the set.
   std::uint64_t push_value(Value parameters, SetOptions options = {});
   // Sends what push() has buffered (it batches while the pipeline is busy).
   void flush();
-  // No more pushes; results still come.
+  // No more pushes; results still come. An ensemble's generator proposes no more sets (the ones it has
+  // proposed are still answered): closing it early stops it.
   void close();
 
   // Cancels sets pushed and not answered yet: queued ones never run, running ones are stopped (process
@@ -169,8 +188,10 @@ class Stream {
 
  private:
   friend class Client;  // Client::stream opens streams
-  // Opens the stream; `simulation` is checked where the stream runs (a SubmissionError if unknown).
-  Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options);
+  // Opens the stream; `simulation` is checked where the stream runs (a SubmissionError if unknown). With a
+  // generator, an ensemble (checked there too).
+  Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options,
+         std::string generator = {}, Config generator_config = {}, std::uint64_t budget = 0);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -3,6 +3,7 @@
 
 #include "graph/codec.hpp"
 #include "graph/errors.hpp"
+#include "graph/generator.hpp"
 #include "graph/graph_spec.hpp"
 #include "graph/registry.hpp"
 #include "graph/value.hpp"
