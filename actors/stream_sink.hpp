@@ -91,10 +91,15 @@ class StreamSink {
     std::lock_guard lock(mutex_);
     return accepted_;
   }
-  // The ids pushed whose results have not come (what a reconnecting client asks for again).
+  // The ids pushed whose results have not come (what a reconnecting client asks for again). For an
+  // ensemble, the ids its stream accepted whose results have not come.
   std::vector<std::uint64_t> unanswered() const {
     std::lock_guard lock(mutex_);
-    return unanswered_.list();
+    if (!generated_) return unanswered_.list();
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t id = 0; id < accepted_; ++id)
+      if (!generated_ids_.count(id)) out.push_back(id);
+    return out;
   }
   // The connection to the stream is gone for good: every wait ends with ConnectionLost(why).
   void lose(std::string why) {

@@ -154,6 +154,37 @@ TEST_F(SchedulerRestart, AStreamResumesAfterEachOfTwentyKillsAndStoresEveryIdOnc
   EXPECT_NE(scheduler->log().find("resumed"), std::string::npos) << scheduler->log();
 }
 
+// An ensemble whose scheduler is killed with SIGKILL mid-run: the restarted node resumes its generator
+// from its last checkpoint, the sets proposed since still run (as orphans), the client reconnects and is
+// given every result once, and the search still reaches the minimum.
+TEST_F(SchedulerRestart, AnEnsembleResumesItsGeneratorFromItsCheckpoint) {
+  constexpr std::uint64_t kBudget = 2000;
+  tessera::Client client(endpoint, fast_reconnect());
+  tessera::EnsembleOptions options;
+  options.budget = kBudget;
+  options.config.set("lower", tessera::to_value(std::vector<double>{-3, -2}));
+  options.config.set("upper", tessera::to_value(std::vector<double>{3, 2}));
+  options.stream.config.set("sleep_ms", tessera::to_value(std::int64_t{2}));
+  auto ensemble = client.ensemble("aposmm", "six_hump_camel", std::move(options));
+  std::atomic<std::uint64_t> answered{0};
+  ensemble.on_result([&](const tessera::StreamRecord&) { answered += 1; });
+  ASSERT_TRUE(tessera::testing::eventually([&] { return answered.load() >= 700; }, std::chrono::seconds(60)));
+  restart();
+  ASSERT_TRUE(ensemble.wait(Clock::now() + std::chrono::seconds(120))) << answered.load() << " answered";
+  EXPECT_TRUE(ensemble.error().empty()) << ensemble.error();
+  EXPECT_EQ(answered.load(), kBudget);  // every result reached the client, once
+  auto stored = client.results(ensemble.id()).range(0, kBudget + 1);
+  ASSERT_EQ(stored.size(), kBudget);
+  double least = 1e300;
+  for (std::uint64_t i = 0; i < kBudget; ++i) {
+    ASSERT_EQ(stored[i].id, i);
+    ASSERT_FALSE(stored[i].failed) << stored[i].error;
+    least = std::min(least, tessera::from_value<double>(stored[i].value));
+  }
+  EXPECT_NEAR(least, -1.0316284534898774, 1e-6);
+  EXPECT_NE(scheduler->log().find("resumed from its checkpoint at"), std::string::npos) << scheduler->log();
+}
+
 // (a) `tessera stream push` of 20,000 sets (500 µs each) finishes by itself, exit 0, with the scheduler
 // killed and restarted under it; stream ids are never reused across the restart.
 TEST_F(SchedulerRestart, CliPushFinishesWithExitZeroAcrossAKill) {
