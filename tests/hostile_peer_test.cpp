@@ -492,9 +492,10 @@ TEST(HostilePeer, AStreamsMaxInFlightIsEnforcedByTheScheduler) {
   ASSERT_TRUE(status_answer) << "the node stopped answering";
 }
 
-// Cancellations name what is wrong with them; pushes whose priorities are not numbers are dropped whole
-// (none of their sets is accepted), and the stream takes the next good push.
-TEST(HostilePeer, BadCancellationsAndPrioritiesAreRefusedAndTheStreamGoesOn) {
+// Cancellations name what is wrong with them; pushes whose priorities or timeouts are not numbers (or
+// not as many as their sets) are dropped whole (none of their sets is accepted), and the stream takes
+// the next good push.
+TEST(HostilePeer, BadCancellationsPrioritiesAndTimeoutsAreRefusedAndTheStreamGoesOn) {
   NodeProcess node(node_config());
   auto client = connect_client(node);
   Outgoing open;
@@ -533,7 +534,8 @@ TEST(HostilePeer, BadCancellationsAndPrioritiesAreRefusedAndTheStreamGoesOn) {
             }),
             "");
 
-  const auto push = [&](std::uint64_t first, unsigned n, std::vector<double> priorities) {
+  const auto push = [&](std::uint64_t first, unsigned n, std::vector<double> priorities,
+                        std::vector<double> timeouts = {}) {
     Outgoing message;
     auto p = message.envelope().initStreamPush();
     p.setStreamId(stream);
@@ -543,21 +545,35 @@ TEST(HostilePeer, BadCancellationsAndPrioritiesAreRefusedAndTheStreamGoesOn) {
       tessera::wire::encode(tessera::to_value(double(i)), sets[i], message.attachments());
     auto list = p.initPriorities(static_cast<unsigned>(priorities.size()));
     for (unsigned i = 0; i < priorities.size(); ++i) list.set(i, priorities[i]);
+    auto seconds = p.initTimeouts(static_cast<unsigned>(timeouts.size()));
+    for (unsigned i = 0; i < timeouts.size(); ++i) seconds.set(i, timeouts[i]);
     client.send(message);
   };
   push(0, 3, {1, std::numeric_limits<double>::quiet_NaN(), 2});
   push(0, 3, {1, 2});  // a count that does not match
   push(0, 3, {1, -std::numeric_limits<double>::infinity(), 2});
   push(0, 3, {1, 2, 3});
-  std::optional<std::uint64_t> accepted;
-  const auto start = Clock::now();
-  while (Clock::now() - start < std::chrono::seconds(5) && !accepted) {
-    auto answer = client.receive(std::chrono::milliseconds(100));
-    if (answer && answer->envelope().isStreamAccepted())
-      accepted = answer->envelope().getStreamAccepted().getUpTo();
-  }
+  const auto accepted_up_to = [&](std::uint64_t expected) {
+    std::optional<std::uint64_t> accepted;
+    const auto start = Clock::now();
+    while (Clock::now() - start < std::chrono::seconds(5) && accepted != expected) {
+      auto answer = client.receive(std::chrono::milliseconds(100));
+      if (answer && answer->envelope().isStreamAccepted())
+        accepted = answer->envelope().getStreamAccepted().getUpTo();
+    }
+    return accepted;
+  };
+  auto accepted = accepted_up_to(3);
   ASSERT_TRUE(accepted) << "the good push was not accepted";
   EXPECT_EQ(*accepted, 3u);
+  push(3, 3, {}, {1, std::numeric_limits<double>::quiet_NaN(), 2});
+  push(3, 3, {}, {1, -1, 2});
+  push(3, 3, {}, {1, 1e12, 2});
+  push(3, 3, {}, {1, 2});
+  push(3, 3, {}, {0, 0.5, 1});
+  accepted = accepted_up_to(6);
+  ASSERT_TRUE(accepted) << "the good push with timeouts was not accepted";
+  EXPECT_EQ(*accepted, 6u);
 }
 
 }  // namespace
