@@ -124,6 +124,9 @@ struct SimulationOutcome {
 struct StreamAttach {
   std::shared_ptr<StreamSink> sink;
   std::vector<std::uint64_t> unanswered;
+  // An ensemble's client, which cannot know the ids its generator proposed while it was away: every
+  // stored result from this id on is delivered again too (its sink takes each id once).
+  std::uint64_t resend_from = ~std::uint64_t{0};
 };
 
 // Scheduler -> stream actor: a worker that takes simulation jobs.

@@ -501,6 +501,11 @@ bool attach(StreamActor* self, StreamAttach& request) {
     if (id >= st.info.pushed || st.in_flight.count(id)) continue;
     if (auto stored = st.args.store->get(st.args.id, id)) again.push_back(stored->record());
   }
+  if (request.resend_from < st.info.pushed)
+    st.args.store->scan(st.args.id, request.resend_from, st.info.pushed, [&](const StreamResult& r) {
+      again.push_back(r.record());
+      return true;
+    });
   if (!again.empty()) st.args.sink->deliver(again);
   st.args.sink->accept(st.durable);
   return true;

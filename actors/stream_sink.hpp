@@ -93,6 +93,13 @@ class StreamSink {
   }
   // The ids pushed whose results have not come (what a reconnecting client asks for again). For an
   // ensemble, the ids its stream accepted whose results have not come.
+  // Where an ensemble's client asks for every stored result from (the ids past what it was told its
+  // stream accepted); none for a stream the client pushes.
+  std::optional<std::uint64_t> resend_from() const {
+    std::lock_guard lock(mutex_);
+    if (!generated_) return std::nullopt;
+    return accepted_;
+  }
   std::vector<std::uint64_t> unanswered() const {
     std::lock_guard lock(mutex_);
     if (!generated_) return unanswered_.list();

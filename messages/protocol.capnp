@@ -298,6 +298,8 @@ struct StreamAttach {
   requestId @0 :UInt64;
   streamId @1 :UInt64;
   unanswered @2 :List(UInt64);
+  resendFrom @3 :UInt64;  # an ensemble's client: k + 1 asks also for every stored result from id k on;
+                          # 0: none
 }
 
 # Scheduler -> client: the stream's parameter sets with ids below upTo are written ahead.

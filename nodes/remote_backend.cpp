@@ -562,6 +562,7 @@ class RemoteBackend final : public ClusterBackend {
       const auto unanswered = open.sink->unanswered();
       auto list = out.initUnanswered(static_cast<unsigned>(unanswered.size()));
       for (std::size_t i = 0; i < unanswered.size(); ++i) list.set(static_cast<unsigned>(i), unanswered[i]);
+      if (auto from = open.sink->resend_from()) out.setResendFrom(*from + 1);
       fresh.post(attach);
       for (const auto& batch : open.unacked) {
         transport::Outgoing message;

@@ -337,6 +337,7 @@ struct SchedulerGateway::State {
     std::vector<std::uint64_t> unanswered;
     unanswered.reserve(in.getUnanswered().size());
     for (std::uint64_t wanted : in.getUnanswered()) unanswered.push_back(wanted);
+    const std::uint64_t resend_from = in.getResendFrom() == 0 ? ~std::uint64_t{0} : in.getResendFrom() - 1;
     for (auto& [other_id, other] : clients)
       if (&other != &client) {
         other.streams.erase(id);
@@ -352,7 +353,8 @@ struct SchedulerGateway::State {
       // it has attached. The stream answers at once; a stream that ended meanwhile answers with an error.
       caf::scoped_actor self{scheduler->home_system()};
       bool attached = false;
-      self->request(actor, std::chrono::seconds(5), stream_attach_atom::value, StreamAttach{sink, unanswered})
+      self->request(actor, std::chrono::seconds(5), stream_attach_atom::value,
+                    StreamAttach{sink, unanswered, resend_from})
           .receive([&](bool ok) { attached = ok; }, [&](const caf::error&) {});
       if (attached) {
         client.streams[id] = actor;
@@ -362,7 +364,7 @@ struct SchedulerGateway::State {
       }
     }
     // Finished (or no longer running): what the client waits for comes from the store, off this thread.
-    auto job = [store, sink, id, unanswered = std::move(unanswered)] {
+    auto job = [store, sink, id, unanswered = std::move(unanswered), resend_from] {
       try {
         std::vector<StreamRecord> batch;
         for (std::uint64_t wanted : unanswered) {
@@ -372,6 +374,15 @@ struct SchedulerGateway::State {
             batch.clear();
           }
         }
+        if (resend_from != ~std::uint64_t{0})
+          store->scan(id, resend_from, ~std::uint64_t{0}, [&](const StreamResult& r) {
+            batch.push_back(r.record());
+            if (batch.size() >= 4096) {
+              sink->deliver(batch);
+              batch.clear();
+            }
+            return true;
+          });
         sink->deliver(batch);
         const auto now = store->stream(id);
         sink->accept(now ? now->pushed : 0);
