@@ -162,7 +162,8 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
     return;
   }
   const double seconds = watched->timeouts[watched->current];
-  // A set without a timeout is looked at again after a second, in case the next one has one.
+  // A set without a timeout, in a job whose other sets have one, is looked at again every 10 ms: the
+  // thread moves on to the next set without a message.
   const auto timeout = std::chrono::duration<double>(seconds > 0 ? seconds : 1.0);
   const auto now = Clock::now();
   if (!watched->running_set || seconds <= 0 || now - watched->started < timeout) {
@@ -214,27 +215,28 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
         self->state.running = running;
         const SimulationJob& job = running->job;
         const std::uint32_t worker_id = args.worker_id;
-        auto timeouts = set_timeouts(job, args.timeout_seconds);
-        const bool timed = std::any_of(timeouts.begin(), timeouts.end(), [](double t) { return t > 0; });
+        // The stream sends per-set timeouts only when one of the job's sets has its own.
+        const bool timed = args.timeout_seconds > 0 || !job.timeouts.empty();
         if (auto process = self->state.process) {
-          args.compute->submit(
-              [process, worker_id, pool, index, timeouts = std::move(timeouts), node = args.node, running] {
-                const SimulationJob& job = running->job;
-                const auto start = Clock::now();
-                SimulationProcess::JobResult result;
-                try {
-                  result = process->run(job.ids, job.parameters, timeouts);
-                } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
-                  for (auto id : job.ids)
-                    result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
-                }
-                SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
-                                          std::chrono::duration<double>(Clock::now() - start).count(),
-                                          std::move(result.unrun)};
-                running->done.store(true);
-                caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
-                caf::anon_send(pool, idle_atom::value, index);
-              });
+          args.compute->submit([process, worker_id, pool, index,
+                                timeouts = set_timeouts(job, args.timeout_seconds), node = args.node,
+                                running] {
+            const SimulationJob& job = running->job;
+            const auto start = Clock::now();
+            SimulationProcess::JobResult result;
+            try {
+              result = process->run(job.ids, job.parameters, timeouts);
+            } catch (const std::exception& e) {  // no process could be started (fork, socketpair)
+              for (auto id : job.ids)
+                result.records.push_back(StreamRecord{id, Value{}, true, e.what(), node, Failure::error});
+            }
+            SimulationOutcome outcome{worker_id, job.stream_id, std::move(result.records),
+                                      std::chrono::duration<double>(Clock::now() - start).count(),
+                                      std::move(result.unrun)};
+            running->done.store(true);
+            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+            caf::anon_send(pool, idle_atom::value, index);
+          });
           return;
         }
         auto instance = self->state.instance;
@@ -243,7 +245,7 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
           watched->stream = job.stream;
           watched->stream_id = job.stream_id;
           watched->ids = job.ids;
-          watched->timeouts = std::move(timeouts);
+          watched->timeouts = set_timeouts(job, args.timeout_seconds);
           args.compute->submit([watched, instance, context, worker_id, pool, index, running]() mutable {
             run_watched(std::move(watched), std::move(instance), std::move(context), std::move(running),
                         worker_id, pool, index);

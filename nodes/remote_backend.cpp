@@ -84,7 +84,9 @@ class RemoteBackend final : public ClusterBackend {
     std::future<OpenAnswer> answer;
     {
       std::lock_guard lock(streams_mutex_);
-      answer = opening_[request].get_future();
+      auto& opening = opening_[request];
+      opening.sink = sink;
+      answer = opening.answer.get_future();
     }
     auto fill = [&](transport::Outgoing& message) {
       auto open = message.envelope().initStreamOpen();
@@ -123,7 +125,7 @@ class RemoteBackend final : public ClusterBackend {
     }
     if (!opened.error.empty()) throw SubmissionError(opened.error);
     std::lock_guard lock(streams_mutex_);
-    streams_[opened.id] = OpenStream{std::move(sink), {}, false};
+    streams_.try_emplace(opened.id, OpenStream{std::move(sink), {}, false});
     return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt};
   }
 
@@ -640,7 +642,11 @@ class RemoteBackend final : public ClusterBackend {
         } else {
           auto it = opening_.find(opened.getRequestId());
           if (it == opening_.end()) return;
-          it->second.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
+          // Registered here, on the I/O thread, before any result of the stream is read: an ensemble's
+          // generator sends results without waiting for the client.
+          if (opened.getError().size() == 0)
+            streams_.try_emplace(opened.getStreamId(), OpenStream{it->second.sink, {}, false});
+          it->second.answer.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
           opening_.erase(it);
           return;
         }
@@ -726,7 +732,11 @@ class RemoteBackend final : public ClusterBackend {
   bool stopping_ = false;
 
   std::mutex streams_mutex_;
-  std::unordered_map<std::uint64_t, std::promise<OpenAnswer>> opening_;
+  struct Opening {
+    std::promise<OpenAnswer> answer;
+    std::shared_ptr<StreamSink> sink;
+  };
+  std::unordered_map<std::uint64_t, Opening> opening_;
   std::unordered_map<std::uint64_t, std::uint64_t> attaching_;  // attach request -> stream
   std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
   std::map<std::uint64_t, OpenStream> streams_;

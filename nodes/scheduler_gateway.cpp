@@ -67,7 +67,51 @@ class RemoteStreamSink final : public StreamSink {
   RemoteStreamSink(std::weak_ptr<transport::Server> server, std::string peer)
       : StreamSink(1), server_(std::move(server)), peer_(std::move(peer)) {}
   void set_stream(std::uint64_t id) { stream_ = id; }
+  // The client has been told the stream is open (set_stream first): what the stream said until now goes
+  // out, in order. An ensemble's generator can deliver results, or its stream finish, before the gateway
+  // answers the open, and the client must read that answer first.
+  void opened() {
+    for (;;) {
+      std::vector<std::function<void()>> held;
+      {
+        std::lock_guard lock(hold_mutex_);
+        if (held_.empty()) {
+          open_.store(true, std::memory_order_release);
+          return;
+        }
+        held = std::move(held_);
+        held_.clear();
+      }
+      for (auto& later : held) later();  // what comes meanwhile is held, and goes next round
+    }
+  }
   void deliver(std::vector<StreamRecord>& records) override {
+    // Once open, no copy and no lock: the flag never goes back.
+    if (!open_.load(std::memory_order_acquire) &&
+        hold([this, copy = records]() mutable { send_results(copy); }))
+      return;
+    send_results(records);
+  }
+  void accept(std::uint64_t up_to) override {
+    if (!open_.load(std::memory_order_acquire) && hold([this, up_to] { send_accepted(up_to); })) return;
+    send_accepted(up_to);
+  }
+  void finish(std::string error) override {
+    if (!open_.load(std::memory_order_acquire) && hold([this, error] { send_finished(error); })) return;
+    send_finished(error);
+  }
+  void refuse(const std::string& reason) override {
+    auto server = server_.lock();
+    if (!server) return;
+    transport::Outgoing message;
+    message.envelope().initError().setReason(reason);
+    server->send(peer_, message);
+  }
+  // Results sent back so far (any thread), against the sets the client pushed.
+  std::uint64_t delivered() const { return delivered_.load(); }
+
+ private:
+  void send_results(std::vector<StreamRecord>& records) {
     delivered_ += records.size();
     auto server = server_.lock();
     if (!server || records.empty()) return;
@@ -79,7 +123,7 @@ class RemoteStreamSink final : public StreamSink {
       wire::encode(records[i], list[static_cast<unsigned>(i)], message.attachments());
     server->send(peer_, message);
   }
-  void accept(std::uint64_t up_to) override {
+  void send_accepted(std::uint64_t up_to) {
     auto server = server_.lock();
     if (!server) return;
     transport::Outgoing message;
@@ -88,14 +132,7 @@ class RemoteStreamSink final : public StreamSink {
     out.setUpTo(up_to);
     server->send(peer_, message);
   }
-  void refuse(const std::string& reason) override {
-    auto server = server_.lock();
-    if (!server) return;
-    transport::Outgoing message;
-    message.envelope().initError().setReason(reason);
-    server->send(peer_, message);
-  }
-  void finish(std::string error) override {
+  void send_finished(const std::string& error) {
     auto server = server_.lock();
     if (!server) return;
     transport::Outgoing message;
@@ -104,14 +141,21 @@ class RemoteStreamSink final : public StreamSink {
     out.setError(error);
     server->send(peer_, message);
   }
-  // Results sent back so far (any thread), against the sets the client pushed.
-  std::uint64_t delivered() const { return delivered_.load(); }
 
- private:
   std::weak_ptr<transport::Server> server_;
   std::string peer_;
   std::uint64_t stream_ = 0;
   std::atomic<std::uint64_t> delivered_{0};
+  // Keeps `later` while the client has not been told the stream is open.
+  bool hold(std::function<void()> later) {
+    std::lock_guard lock(hold_mutex_);
+    if (open_.load(std::memory_order_relaxed)) return false;
+    held_.push_back(std::move(later));
+    return true;
+  }
+  std::mutex hold_mutex_;
+  std::atomic<bool> open_{false};  // set under hold_mutex_
+  std::vector<std::function<void()>> held_;
 };
 
 // A results query copied out of its message, to be answered off the I/O thread.
@@ -307,6 +351,7 @@ struct SchedulerGateway::State {
       client.pushed[id] = Client::Pushed{sink, 0};
       streams[id] = actor;
       answer_open(peer, open.getRequestId(), id, "", static_cast<std::uint32_t>(type->arity.value_or(0)));
+      sink->opened();
     } catch (const std::exception& e) {
       answer_open(peer, open.getRequestId(), 0, e.what(), 0);
     }
@@ -347,6 +392,7 @@ struct SchedulerGateway::State {
     auto sink = std::make_shared<RemoteStreamSink>(server, peer.id);
     sink->set_stream(id);
     answer_open(peer, request, id, "", 0);
+    sink->opened();
     caf::actor actor = options.stream_actor ? options.stream_actor(id) : caf::actor();
     if (actor) {
       // Asked here, on the I/O thread, so that the pushes this client sends again reach the stream after
