@@ -60,7 +60,8 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
     } catch (const StoreError&) {
     }
   }
-  scheduler_ = spawn_scheduler(*system_, options_.scheduler, directory_, std::move(checkpoint_access));
+  scheduler_ =
+      spawn_scheduler(*system_, options_.scheduler, directory_, std::move(checkpoint_access), monitor_);
   link_ = std::make_shared<SchedulerLink>(SchedulerLink{scheduler_});
   if (options_.workers > 0) scale(options_.workers);  // none: a scheduler for worker processes
 }
@@ -117,11 +118,15 @@ std::shared_ptr<CheckpointStore> EmbeddedCluster::checkpoints() {
 caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settings,
                                          std::shared_ptr<StreamSink> sink, bool resumed) {
   std::lock_guard lock(streams_mutex_);
-  auto actor = spawn_stream_actor(*system_, StreamActorArgs{id, std::move(settings), store(), std::move(sink),
-                                                            scheduler_, resumed, [this, id] {
-                                                              std::lock_guard lock(streams_mutex_);
-                                                              streams_.erase(id);
-                                                            }});
+  auto gauge = monitor_->streams.open(id, settings.simulation, settings.generator);
+  auto actor = spawn_stream_actor(
+      *system_, StreamActorArgs{id, std::move(settings), store(), std::move(sink), scheduler_, resumed,
+                                [this, id] {
+                                  monitor_->streams.finish(id);
+                                  std::lock_guard lock(streams_mutex_);
+                                  streams_.erase(id);
+                                },
+                                std::move(gauge)});
   streams_[id] = actor;
   return actor;
 }
@@ -217,15 +222,36 @@ std::uint32_t EmbeddedCluster::workers() const {
   return static_cast<std::uint32_t>(active_.size());
 }
 
-SchedulerStatus EmbeddedCluster::status() const {
-  caf::scoped_actor self{*system_};
-  SchedulerStatus out;
-  self->request(scheduler_, caf::infinite, status_atom::value)
-      .receive([&](const SchedulerStatus& s) { out = s; },
+namespace {
+// Asks the scheduler and waits for the answer, at most `timeout`.
+template <class Answer, class Atom>
+Answer ask_scheduler(caf::actor_system& system, const caf::actor& scheduler, Atom atom,
+                     std::chrono::milliseconds timeout, const char* what) {
+  caf::scoped_actor self{system};
+  Answer out{};
+  self->request(scheduler, timeout, atom)
+      .receive([&](const Answer& answer) { out = answer; },
                [&](const caf::error& e) {
-                 throw std::runtime_error("EmbeddedCluster: status request failed: " + system_->render(e));
+                 throw std::runtime_error(std::string("EmbeddedCluster: the scheduler did not answer a ") +
+                                          what + " request within " + std::to_string(timeout.count()) +
+                                          " ms: " + system.render(e));
                });
   return out;
+}
+}  // namespace
+
+SchedulerStatus EmbeddedCluster::status(std::chrono::milliseconds timeout) const {
+  return ask_scheduler<SchedulerStatus>(*system_, scheduler_, status_atom::value, timeout, "status");
+}
+
+std::vector<WorkerInfo> EmbeddedCluster::worker_list(std::chrono::milliseconds timeout) const {
+  return ask_scheduler<std::vector<WorkerInfo>>(*system_, scheduler_, workers_atom::value, timeout,
+                                                "workers");
+}
+
+std::vector<FunctionProgress> EmbeddedCluster::progress(std::chrono::milliseconds timeout) const {
+  return ask_scheduler<std::vector<FunctionProgress>>(*system_, scheduler_, progress_atom::value, timeout,
+                                                      "progress");
 }
 
 bool EmbeddedCluster::wait_for_workers(std::uint32_t workers, std::chrono::milliseconds timeout) {

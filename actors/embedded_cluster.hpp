@@ -20,6 +20,7 @@
 #include "actors/scheduler_actor.hpp"
 #include "actors/stream_actor.hpp"
 #include "client/tessera/cluster_options.hpp"
+#include "monitor/cluster_monitor.hpp"
 #include "scheduling/status.hpp"
 #include "storage/checkpoint_store.hpp"
 
@@ -42,8 +43,14 @@ class EmbeddedCluster {
   std::uint32_t workers() const;
   // Waits until exactly `workers` workers are active and none is still retiring.
   bool wait_for_workers(std::uint32_t workers, std::chrono::milliseconds timeout = std::chrono::seconds(30));
-  SchedulerStatus status() const;
+  // The scheduler's answers, each within `timeout` (a std::runtime_error past it, naming what was asked).
+  SchedulerStatus status(std::chrono::milliseconds timeout = std::chrono::hours(24)) const;
+  std::vector<WorkerInfo> worker_list(std::chrono::milliseconds timeout) const;
+  std::vector<FunctionProgress> progress(std::chrono::milliseconds timeout) const;
   std::uint32_t threads_per_worker() const { return options_.threads_per_worker; }
+  const ClusterOptions& options() const { return options_; }
+  // What the dashboard shows besides the status: task runs, streams, GLM fits.
+  std::shared_ptr<const monitor::ClusterMonitor> monitor() const { return monitor_; }
 
   // Where clients of this cluster send their work.
   std::shared_ptr<ClusterBackend> backend() const;
@@ -69,6 +76,7 @@ class EmbeddedCluster {
 
  private:
   ClusterOptions options_;
+  std::shared_ptr<monitor::ClusterMonitor> monitor_ = std::make_shared<monitor::ClusterMonitor>();
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   caf::actor scheduler_;

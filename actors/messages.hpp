@@ -153,6 +153,7 @@ using welcome_atom = caf::atom_constant<caf::atom("welcome")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;  // -> scheduler: tasks by state per function
 using steal_atom = caf::atom_constant<caf::atom("steal")>;
 using stolen_atom = caf::atom_constant<caf::atom("stolen")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;  // -> scheduler: declare a worker lost
@@ -198,6 +199,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::InputBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SlotBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::DoneBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::SchedulerStatus)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<tessera::FunctionProgress>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StolenBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::LostInputs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StealRequest)

@@ -13,6 +13,7 @@
 #include "actors/held_results.hpp"
 #include "actors/outgoing_bytes.hpp"
 #include "graph/fetch_task.hpp"
+#include "graph/stream_record.hpp"
 
 namespace tessera {
 namespace {
@@ -83,6 +84,7 @@ struct RanReport {
   std::vector<TaskFailure> failures;  // TaskFailure::task holds the slot here
   std::vector<LostArgument> lost;
   double seconds = 0;
+  double finished_at = 0;  // timeline_now() when it ended, for the dashboard's task stream
 };
 
 struct InputLost : std::runtime_error {
@@ -352,6 +354,7 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
     RanReport report;
     if (*ran) report.finished.push_back(index);
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    report.finished_at = timeline_now();
     caf::anon_send(me, ran_atom::value, std::move(report));
   };
   job.failed = [me, op, target, index, start](std::exception_ptr error) {
@@ -366,6 +369,7 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
     report.failures.push_back(TaskFailure{
         index, std::make_shared<TaskFailed>(op->function().name, op->key(target->task), message, false)});
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    report.finished_at = timeline_now();
     caf::anon_send(me, ran_atom::value, std::move(report));
   };
   self->send(st.args.gpu, gpu_run_atom::value, std::move(job));
@@ -432,6 +436,7 @@ void start_ready(OperationActor* self) {
         for (std::size_t j = 0; j < arity; ++j) arguments[j] = Value{};
       }
       report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      report.finished_at = timeline_now();
       caf::anon_send(me, ran_atom::value, std::move(report));
     });
   }
@@ -538,6 +543,7 @@ void on_ran(OperationActor* self, RanReport& report) {
   done.worker = st.args.worker_id;
   done.op = st.args.op->id();
   done.busy_seconds = report.seconds;
+  done.finished_at = report.finished_at;
   done.ran = static_cast<std::uint32_t>(ran);
   done.tasks.reserve(report.finished.size());
   done.results.reserve(report.finished.size());

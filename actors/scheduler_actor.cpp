@@ -15,6 +15,7 @@
 #include "actors/protocols/worker.hpp"
 #include "actors/result_sink.hpp"
 #include "graph/printable.hpp"
+#include "graph/stream_record.hpp"
 #include "scheduling/scheduler_core.hpp"
 
 namespace tessera {
@@ -36,6 +37,7 @@ struct SchedulerActorState {
   std::unordered_set<caf::actor_id> reports_pending;
   // Each worker's latest memory report, by id.
   std::unordered_map<std::uint32_t, WorkerMemory> memory;
+  std::shared_ptr<monitor::ClusterMonitor> monitor;
 };
 
 using SchedulerActor = protocols::scheduler_actor_type::stateful_base<SchedulerActorState>;
@@ -106,6 +108,16 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
   }
 }
 
+// A job's run, for the dashboard's task stream (restored results ran nothing).
+void record_run(SchedulerActorState& st, const DoneBatch& batch) {
+  if (!st.monitor || batch.ran == 0) return;
+  const Operation* op = st.core->operation(batch.op);
+  if (!op) return;  // a late report of a forgotten operation
+  st.monitor->tasks.record(batch.worker, op->function().name,
+                           batch.finished_at > 0 ? batch.finished_at : timeline_now(), batch.busy_seconds,
+                           batch.ran, static_cast<std::uint32_t>(batch.failures.size()));
+}
+
 // A transition outside the state machine's table is a bug: it is reported, and fatal where
 // TESSERA_FATAL_INTERNAL_ERRORS is set (the test suite sets it), since state after it is suspect.
 void report_internal_error(const std::exception& error) {
@@ -144,6 +156,7 @@ void on_glm_fit(SchedulerActor* self, const GlmFitRequest& request, const std::s
     args.session = ++st.last_glm_session;
     args.scheduler = caf::actor_cast<caf::actor>(self);
     args.reply = reply;
+    if (st.monitor) args.board = std::shared_ptr<monitor::GlmBoard>(st.monitor, &st.monitor->glm);
     const auto session = args.session;
     st.glm_sessions[session] = spawn_glm_solver(self->home_system(), std::move(args));
   } catch (const std::exception& e) {
@@ -151,10 +164,11 @@ void on_glm_fit(SchedulerActor* self, const GlmFitRequest& request, const std::s
   }
 }
 
-protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* self, SchedulerOptions options,
-                                                               std::shared_ptr<WorkerDirectory> directory,
-                                                               CheckpointAccess checkpoints) {
+protocols::scheduler_actor_type::behavior_type scheduler_actor(
+    SchedulerActor* self, SchedulerOptions options, std::shared_ptr<WorkerDirectory> directory,
+    CheckpointAccess checkpoints, std::shared_ptr<monitor::ClusterMonitor> monitor) {
   auto& st = self->state;
+  st.monitor = std::move(monitor);
   st.core = std::make_unique<scheduling::SchedulerCore>(options);
   st.checkpoints = std::make_unique<CheckpointKeeper>(std::move(checkpoints), *st.core);
   st.core->set_checkpoints(st.checkpoints.get());
@@ -179,7 +193,10 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
         self->state.checkpoints->prepare(submission);
         step(self, [&](auto& core) { return core.submit(std::move(submission)); });
       },
-      [=](done_atom, const DoneBatch& batch) { step(self, [&](auto& core) { return core.done(batch); }); },
+      [=](done_atom, const DoneBatch& batch) {
+        record_run(self->state, batch);
+        step(self, [&](auto& core) { return core.done(batch); });
+      },
       [=](release_atom, const std::shared_ptr<ResultSink>& sink) {
         step(self, [&](auto& core) { return core.release(sink.get(), sink->take_released()); });
       },
@@ -246,6 +263,7 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
         for (auto& w : out) w.memory = memory_of(self->state, w);
         return out;
       },
+      [=](progress_atom) -> std::vector<FunctionProgress> { return self->state.core->progress(); },
       [=](status_atom) -> SchedulerStatus {
         auto status = self->state.core->status();
         self->state.checkpoints->report(status);
@@ -281,9 +299,10 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(SchedulerActor* s
 }  // namespace
 
 caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options,
-                           std::shared_ptr<WorkerDirectory> directory, CheckpointAccess checkpoints) {
-  return caf::actor_cast<caf::actor>(
-      system.spawn(scheduler_actor, options, std::move(directory), std::move(checkpoints)));
+                           std::shared_ptr<WorkerDirectory> directory, CheckpointAccess checkpoints,
+                           std::shared_ptr<monitor::ClusterMonitor> monitor) {
+  return caf::actor_cast<caf::actor>(system.spawn(scheduler_actor, options, std::move(directory),
+                                                  std::move(checkpoints), std::move(monitor)));
 }
 
 }  // namespace tessera

@@ -11,15 +11,18 @@
 
 #include "actors/checkpoint_keeper.hpp"
 #include "actors/worker_directory.hpp"
+#include "monitor/cluster_monitor.hpp"
 #include "scheduling/scheduler_options.hpp"
 
 namespace tessera {
 
 // `directory` is filled with each registered worker, for the workers of this process to find each
 // other; made by the scheduler when null. `checkpoints`: where checkpointed results are stored and
-// looked up (none: nowhere).
+// looked up (none: nowhere). `monitor`: where task runs and GLM fits are recorded for the dashboard
+// (none: nowhere).
 caf::actor spawn_scheduler(caf::actor_system& system, SchedulerOptions options = {},
                            std::shared_ptr<WorkerDirectory> directory = nullptr,
-                           CheckpointAccess checkpoints = {});
+                           CheckpointAccess checkpoints = {},
+                           std::shared_ptr<monitor::ClusterMonitor> monitor = nullptr);
 
 }  // namespace tessera

@@ -90,6 +90,7 @@ void end(StreamActor* self, std::string error = {}) {
   auto& st = self->state;
   st.finished = true;
   if (st.generator) self->send_exit(st.generator, caf::exit_reason::user_shutdown);
+  if (st.args.gauge) st.args.gauge->finished(error);
   if (st.args.on_finished) st.args.on_finished();
   st.args.sink->finish(std::move(error));
   self->quit();
@@ -189,6 +190,7 @@ void acknowledge(StreamActor* self, std::uint64_t durable) {
   auto& st = self->state;
   if (durable <= st.durable) return;
   st.durable = durable;
+  if (st.args.gauge) st.args.gauge->accepted(durable);
   st.args.sink->accept(durable);
 }
 
@@ -311,6 +313,7 @@ std::string store_answers(StreamActor* self, std::vector<StreamResult>& results,
     return e.what();
   }
   st.stored += results.size();
+  if (st.args.gauge) st.args.gauge->stored(results);
   if (st.generator && !results.empty()) self->send(st.generator, generator_tell_atom::value, results);
   st.args.sink->deliver(delivered);
   return {};
@@ -487,6 +490,10 @@ void resume(StreamActor* self) {
   st.stored = st.info.pushed - std::min<std::uint64_t>(st.info.pushed, st.pending.size());
   st.durable = st.info.pushed;  // it survived the restart
   st.closed = st.info.close_requested;
+  if (st.args.gauge) {
+    st.args.gauge->resumed(st.info.pushed, st.stored);
+    if (st.closed) st.args.gauge->closed();
+  }
   std::cerr << "[tessera] stream " << st.args.id << " ('" << st.info.simulation
             << "') resumed: " << st.info.pushed << " parameter sets accepted, " << st.pending.size()
             << " to run again" << (st.closed ? ", closed" : "") << std::endl;
@@ -626,6 +633,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         auto& st = self->state;
         if (st.closed || st.finished) return;
         st.closed = true;
+        if (st.args.gauge) st.args.gauge->closed();
         if (st.generator) self->send(st.generator, generator_stop_atom::value);
         // Recorded, so that a restart resumes it closed: it finishes once every set is answered.
         st.info.close_requested = true;

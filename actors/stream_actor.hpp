@@ -19,6 +19,7 @@
 
 #include "actors/stream_sink.hpp"
 #include "graph/simulation.hpp"
+#include "monitor/stream_board.hpp"
 #include "storage/result_store.hpp"
 
 namespace tessera {
@@ -64,6 +65,8 @@ struct StreamActorArgs {
   bool resumed = false;
   // Called by the actor once it has finished, before it quits.
   std::function<void()> on_finished{};
+  // Its figures on the dashboard (none: not shown).
+  std::shared_ptr<monitor::StreamGauge> gauge{};
 };
 
 caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args);

@@ -58,6 +58,12 @@ set_target_properties(caf::core PROPERTIES
   INTERFACE_LINK_LIBRARIES Threads::Threads
   INTERFACE_LINK_OPTIONS "${TESSERA_CAF_LINK_OPTIONS}")
 
+# The dashboard: Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli, whose
+# pkg-config file carries the matching defines (libcpp-httplib-dev), and its charts are drawn by Debian's
+# Chart.js (libjs-chart.js), which the node serves itself: no page fetches anything from the network.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+find_file(TESSERA_CHARTJS chart.min.js PATHS /usr/share/javascript/chart.js NO_DEFAULT_PATH REQUIRED)
+
 # Header-only: JSON that Tessera writes (nlohmann-json3-dev) and every program's command line (libcli11-dev).
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)

@@ -202,6 +202,7 @@ struct Done {
   busySeconds @4 :Float64;
   ran @5 :UInt32;
   held @6 :List(UInt32);   # indexes into tasks whose results stayed on the worker (fetched when asked)
+  finishedAt @7 :Float64;  # when the job ended, seconds since the Unix epoch (for the task stream)
 }
 
 # Worker -> scheduler: inputs of its tasks it could not read back (damaged spilled records).

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "dashboard/listen_address.hpp"
+#include "dashboard/token_file.hpp"
 #include "graph/printable.hpp"
 
 namespace tessera {
@@ -437,6 +439,24 @@ const std::vector<KeySpec>& key_specs() {
          c.stream_isolation = read_choice<Isolation>(
              n, cx, "streams.isolation", {{"thread", Isolation::thread}, {"process", Isolation::process}});
        }},
+      {"dashboard.listen", "string \"HOST:PORT\" (an IPv4 address, localhost or [IPv6]; port 0: any free)",
+       "\"127.0.0.1:8787\"",
+       "with a [dashboard] section, a scheduler (or both) node serves its dashboard over HTTP here: pages "
+       "/status, /tasks, /progress, /streams, /glm, their JSON under /api/ and Prometheus metrics at "
+       "/metrics. Read-only. No [dashboard] section: no dashboard. A port in use is refused at start",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         const std::string text = read_string(n, cx, key);
+         try {
+           dashboard::parse_listen_address(text);
+         } catch (const std::invalid_argument& e) {
+           fail(cx, n.source(), key_name(key) + " (" + quote_excerpt(text) + "): " + e.what());
+         }
+         c.dashboard_listen = text;
+       }},
+      {"dashboard.token_file", "string (path)", "\"\" (no token)",
+       "a file whose first word (16 to 256 printable characters) the dashboard's data asks for: "
+       "`Authorization: Bearer TOKEN`, or ?token=TOKEN in a page's address. Relative to the config file",
+       store(&NodeConfig::dashboard_token_file, path_in_config_dir())},
       {"worker.scheduler", "string (ZeroMQ endpoint)", "(required for role = \"worker\")",
        "the scheduler to join", store(&NodeConfig::scheduler_address, endpoint(EndpointUse::connect))},
       {"worker.listen", "string (ZeroMQ endpoint)", "\"tcp://127.0.0.1:0\"",
@@ -555,6 +575,33 @@ const std::vector<KeySpec>& key_specs() {
   return specs;
 }
 
+// The dashboard's rules: only where a scheduler runs; a token file that holds a usable token; a warning
+// when it is reachable beyond loopback without one.
+void check_dashboard(NodeConfig& c, const Context& cx,
+                     const std::function<toml::source_region(std::string_view)>& at) {
+  if (!c.dashboard) return;
+  const auto where = at("dashboard.listen").begin.line ? at("dashboard.listen") : at("dashboard");
+  if (c.role == NodeRole::worker)
+    fail(cx, where,
+         "section [dashboard] on a node with node.role = \"worker\": the dashboard shows a scheduler; set it "
+         "on the scheduler's node");
+  if (!c.dashboard_token_file.empty()) {
+    try {
+      c.dashboard_token = dashboard::read_token_file(c.dashboard_token_file);
+    } catch (const std::invalid_argument& e) {
+      fail(cx, at("dashboard.token_file"), "key 'dashboard.token_file': " + config_excerpt(e.what(), 300));
+    }
+  }
+  const auto host = dashboard::parse_listen_address(c.dashboard_listen).host;
+  const bool loopback = host.rfind("127.", 0) == 0 || host == "::1";
+  if (!loopback && c.dashboard_token.empty())
+    c.warnings.push_back(
+        std::string(cx.source) + ":" + std::to_string(where.begin.line) + ": key 'dashboard.listen' (" +
+        quote_excerpt(c.dashboard_listen) +
+        ") is not a loopback address and dashboard.token_file is not set: anyone who reaches "
+        "it can read the cluster's figures (it changes nothing)");
+}
+
 // Rules between keys, checked once every key is read. `at` gives a key's place (none: the file alone).
 void check_together(NodeConfig& c, const Context& cx,
                     const std::function<toml::source_region(std::string_view)>& at) {
@@ -615,6 +662,7 @@ void check_together(NodeConfig& c, const Context& cx,
                          ") is not a loopback address and security.curve is off: connections are neither "
                          "authenticated nor encrypted (security.allow_insecure = true)");
   }
+  check_dashboard(c, cx, at);
   if (c.authorize_any && !c.authorized_keys.empty())
     fail(cx, at("security.authorize_any"),
          "key 'security.authorize_any' = true contradicts a non-empty key 'security.authorized_keys' (only "
@@ -695,6 +743,10 @@ NodeConfig parse_node_config(std::string_view text, std::string_view source, con
     }
     const toml::table* table = section_node.as_table();
     if (!table) fail(cx, section_node.source(), "'" + section + "' must be a table ([" + section + "])");
+    if (section == "dashboard") {
+      config.dashboard = true;
+      regions["dashboard"] = section_node.source();
+    }
     for (auto&& [key, node] : *table) {
       const std::string path = section + "." + std::string(key.str());
       auto spec = by_path.find(path);

@@ -73,9 +73,13 @@ struct NodeConfig {
   bool allow_insecure = false;                      // security.allow_insecure
   bool authorize_any = false;                       // security.authorize_any
   NodeLimits limits;                                // [limits]
+  bool dashboard = false;                           // a [dashboard] section is present: serve it
+  std::string dashboard_listen = "127.0.0.1:8787";  // dashboard.listen ("host:port")
+  std::string dashboard_token_file;                 // dashboard.token_file (absolute once parsed)
 
   // Filled by the parser, not keys of their own:
   std::string curve_public_key, curve_secret_key;  // with curve: the key files' contents (Z85, checked)
+  std::string dashboard_token;                     // with token_file: its first word (checked)
   std::vector<std::string> warnings;               // to print at every start (allow_insecure, authorize_any)
   std::string source;                              // the file, for messages
   std::map<std::string, std::uint32_t, std::less<>> key_lines;  // "section.key" -> its line in the file

@@ -272,6 +272,7 @@ struct SchedulerGateway::State {
   };
   // I/O thread only.
   std::unordered_map<std::string, Client> clients;
+  std::atomic<std::uint32_t> client_count{0};  // clients.size(), for other threads (the dashboard)
   std::unordered_map<std::string, WorkerPeer> workers;
   std::unordered_map<std::uint64_t, caf::actor> streams;  // every open stream, for workers' answers
   // Streams resumed after a restart that no client has attached yet, since when: closed after
@@ -1002,9 +1003,13 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
       auto& client = state->clients[peer.id];
       client.name = peer.name;
       client.last_seen = State::Clock::now();
+      state->client_count.store(static_cast<std::uint32_t>(state->clients.size()));
     }
   };
-  options.tick = [state](transport::Server& server) { state->tick(server); };
+  options.tick = [state](transport::Server& server) {
+    state->tick(server);
+    state->client_count.store(static_cast<std::uint32_t>(state->clients.size()));
+  };
   // A worker's hello claims its threads and memory: what the node's limits allow, or it is refused.
   for (auto& [id, actor] : gateway.resumed) {
     state_->streams[id] = actor;
@@ -1026,8 +1031,11 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
     return std::nullopt;
   };
   server_ = std::make_shared<transport::Server>(
-      std::move(options), [state](transport::Server&, const transport::PeerInfo& peer,
-                                  transport::Received& message) { state->handle(peer, message); });
+      std::move(options),
+      [state](transport::Server&, const transport::PeerInfo& peer, transport::Received& message) {
+        state->handle(peer, message);
+        state->client_count.store(static_cast<std::uint32_t>(state->clients.size()));
+      });
   state_->server = server_;
   server_->start();
 }
@@ -1036,6 +1044,10 @@ SchedulerGateway::~SchedulerGateway() = default;
 
 const std::string& SchedulerGateway::endpoint() const {
   return server_->endpoint();
+}
+
+std::uint32_t SchedulerGateway::clients() const {
+  return state_->client_count.load();
 }
 
 std::uint64_t SchedulerGateway::dropped() const {

@@ -66,6 +66,8 @@ class SchedulerGateway {
 
   const std::string& endpoint() const;
   std::uint64_t dropped() const;
+  // Clients connected now (from any thread).
+  std::uint32_t clients() const;
 
  private:
   struct State;

@@ -20,9 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include "actors/cluster_dashboard.hpp"
 #include "actors/embedded_cluster.hpp"
 #include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
+#include "dashboard/dashboard_server.hpp"
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
 #include "nodes/worker_node.hpp"
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
       };
     std::unique_ptr<tessera::EmbeddedCluster> cluster;
     std::unique_ptr<tessera::SchedulerGateway> gateway;
+    std::unique_ptr<tessera::dashboard::DashboardServer> dashboard;
     std::vector<std::unique_ptr<tessera::WorkerNode>> workers;
     if (config.role == tessera::NodeRole::worker) {
       for (std::uint32_t i = 0; i < config.workers && !stop_requested(*stop); ++i) {
@@ -288,6 +291,19 @@ int main(int argc, char** argv) {
         std::cout << " with " << config.workers << " workers x " << cluster->threads_per_worker()
                   << " threads";
       std::cout << std::endl;
+      if (config.dashboard) {
+        try {
+          dashboard = std::make_unique<tessera::dashboard::DashboardServer>(
+              tessera::cluster_dashboard_source(*cluster, config.name,
+                                                [&gateway] { return std::uint64_t{gateway->clients()}; }),
+              tessera::dashboard::DashboardOptions{
+                  tessera::dashboard::parse_listen_address(config.dashboard_listen), config.dashboard_token});
+        } catch (const tessera::dashboard::DashboardBindError& e) {
+          throw tessera::ConfigError(tessera::config_key_location(config, "dashboard.listen") + " (\"" +
+                                     tessera::config_excerpt(config.dashboard_listen) + "\"): " + e.what());
+        }
+        std::cout << "tessera-node '" << config.name << "' dashboard at " << dashboard->link() << std::endl;
+      }
     }
     int signal = 0;
     {
@@ -297,6 +313,7 @@ int main(int argc, char** argv) {
     }
     std::cout << "tessera-node '" << config.name << "' stopping (signal " << signal << ")" << std::endl;
     workers.clear();
+    dashboard.reset();  // before the gateway and cluster it reads
     gateway.reset();
     cluster.reset();
   } catch (const tessera::ConfigError& e) {

@@ -1,5 +1,7 @@
 #include "nodes/worker_codec.hpp"
 
+#include <cmath>
+
 #include "messages/protocol_codec.hpp"
 
 namespace tessera::wire {
@@ -114,6 +116,7 @@ void encode(const DoneBatch& batch, Done::Builder out, Attachments& attachments)
   out.setOp(batch.op);
   out.setBusySeconds(batch.busy_seconds);
   out.setRan(batch.ran);
+  out.setFinishedAt(batch.finished_at);
   auto tasks = out.initTasks(count(batch.tasks.size()));
   for (std::size_t i = 0; i < batch.tasks.size(); ++i) tasks.set(count(i), batch.tasks[i]);
   auto results = out.initResults(count(batch.results.size()));
@@ -136,6 +139,8 @@ DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> fr
   batch.op = in.getOp();
   batch.busy_seconds = in.getBusySeconds();
   batch.ran = in.getRan();
+  // Only shown on the dashboard; a value that is no time is left out there.
+  batch.finished_at = std::isfinite(in.getFinishedAt()) ? in.getFinishedAt() : 0;
   if (in.getResults().size() != in.getTasks().size())
     throw WireError("a done message with " + std::to_string(in.getTasks().size()) + " tasks and " +
                     std::to_string(in.getResults().size()) + " results");

@@ -2,12 +2,15 @@
 // result table, and the operations on them that every handler shares. Internal to scheduling/.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -86,6 +89,7 @@ struct OpRecord {
   std::uint32_t longest_watch = 0;  // bounds the search for the watches covering a task
   std::uint32_t unfinished = 0;
   std::uint64_t holds_total = 0;
+  std::array<std::uint32_t, kPlacements> by_placement{};  // tasks in each placement, for progress
   double average_task_seconds = -1;
   std::vector<std::uint32_t> workers_used;
   // Checkpoints, sized on first use. `from_store`: this run of the task reads its result from a
@@ -100,6 +104,7 @@ struct OpRecord {
       : op(std::move(operation)), lineage(std::move(home)) {
     const std::uint32_t n = op->size();
     placement.assign(n, initial);
+    by_placement[static_cast<std::size_t>(initial)] = n;
     worker.assign(n, kNoWorker);
     slot.assign(n, 0);
     holds.assign(n, 0);
@@ -155,6 +160,21 @@ inline std::uint64_t task_key(OpId op, std::uint32_t task) {
   return (static_cast<std::uint64_t>(op) << 32) ^ task;
 }
 
+// Adds a record's tasks, by placement, to a function's progress.
+inline void add_progress(FunctionProgress& progress, const OpRecord& rec) {
+  const auto count = [&](Placement p) { return rec.by_placement[static_cast<std::size_t>(p)]; };
+  progress.operations += 1;
+  progress.tasks += rec.op->size();
+  progress.waiting += count(Placement::unplaced);
+  progress.processing += count(Placement::placed);
+  progress.done += count(Placement::finished);
+  progress.erred += count(Placement::failed);
+  progress.cancelled += count(Placement::cancelled);
+}
+
+// Where the functions past kProgressFunctions are counted.
+inline constexpr std::string_view kOtherFunctions = "(other functions)";
+
 struct SchedulerCore::State {
   SchedulerOptions options;
   CheckpointSource* checkpoints = nullptr;
@@ -169,6 +189,10 @@ struct SchedulerCore::State {
   std::vector<std::pair<SinkRecord*, std::vector<Delivery>>> deliveries;
   std::unordered_map<SinkRecord*, std::size_t> delivery_index;
   SchedulerStatus stats;
+  // Progress of the operations forgotten so far, by function (at most kProgressFunctions names; the
+  // rest under kOtherFunctions), so the dashboard's totals do not drop when an operation is let go.
+  std::map<std::string, FunctionProgress, std::less<>> forgotten_progress;
+  static constexpr std::size_t kProgressFunctions = 256;
   // Tasks computed again after a worker was lost, not yet placed. They are placed even on full workers:
   // consumers placed before the loss fill those workers while they wait for exactly these tasks.
   std::unordered_set<std::uint64_t> recovering;

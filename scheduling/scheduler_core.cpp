@@ -323,6 +323,24 @@ SchedulerStatus SchedulerCore::status() const {
   return status;
 }
 
+std::vector<FunctionProgress> SchedulerCore::progress() const {
+  auto by_function = state_->forgotten_progress;
+  for (const auto& [id, rec] : state_->ops) {
+    const std::string& function = rec->op->function().name;
+    auto it = by_function.find(function);
+    if (it == by_function.end()) {
+      const bool room = by_function.size() + 1 < State::kProgressFunctions;
+      const std::string name = room ? function : std::string(kOtherFunctions);
+      it = by_function.try_emplace(name, FunctionProgress{name}).first;
+    }
+    add_progress(it->second, *rec);
+  }
+  std::vector<FunctionProgress> out;
+  out.reserve(by_function.size());
+  for (auto& [name, progress] : by_function) out.push_back(std::move(progress));
+  return out;
+}
+
 std::vector<WorkerInfo> SchedulerCore::workers() const {
   std::vector<WorkerInfo> out;
   const auto& workers = state_->workers;

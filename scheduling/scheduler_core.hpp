@@ -92,6 +92,8 @@ class SchedulerCore {
 
   SchedulerStatus status() const;
   std::vector<WorkerInfo> workers() const;
+  // Tasks by state per function, live operations and forgotten ones together, sorted by function.
+  std::vector<FunctionProgress> progress() const;
   // Workers that take new work (registered, neither retiring nor gone).
   std::vector<std::uint32_t> usable_workers() const;
   std::uint32_t threads(std::uint32_t worker) const;

@@ -57,6 +57,19 @@ struct SchedulerStatus {
   std::vector<WorkerMemory> memory{};    // one per live worker that has reported
 };
 
+// Tasks of one function by state, over the operations of it that are live and those already forgotten
+// (finished and let go), for the dashboard's progress panel.
+struct FunctionProgress {
+  std::string function;
+  std::uint64_t operations = 0;  // submitted since start
+  std::uint64_t tasks = 0;
+  std::uint64_t waiting = 0;     // not placed yet (inputs not ready, or no room)
+  std::uint64_t processing = 0;  // placed on a worker, not finished
+  std::uint64_t done = 0;
+  std::uint64_t erred = 0;
+  std::uint64_t cancelled = 0;
+};
+
 // One worker, for `tessera workers`.
 struct WorkerInfo {
   std::uint32_t id = 0;

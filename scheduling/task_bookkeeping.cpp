@@ -11,6 +11,8 @@ void SchedulerCore::State::transition(OpRecord& rec, std::uint32_t task, Placeme
   const Placement from = rec.placement[task];
   if (!transition_allowed(from, to)) throw IllegalTransition(rec.op->key(task), from, to);
   rec.placement[task] = to;
+  rec.by_placement[static_cast<std::size_t>(from)] -= 1;
+  rec.by_placement[static_cast<std::size_t>(to)] += 1;
 }
 
 void SchedulerCore::State::leave_worker(OpRecord& rec, std::uint32_t task) {

@@ -113,6 +113,7 @@ struct DoneBatch {
   std::vector<TaskFailure> failures;
   double busy_seconds = 0;  // compute time the batch took, for the duration estimate
   std::uint32_t ran = 0;    // tasks that actually ran (tasks + failures)
+  double finished_at = 0;   // when the job ended, in seconds since the Unix epoch (the worker's clock)
   // Indexes into tasks whose results stayed on the worker (large, with a memory limit there): delivered
   // as held, and fetched when a client asks.
   std::vector<std::uint32_t> held{};

@@ -122,6 +122,14 @@ void SchedulerCore::State::forget_finished(Outbox& out) {
       workers[w].occupancy_by_op.erase(id);
       if (!workers[w].gone) out.send(w, ForgetOperation{id});
     }
+    const std::string& function = rec->op->function().name;
+    auto progress = forgotten_progress.find(function);
+    if (progress == forgotten_progress.end()) {
+      const bool room = forgotten_progress.size() + 1 < kProgressFunctions;
+      const std::string name = room ? function : std::string(kOtherFunctions);
+      progress = forgotten_progress.try_emplace(name, FunctionProgress{name}).first;
+    }
+    add_progress(progress->second, *rec);
     ops.erase(id);
   }
   maybe_finished.clear();

@@ -9,6 +9,7 @@ packages=(
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev
+  libjs-chart.js gnuplot-nox chromium chromium-driver fonts-liberation
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then

@@ -86,6 +86,11 @@ class NodeProcess {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
   const std::string& first_line() const { return first_line_; }
+  // The next line the node prints on stdout (blocks until it does); empty once it closed stdout.
+  std::string next_line() {
+    char line[512];
+    return fgets(line, sizeof line, stdout_) ? std::string(line) : std::string();
+  }
 
  private:
   fs::path dir_, log_path_;

@@ -1,12 +1,15 @@
 #include "actors/glm/solver_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
 
 #include "actors/glm/solvers.hpp"
+#include "backends/glm_partials.hpp"
 
 namespace tessera {
 
@@ -25,12 +28,14 @@ struct WorkerShare {
 class DistributedObjective final : public glm::GlmObjective {
  public:
   DistributedObjective(caf::blocking_actor* self, std::uint64_t session, std::vector<WorkerShare> shares,
-                       std::set<std::uint32_t> workers, std::size_t partitions)
+                       std::set<std::uint32_t> workers, std::size_t partitions,
+                       std::shared_ptr<monitor::GlmBoard> board)
       : self_(self),
         session_(session),
         shares_(std::move(shares)),
         workers_(std::move(workers)),
-        partitions_(partitions) {}
+        partitions_(partitions),
+        board_(std::move(board)) {}
 
   backends::glm::Partials evaluate(const Eigen::VectorXd& beta, int order) override {
     const std::int64_t round = ++round_;
@@ -53,6 +58,7 @@ class DistributedObjective final : public glm::GlmObjective {
       }
     }
     record(started, slowest);
+    if (board_) board_->round(session_, sum.loss);
     return sum;
   }
 
@@ -134,6 +140,7 @@ class DistributedObjective final : public glm::GlmObjective {
   std::vector<WorkerShare> shares_;
   std::set<std::uint32_t> workers_;  // the ids of the shares' workers
   std::size_t partitions_;
+  std::shared_ptr<monitor::GlmBoard> board_;
   std::int64_t round_ = 0;
   std::int64_t rounds_ = 0;
   double round_seconds_ = 0, worker_seconds_ = 0;
@@ -153,7 +160,11 @@ void solver_main(caf::blocking_actor* self, GlmSolverArgs args) {
     shares.push_back(std::move(share));
     workers.insert(id);
   }
-  DistributedObjective objective(self, args.session, shares, std::move(workers), args.partitions.size());
+  DistributedObjective objective(self, args.session, shares, std::move(workers), args.partitions.size(),
+                                 args.board);
+  if (args.board)
+    args.board->started(args.session, args.spec.solver,
+                        std::string(backends::glm::family_name(args.spec.family)), args.partitions.size());
 
   GlmFitted result;
   try {
@@ -179,6 +190,10 @@ void solver_main(caf::blocking_actor* self, GlmSolverArgs args) {
   }
   for (const auto& share : shares)
     self->send(share.worker, glm_atom::value, GlmMessage{args.session, GlmRelease{}});
+  if (args.board)
+    args.board->ended(args.session, result.converged,
+                      static_cast<std::uint64_t>(std::max<std::int64_t>(0, result.iterations)),
+                      result.objective, result.error);
   if (args.reply && args.reply->deliver) args.reply->deliver(std::move(result));
   self->send(args.scheduler, glm_atom::value, GlmMessage{args.session, GlmFinished{}});
 }

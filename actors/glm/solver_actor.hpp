@@ -11,6 +11,7 @@
 #include "actors/glm/messages.hpp"
 #include "actors/glm/spec.hpp"
 #include "graph/operation.hpp"
+#include "monitor/glm_board.hpp"
 
 namespace tessera {
 
@@ -30,6 +31,7 @@ struct GlmSolverArgs {
   glm::GlmSpec spec;
   std::vector<GlmPartitionLocation> partitions;
   std::shared_ptr<GlmReply> reply;
+  std::shared_ptr<monitor::GlmBoard> board;  // where its progress is shown (none: nowhere)
 };
 
 caf::actor spawn_glm_solver(caf::actor_system& system, GlmSolverArgs args);

@@ -31,7 +31,8 @@ using scheduler_actor_type = caf::typed_actor<
     caf::replies_to<stream_workers_atom>::with<std::vector<StreamWorker>>,
     // Status displays.
     caf::replies_to<workers_atom>::with<std::vector<WorkerInfo>>,
-    caf::replies_to<status_atom>::with<SchedulerStatus>, caf::reacts_to<shutdown_atom>,
+    caf::replies_to<status_atom>::with<SchedulerStatus>,
+    caf::replies_to<progress_atom>::with<std::vector<FunctionProgress>>, caf::reacts_to<shutdown_atom>,
     // Its own progress watchdog's timer (from anyone else: ignored).
     caf::reacts_to<watchdog_atom>>;
 

@@ -38,6 +38,12 @@ struct ClusterOptions {
   // Each in [0, kMaxGpuOrdinal], none twice.
   std::vector<int> gpus{};
   static constexpr int kMaxGpuOrdinal = 1023;
+  // Serves the dashboard over HTTP at "host:port" (port 0: any free one), as tessera-node's [dashboard]
+  // section does: pages /status, /tasks, /progress, /streams, /glm, their JSON under /api/, and /metrics.
+  // The link is printed on stdout when the cluster starts (LocalCluster::dashboard_link()). Empty: none.
+  std::string dashboard{};
+  // A file whose first word the dashboard's data asks for (Authorization: Bearer TOKEN). Empty: none.
+  std::string dashboard_token_file{};
 };
 
 }  // namespace tessera
