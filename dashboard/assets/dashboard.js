@@ -232,7 +232,9 @@ async function renderStreams() {
     ["p50", "latency p50", false, seconds], ["p90", "p90", false, seconds], ["p99", "p99", false, seconds],
     ["error", "error", true],
   ], rows, (x) => ({ "data-stream-id": x.id }));
-  for (const x of open) {
+  // Every stream shown since this page opened, finished ones too (their rate falls to 0).
+  for (const x of s.streams) {
+    if (x.finished && !rateHistory.has(x.id)) continue;
     const history = rateHistory.get(x.id) || [];
     history.push(x.sets_per_second);
     if (history.length > 120) history.shift();
