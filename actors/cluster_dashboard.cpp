@@ -5,6 +5,7 @@ namespace tessera {
 dashboard::DashboardSource cluster_dashboard_source(EmbeddedCluster& cluster, std::string name,
                                                     std::function<std::uint64_t()> clients,
                                                     std::chrono::milliseconds timeout) {
+  cluster.record_task_runs();
   dashboard::DashboardSource source;
   source.name = std::move(name);
   source.status = [&cluster, timeout] { return cluster.status(timeout); };

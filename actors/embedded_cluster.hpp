@@ -51,6 +51,8 @@ class EmbeddedCluster {
   const ClusterOptions& options() const { return options_; }
   // What the dashboard shows besides the status: task runs, streams, GLM fits.
   std::shared_ptr<const monitor::ClusterMonitor> monitor() const { return monitor_; }
+  // From now on the scheduler records each task run for the task stream (a dashboard asks for it).
+  void record_task_runs() { monitor_->tasks.enable(); }
 
   // Where clients of this cluster send their work.
   std::shared_ptr<ClusterBackend> backend() const;

@@ -110,7 +110,7 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
 
 // A job's run, for the dashboard's task stream (restored results ran nothing).
 void record_run(SchedulerActorState& st, const DoneBatch& batch) {
-  if (!st.monitor || batch.ran == 0) return;
+  if (!st.monitor || batch.ran == 0 || !st.monitor->tasks.enabled()) return;
   const Operation* op = st.core->operation(batch.op);
   if (!op) return;  // a late report of a forgotten operation
   st.monitor->tasks.record(batch.worker, op->function().name,

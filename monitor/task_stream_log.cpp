@@ -19,7 +19,8 @@ std::uint32_t TaskStreamLog::index_of(std::string_view function) {
 
 void TaskStreamLog::record(std::uint32_t worker, std::string_view function, double finished_at,
                            double seconds, std::uint32_t tasks, std::uint32_t failed) {
-  if (tasks == 0 || !std::isfinite(finished_at) || !std::isfinite(seconds) || seconds < 0) return;
+  if (!enabled() || tasks == 0 || !std::isfinite(finished_at) || !std::isfinite(seconds) || seconds < 0)
+    return;
   std::lock_guard lock(mutex_);
   ring_[written_ % kRuns] = TaskRun{worker, index_of(function), tasks, failed, finished_at, seconds};
   ++written_;

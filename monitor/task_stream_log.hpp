@@ -5,6 +5,7 @@
 // by the scheduler actor for each report it takes, read by the dashboard; thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -47,6 +48,10 @@ class TaskStreamLog {
   static constexpr std::size_t kFunctions = 256;
   static constexpr std::string_view kOtherFunctions = "(other functions)";
 
+  // Runs are recorded once a dashboard asks for them (off by default: a cluster nobody watches pays
+  // nothing per report).
+  void enable() { enabled_.store(true, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   void record(std::uint32_t worker, std::string_view function, double finished_at, double seconds,
               std::uint32_t tasks, std::uint32_t failed);
 
@@ -60,6 +65,7 @@ class TaskStreamLog {
   double recent_rate(double now) const;
 
  private:
+  std::atomic<bool> enabled_{false};
   mutable std::mutex mutex_;
   std::vector<TaskRun> ring_ = std::vector<TaskRun>(kRuns);
   std::uint64_t written_ = 0;  // runs ever recorded; ring_[written_ % kRuns] is the next

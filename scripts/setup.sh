@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev
   libjs-chart.js gnuplot-nox chromium chromium-driver fonts-liberation
 )

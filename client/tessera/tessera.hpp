@@ -13,3 +13,4 @@
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
+#include "tessera/progress.hpp"

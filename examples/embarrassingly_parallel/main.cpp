@@ -26,6 +26,8 @@ struct Options {
   tessera::cli::KeyOptions keys;  // CURVE keys for --scheduler
   std::uint64_t seed = 0;
   std::string params_csv;  // set: only write the parameter sets there (for `tessera stream push`)
+  std::string dashboard;   // set: the embedded cluster serves its dashboard there ("127.0.0.1:8787")
+  bool hold = false;       // with a dashboard: keep it up until Enter is pressed (or stdin closes)
 };
 
 // The options, or the exit code: 0 after --help, 2 for a bad flag (named, with its accepted range).
@@ -52,6 +54,11 @@ std::variant<Options, int> parse(int argc, char** argv) {
       ->check(unsigned_in(0, std::numeric_limits<std::uint64_t>::max()));
   app.add_option("--scheduler", o.scheduler, "run on this tessera-node, tcp://HOST:PORT");
   app.add_option("--params-csv", o.params_csv, "only write the parameter sets to this CSV file");
+  app.add_option("--dashboard", o.dashboard,
+                 "serve the embedded cluster's dashboard at HOST:PORT (e.g. 127.0.0.1:8787; port 0: any free "
+                 "one) and print its link");
+  app.add_flag("--hold", o.hold,
+               "with --dashboard: keep the dashboard up after the run until Enter is pressed");
   o.keys.add_to(app);
   try {
     app.parse(argc, argv);
@@ -63,15 +70,6 @@ std::variant<Options, int> parse(int argc, char** argv) {
     return 2;
   }
   return o;
-}
-
-void progress(std::size_t done, std::size_t total) {
-  constexpr int width = 40;
-  const int filled = static_cast<int>(width * done / total);
-  std::printf("\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(),
-              done, total);
-  if (done == total) std::printf("\n");
-  std::fflush(stdout);
 }
 
 }  // namespace
@@ -102,8 +100,15 @@ int main(int argc, char** argv) try {
 
   // The same program runs embedded or against a node: only the client's construction differs.
   std::optional<tessera::LocalCluster> cluster;
-  if (o.scheduler.empty())
-    cluster.emplace(tessera::ClusterOptions{.workers = o.workers, .threads_per_worker = o.threads});
+  if (o.scheduler.empty()) {
+    tessera::ClusterOptions options{.workers = o.workers, .threads_per_worker = o.threads};
+    options.dashboard = o.dashboard;  // prints "tessera: dashboard at http://..." as Dask's Client shows it
+    cluster.emplace(options);
+  } else if (!o.dashboard.empty()) {
+    std::cerr << "embarrassingly_parallel: --dashboard is for the embedded cluster; a node serves its own "
+                 "([dashboard] in its config)\n";
+    return 2;
+  }
   tessera::Client client =
       o.scheduler.empty() ? tessera::Client(*cluster)
                           : tessera::Client(o.scheduler, o.keys.connect_options("embarrassingly_parallel"));
@@ -119,13 +124,7 @@ int main(int argc, char** argv) try {
   // 2. futures: map + gather (with a progress bar as they complete)
   start = std::chrono::steady_clock::now();
   auto futures = client.map(costly_simulation, params);
-  if (terminal) {
-    std::size_t finished = 0;
-    for (const auto& f : tessera::as_completed(futures)) {
-      (void)f;
-      progress(++finished, futures.size());
-    }
-  }
+  if (terminal) tessera::progress(futures, {.label = "costly_simulation"});
   const std::vector<double> b = client.gather(futures);
   const double t_futures = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -158,6 +157,12 @@ int main(int argc, char** argv) try {
   std::printf("delayed %.3f s, futures %.3f s, bag %.3f s: all three agree\n", t_delayed, t_futures, t_bag);
   std::printf("mean %.6f, results > 2: %ld, written to %s\n", mean, static_cast<long>(above),
               o.output.c_str());
+  if (o.hold && cluster && !cluster->dashboard_link().empty()) {
+    std::printf("the dashboard stays at %s; press Enter to stop\n", cluster->dashboard_link().c_str());
+    std::fflush(stdout);
+    std::string line;
+    std::getline(std::cin, line);
+  }
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "embarrassingly_parallel: " << e.what() << "\n";

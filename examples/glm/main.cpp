@@ -12,7 +12,7 @@
 #include <tessera/tessera.hpp>
 
 #include "cli_options.hpp"
-#include "scatter_png.hpp"
+#include "plots/figure.hpp"
 
 int main(int argc, char** argv) try {
   using namespace tessera;
@@ -63,14 +63,23 @@ int main(int argc, char** argv) try {
   std::printf("fit %.2f ms, predict %.2f ms\n", fit_ms, predict_ms);
 
   // plot the results
-  examples::ScatterPlot plot;
-  plot.x = x.compute_vector(client);
-  plot.y = y.compute_vector(client);
-  plot.line_x = x_new;
-  plot.line_y = y_new;
-  examples::write_scatter_png(plot, out);
-  std::printf("plot: %s (x from %.1f to %.1f, y from %.1f to %.1f)\n", out.c_str(), plot.x.minCoeff(),
-              plot.x.maxCoeff(), plot.y.minCoeff(), plot.y.maxCoeff());
+  const Eigen::VectorXd xs = x.compute_vector(client), ys = y.compute_vector(client);
+  plots::Figure figure;
+  char fitted[96];
+  std::snprintf(fitted, sizeof fitted, "y = %.4f x + %.4f", est.coef()[0], est.intercept());
+  figure.title = std::string("Linear regression with L-BFGS on 40,000 points: ") + fitted;
+  figure.x_label = "x";
+  figure.y_label = "y";
+  figure.series.push_back(
+      {"data: y = 0.5 x + 1 + N(0, 1)", std::vector<double>(xs.data(), xs.data() + xs.size()),
+       std::vector<double>(ys.data(), ys.data() + ys.size()), plots::Series::Style::points, "#8da0cb"});
+  figure.series.push_back({"fitted line (predict on a linspace)",
+                           std::vector<double>(x_new.data(), x_new.data() + x_new.size()),
+                           std::vector<double>(y_new.data(), y_new.data() + y_new.size()),
+                           plots::Series::Style::lines, "#d62728"});
+  plots::write_png(figure, out);
+  std::printf("plot: %s (x from %.1f to %.1f, y from %.1f to %.1f)\n", out.c_str(), xs.minCoeff(),
+              xs.maxCoeff(), ys.minCoeff(), ys.maxCoeff());
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "glm_example: " << e.what() << "\n";
