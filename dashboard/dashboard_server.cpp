@@ -213,6 +213,9 @@ DashboardServer::DashboardServer(DashboardSource source, DashboardOptions option
   s.set_write_timeout(5, 0);
   s.set_keep_alive_timeout(5);
   s.set_payload_max_length(64 * 1024);
+  // Headers and body go out as two writes: with Nagle's algorithm the second waits for the client's
+  // delayed ACK, 40 ms an answer on a kept-alive connection.
+  s.set_tcp_nodelay(true);
   // httplib's default adds SO_REUSEPORT, with which a second dashboard binds the same port and the two
   // share its requests: a port in use must be refused instead.
   s.set_socket_options([](socket_t sock) {
