@@ -144,7 +144,8 @@ int overhead(const tessera::cli::FlagTable& flags) {
     std::vector<std::unique_ptr<Poller>> watching;
     if (on)
       for (long long p = 0; p < pollers; ++p)
-        watching.push_back(std::make_unique<Poller>(port_of(cluster.dashboard_link()), std::chrono::seconds(1)));
+        watching.push_back(
+            std::make_unique<Poller>(port_of(cluster.dashboard_link()), std::chrono::seconds(1)));
     const auto start = Clock::now();
     const double cpu = tessera::bench::cpu_seconds();
     std::this_thread::sleep_for(std::chrono::seconds(10));

@@ -66,7 +66,8 @@ void write_png(const Figure& figure, const std::filesystem::path& png) {
          << "set output " << quoted(png.string()) << "\n"
          << "set title " << quoted(figure.title) << " font \",15\"\n"
          << "set xlabel " << quoted(figure.x_label) << "\nset ylabel " << quoted(figure.y_label) << "\n"
-         << "set grid lc rgb \"#dddddd\"\nset key top left box opaque spacing 1.3\nset border 3\nset tics nomirror\n"
+         << "set grid lc rgb \"#dddddd\"\nset key top left box opaque spacing 1.3\nset border 3\nset tics "
+            "nomirror\n"
          << "set datafile separator \" \"\n";
   if (figure.log_x) script << "set logscale x\n";
   if (figure.log_y) script << "set logscale y\n";
