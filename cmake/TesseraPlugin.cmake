@@ -1,0 +1,15 @@
+# tessera_add_plugin(NAME SOURCES file...): a shared library of task functions, simulations and
+# generators (TESSERA_TASK, TESSERA_SIMULATION, TESSERA_GENERATOR) that tessera-node loads from
+# [plugins] paths. It compiles against Tessera's public headers only; Tessera's own symbols (the
+# registry above all) are resolved from the tessera-node that loads it, so it links no Tessera library.
+# The same function builds the plugins in Tessera's tree and in a project of one's own.
+function(tessera_add_plugin name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES")
+  set(sources ${ARG_SOURCES} ${ARG_UNPARSED_ARGUMENTS})
+  if(NOT sources)
+    message(FATAL_ERROR "tessera_add_plugin(${name}): no SOURCES given")
+  endif()
+  add_library(${name} SHARED ${sources})
+  target_link_libraries(${name} PRIVATE Tessera::plugin_api)
+  target_link_options(${name} PRIVATE -Wl,--allow-shlib-undefined)
+endfunction()
