@@ -21,8 +21,13 @@ namespace fs = std::filesystem;
 // Starts tessera-node with a config and reads the endpoint it prints; stops it (SIGTERM) at the end.
 class NodeProcess {
  public:
+#ifdef TESSERA_NODE_BINARY
   // With `capture_log`, what the node writes to stderr goes to a file that log() reads.
-  explicit NodeProcess(const std::string& config_text, bool capture_log = false) {
+  explicit NodeProcess(const std::string& config_text, bool capture_log = false)
+      : NodeProcess(config_text, capture_log, TESSERA_NODE_BINARY) {}
+#endif
+  // The same with another tessera-node program (an installed one).
+  NodeProcess(const std::string& config_text, bool capture_log, const std::string& binary) {
     static int instances = 0;
     dir_ = fs::temp_directory_path() /
            ("tessera-node-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
@@ -40,8 +45,7 @@ class NodeProcess {
         if (FILE* log = fopen(log_path.c_str(), "w")) dup2(fileno(log), STDERR_FILENO);
       }
       close(out[0]);
-      execl(TESSERA_NODE_BINARY, TESSERA_NODE_BINARY, "--config", config.c_str(),
-            static_cast<char*>(nullptr));
+      execl(binary.c_str(), binary.c_str(), "--config", config.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(out[1]);
@@ -78,14 +82,20 @@ class NodeProcess {
     waitpid(pid_, &status, 0);
     pid_ = -1;
   }
-  const std::string& endpoint() const { return endpoint_; }
-  pid_t pid() const { return pid_; }
+  const std::string& endpoint() const {
+    return endpoint_;
+  }
+  pid_t pid() const {
+    return pid_;
+  }
   // What the node wrote to stderr so far (with capture_log).
   std::string log() const {
     std::ifstream in(log_path_);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  const std::string& first_line() const { return first_line_; }
+  const std::string& first_line() const {
+    return first_line_;
+  }
   // The next line the node prints on stdout (blocks until it does); empty once it closed stdout.
   std::string next_line() {
     char line[512];
