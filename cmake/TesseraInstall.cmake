@@ -32,3 +32,22 @@ install(FILES ${PROJECT_BINARY_DIR}/TesseraConfig.cmake ${PROJECT_BINARY_DIR}/Te
         DESTINATION ${TESSERA_CMAKE_DIR})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera-plugin.pc.in ${PROJECT_BINARY_DIR}/tessera-plugin.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tessera-plugin.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# cpack -G DEB (from the build directory): a Debian package of the above, installed under /usr. Its
+# Depends come from dpkg-shlibdeps on the programs (CAF, ZeroMQ, Cap'n Proto, RocksDB, OpenBLAS, ...);
+# plugins are built against Eigen's headers, so libeigen3-dev is a dependency too.
+set(CPACK_PACKAGE_NAME tessera)
+set(CPACK_PACKAGE_VENDOR "Tessera")
+set(CPACK_PACKAGE_CONTACT "Tessera maintainers <maintainers@tessera.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "actor-model parallel and distributed computation: node, CLI and plugin SDK")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+       "tessera-node runs schedulers and workers that exchange Cap'n Proto messages over ZeroMQ; tessera is "
+       "its command line; the headers and CMake package build plugins of task functions and simulations.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libeigen3-dev (>= 3.4)")
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://tessera.invalid")
+include(CPack)

@@ -158,4 +158,44 @@ TEST_F(InstallTest, TheVersionFileAcceptsTheSameMinorVersionOnly) {
   EXPECT_NE(out.find("0.1.0"), std::string::npos) << "the refusal names the version found:\n" << out;
 }
 
+// The Debian package: cpack -G DEB, its control fields and contents read back with dpkg-deb, and the
+// programs run from an extracted copy (a node, and `tessera status` against it).
+TEST_F(InstallTest, TheDebianPackageDeclaresItsDependenciesAndItsProgramsRun) {
+  const fs::path packages = work_ / "packages";
+  must_run(std::string(TESSERA_CPACK_COMMAND) + " -G DEB --config " +
+           quoted(fs::path(TESSERA_BUILD_DIR) / "CPackConfig.cmake") + " -B " + quoted(packages));
+  fs::path deb;
+  for (const auto& entry : fs::directory_iterator(packages))
+    if (entry.path().extension() == ".deb") deb = entry.path();
+  ASSERT_FALSE(deb.empty()) << "cpack made no .deb in " << packages;
+  EXPECT_EQ(deb.filename().string().rfind("tessera_0.1.0_", 0), 0u) << deb;
+
+  const auto info = must_run("dpkg-deb --info " + quoted(deb));
+  EXPECT_NE(info.find("Package: tessera\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("Version: 0.1.0\n"), std::string::npos) << info;
+  const auto depends_at = info.find(" Depends: ");
+  ASSERT_NE(depends_at, std::string::npos) << info;
+  const auto depends = info.substr(depends_at, info.find('\n', depends_at) - depends_at);
+  // From dpkg-shlibdeps on the programs, and Eigen for plugins.
+  for (const char* dependency :
+       {"libcaf-core", "libzmq5", "libcapnp", "librocksdb", "libopenblas", "libeigen3-dev"})
+    EXPECT_NE(depends.find(dependency), std::string::npos) << dependency << " missing from" << depends;
+
+  const auto contents = must_run("dpkg-deb --contents " + quoted(deb));
+  for (const char* file :
+       {"./usr/bin/tessera-node", "./usr/bin/tessera", "./usr/include/tessera-0.1/tessera/tessera.hpp",
+        "./usr/lib/cmake/Tessera/TesseraConfig.cmake", "./usr/lib/pkgconfig/tessera-plugin.pc"})
+    EXPECT_NE(contents.find(std::string(file) + "\n"), std::string::npos) << file << " is not in the package";
+
+  const fs::path root = work_ / "root";
+  must_run("dpkg-deb -x " + quoted(deb) + " " + quoted(root));
+  NodeProcess node(
+      "[node]\nname = \"packaged\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
+      "workers = 2\nthreads_per_worker = 1\n",
+      true, (root / "usr/bin/tessera-node").string());
+  const auto status =
+      must_run(quoted(root / "usr/bin/tessera") + " --scheduler " + node.endpoint() + " status --json");
+  EXPECT_NE(status.find("\"workers\":2"), std::string::npos) << status;
+}
+
 }  // namespace
