@@ -48,6 +48,8 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Stripped, as Debian ships programs: a debug build's symbols would make the package ten times larger.
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libeigen3-dev (>= 3.4)")
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://tessera.invalid")
 include(CPack)
