@@ -1,6 +1,5 @@
 # cmake --install build --prefix P: the programs, the public headers (and the internal headers they
 # include), the CMake package (find_package(Tessera), versioned, relocatable) and a pkg-config file.
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TESSERA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)

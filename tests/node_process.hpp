@@ -18,16 +18,22 @@ namespace tessera::testing {
 
 namespace fs = std::filesystem;
 
+// The build's tessera-node, for tests that define TESSERA_NODE_BINARY; others name the program they run.
+inline std::string default_node_binary() {
+#ifdef TESSERA_NODE_BINARY
+  return TESSERA_NODE_BINARY;
+#else
+  return {};
+#endif
+}
+
 // Starts tessera-node with a config and reads the endpoint it prints; stops it (SIGTERM) at the end.
 class NodeProcess {
  public:
-#ifdef TESSERA_NODE_BINARY
-  // With `capture_log`, what the node writes to stderr goes to a file that log() reads.
-  explicit NodeProcess(const std::string& config_text, bool capture_log = false)
-      : NodeProcess(config_text, capture_log, TESSERA_NODE_BINARY) {}
-#endif
-  // The same with another tessera-node program (an installed one).
-  NodeProcess(const std::string& config_text, bool capture_log, const std::string& binary) {
+  // With `capture_log`, what the node writes to stderr goes to a file that log() reads. `binary`: another
+  // tessera-node program (an installed one) than the build's.
+  explicit NodeProcess(const std::string& config_text, bool capture_log = false,
+                       const std::string& binary = default_node_binary()) {
     static int instances = 0;
     dir_ = fs::temp_directory_path() /
            ("tessera-node-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
@@ -82,20 +88,14 @@ class NodeProcess {
     waitpid(pid_, &status, 0);
     pid_ = -1;
   }
-  const std::string& endpoint() const {
-    return endpoint_;
-  }
-  pid_t pid() const {
-    return pid_;
-  }
+  const std::string& endpoint() const { return endpoint_; }
+  pid_t pid() const { return pid_; }
   // What the node wrote to stderr so far (with capture_log).
   std::string log() const {
     std::ifstream in(log_path_);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  const std::string& first_line() const {
-    return first_line_;
-  }
+  const std::string& first_line() const { return first_line_; }
   // The next line the node prints on stdout (blocks until it does); empty once it closed stdout.
   std::string next_line() {
     char line[512];
