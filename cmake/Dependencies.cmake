@@ -72,3 +72,14 @@ if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
 endif()
+
+# The Python client (python/): Debian's interpreter, which python3-pybind11, python3-numpy and the rest
+# are installed for (a python3 earlier on PATH may be another one), and pybind11's CMake package.
+if(TESSERA_PYTHON)
+  if(NOT DEFINED Python_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python_EXECUTABLE /usr/bin/python3)
+  endif()
+  set(PYBIND11_FINDPYTHON ON)
+  find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
+  find_package(pybind11 2.10 CONFIG REQUIRED)
+endif()

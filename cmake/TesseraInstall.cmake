@@ -4,9 +4,21 @@ include(CMakePackageConfigHelpers)
 
 set(TESSERA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)
 
-# Imported as Tessera::plugin_api, Tessera::tessera-node and Tessera::tessera.
+# The libraries the programs, the client library and the Python module run on. Only the client library
+# (libtessera) and libtessera_graph and libtessera_backends (what the public headers' inline code calls,
+# so what plugins link) are imported by the CMake package, by hand in
+# TesseraConfig.cmake.in: their link interface is the public headers and Eigen, whereas the exported
+# targets would drag in CAF, ZeroMQ, Cap'n Proto and RocksDB as a user's build dependencies.
+set(TESSERA_RUNTIME_LIBRARIES tessera_backends tessera_graph tessera_scheduling tessera_monitor tessera_dashboard
+                              tessera_messages tessera_storage tessera_actors tessera_nodes tessera)
+set_target_properties(${TESSERA_RUNTIME_LIBRARIES} PROPERTIES
+                      VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+install(TARGETS ${TESSERA_RUNTIME_LIBRARIES} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
+# Development links (libtessera.so) only for what users link.
+install(TARGETS tessera tessera_graph tessera_backends LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_ONLY)
+
+# Imported as Tessera::plugin_api, Tessera::tessera-node and Tessera::tessera-cli.
 set_target_properties(tessera_plugin_api PROPERTIES EXPORT_NAME plugin_api)
-set_target_properties(tessera-cli PROPERTIES EXPORT_NAME tessera)
 install(TARGETS tessera-node tessera-cli EXPORT TesseraTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS tessera_plugin_api EXPORT TesseraTargets)
 
@@ -22,7 +34,7 @@ endforeach()
 install(EXPORT TesseraTargets NAMESPACE Tessera:: DESTINATION ${TESSERA_CMAKE_DIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/TesseraConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/TesseraConfig.cmake INSTALL_DESTINATION ${TESSERA_CMAKE_DIR}
-                              PATH_VARS TESSERA_INSTALL_INCLUDEDIR CMAKE_INSTALL_BINDIR)
+                              PATH_VARS TESSERA_INSTALL_INCLUDEDIR CMAKE_INSTALL_BINDIR CMAKE_INSTALL_LIBDIR)
 # 0.x: a minor version may change the API, so only the same minor version matches.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/TesseraConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
@@ -30,7 +42,9 @@ install(FILES ${PROJECT_BINARY_DIR}/TesseraConfig.cmake ${PROJECT_BINARY_DIR}/Te
               ${PROJECT_SOURCE_DIR}/cmake/TesseraPlugin.cmake
         DESTINATION ${TESSERA_CMAKE_DIR})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera-plugin.pc.in ${PROJECT_BINARY_DIR}/tessera-plugin.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/tessera-plugin.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera.pc.in ${PROJECT_BINARY_DIR}/tessera.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tessera-plugin.pc ${PROJECT_BINARY_DIR}/tessera.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # cpack -G DEB (from the build directory): a Debian package of the above, installed under /usr. Its
 # Depends come from dpkg-shlibdeps on the programs (CAF, ZeroMQ, Cap'n Proto, RocksDB, OpenBLAS, ...);
@@ -47,8 +61,18 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Our own libraries are in the package: dpkg-shlibdeps resolves them there instead of asking for a package.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/lib)
 # Stripped, as Debian ships programs: a debug build's symbols would make the package ten times larger.
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libeigen3-dev (>= 3.4)")
+if(TESSERA_PYTHON)
+  # The module is built for this interpreter's ABI (3.x); the package imports NumPy, and pandas for frames.
+  set(python_abi ${Python_VERSION_MAJOR}.${Python_VERSION_MINOR})
+  math(EXPR python_next_minor "${Python_VERSION_MINOR} + 1")
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", python3 (>= ${python_abi}~), "
+         "python3 (<< ${Python_VERSION_MAJOR}.${python_next_minor}), python3-numpy")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-pandas")
+endif()
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://tessera.invalid")
 include(CPack)

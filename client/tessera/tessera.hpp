@@ -13,4 +13,5 @@
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
+#include "tessera/plugins.hpp"
 #include "tessera/progress.hpp"
