@@ -144,6 +144,11 @@ class StreamSink {
     lock.unlock();
     return fetch_(id);
   }
+  // Finished, and every result taken: next() has nothing more to give.
+  bool drained() const {
+    std::lock_guard lock(mutex_);
+    return finished_ && queue_.empty() && spilled_.empty();
+  }
   bool wait_finished(std::chrono::steady_clock::time_point deadline) {
     std::unique_lock lock(mutex_);
     const bool finished = changed_.wait_until(lock, deadline, [&] { return finished_; });

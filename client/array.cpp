@@ -56,8 +56,8 @@ Array filled(const std::vector<std::int64_t>& shape, double value, const ArrayOp
   });
 }
 
-template <class T>
-Array from_dense(const backends::DenseMatrix<T>& matrix, int ndim, const ArrayOptions& options) {
+template <class T, class Matrix>
+Array from_dense(const Matrix& matrix, int ndim, const ArrayOptions& options) {
   std::vector<std::int64_t> shape{matrix.rows()};
   if (ndim == 2) shape.push_back(matrix.cols());
   const Grid grid = make_grid(shape, options, "Array::from_eigen");
@@ -66,7 +66,8 @@ Array from_dense(const backends::DenseMatrix<T>& matrix, int ndim, const ArrayOp
   meta.backend = Backend::cpu;
   Array out = build(grid, Meta{Backend::cpu, backends::dtype_of<T>()},
                     [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
-                      return DelayedArg(Value(backends::Chunk::dense<T>(matrix.block(r0, c0, rows, cols))));
+                      return DelayedArg(Value(backends::Chunk::dense<T>(
+                          backends::DenseMatrix<T>(matrix.block(r0, c0, rows, cols)))));
                     });
   if (meta.dtype != backends::dtype_of<T>()) out = out.astype(options.dtype);
   return target == Backend::cpu ? out : out.to_backend(options.backend);
@@ -76,6 +77,14 @@ Array from_dense(const backends::DenseMatrix<T>& matrix, int ndim, const ArrayOp
 
 Array Array::from_eigen(const Eigen::MatrixXd& matrix, const ArrayOptions& options) {
   return from_dense<double>(matrix, 2, options);
+}
+Array Array::from_view(const MatrixView& view, int ndim, const ArrayOptions& options) {
+  if (ndim != 1 && ndim != 2)
+    throw SubmissionError("Array::from_view: arrays are 1-D or 2-D, got ndim " + std::to_string(ndim));
+  if (ndim == 1 && view.cols() != 1)
+    throw SubmissionError("Array::from_view: a 1-D array needs a one-column view, got " +
+                          std::to_string(view.cols()) + " columns");
+  return from_dense<double>(view, ndim, options);
 }
 Array Array::from_eigen(const Eigen::MatrixXf& matrix, const ArrayOptions& options) {
   ArrayOptions o = options;

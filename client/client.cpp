@@ -1,5 +1,8 @@
 #include "tessera/client.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "actors/cluster_backend.hpp"
 #include "actors/result_sink.hpp"
 #include "client/local_cluster_access.hpp"
@@ -119,13 +122,46 @@ std::vector<Value> Client::compute_values(const std::vector<const DelayedNode*>&
   return values_of(adopt_all(submit_delayed(roots)));
 }
 
-Future<Value> Client::submit_by_name(std::string_view name, std::vector<Value> args) {
+Future<Value> Client::submit_by_name(std::string_view name, std::vector<Arg> args) {
   const TaskFunction& function = Registry::global().get(name);
   std::vector<Column> columns;
   columns.reserve(args.size());
-  for (auto& arg : args) columns.push_back(Column::broadcast(Arg(std::move(arg))));
+  for (auto& arg : args) columns.push_back(Column::broadcast(std::move(arg)));
   auto op = std::make_shared<Operation>(function, 1, std::move(columns));
   return Future<Value>(detail::ResultHandle(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0));
+}
+
+std::vector<Future<Value>> Client::map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs) {
+  const TaskFunction& function = Registry::global().get(name);
+  const std::size_t n = inputs.empty() ? 0 : inputs.front().size();
+  std::vector<Column> columns;
+  columns.reserve(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].size() != n)
+      throw SubmissionError("map(" + function.name + "): input " + std::to_string(k) + " has " +
+                            std::to_string(inputs[k].size()) + " elements, input 0 has " + std::to_string(n));
+    const bool literal = std::ranges::all_of(inputs[k], [](const Arg& a) { return a.index() == 0; });
+    if (literal) {
+      // The compact form: one Value per task.
+      std::vector<Value> values;
+      values.reserve(n);
+      for (auto& a : inputs[k]) values.push_back(std::move(std::get<Value>(a)));
+      columns.push_back(Column::per_task(std::move(values)));
+    } else {
+      columns.push_back(Column::per_task(std::move(inputs[k])));
+    }
+  }
+  if (n > std::numeric_limits<std::uint32_t>::max())
+    throw SubmissionError("map(" + function.name + "): " + std::to_string(n) +
+                          " tasks in one call is too many");
+  if (n == 0) return {};
+  const auto count = static_cast<std::uint32_t>(n);
+  auto op = std::make_shared<Operation>(function, count, std::move(columns));
+  auto sink = send({op}, {Watch{op->id(), 0, count, 0}}, count);
+  std::vector<Future<Value>> futures;
+  futures.reserve(n);
+  for (std::uint32_t i = 0; i < count; ++i) futures.emplace_back(detail::ResultHandle(sink, i));
+  return futures;
 }
 
 std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::string>& keys) {

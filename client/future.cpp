@@ -64,6 +64,14 @@ CompletionOrder::CompletionOrder(CompletionOrder&&) noexcept = default;
 CompletionOrder& CompletionOrder::operator=(CompletionOrder&&) noexcept = default;
 
 std::optional<std::size_t> CompletionOrder::next() {
+  return next(std::chrono::steady_clock::time_point::max());
+}
+
+bool CompletionOrder::exhausted() const {
+  return state_->remaining == 0;
+}
+
+std::optional<std::size_t> CompletionOrder::next(std::chrono::steady_clock::time_point deadline) {
   State& st = *state_;
   if (st.remaining == 0) return std::nullopt;
   std::unique_lock lock(st.queue->mutex);
@@ -83,7 +91,12 @@ std::optional<std::size_t> CompletionOrder::next() {
       --st.remaining;
       return index;
     }
-    st.queue->changed.wait(lock);
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      st.queue->changed.wait(lock);
+    } else if (st.queue->changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+               st.queue->finished.empty()) {
+      return std::nullopt;
+    }
   }
 }
 

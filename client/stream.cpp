@@ -226,6 +226,10 @@ std::optional<StreamRecord> Stream::next(std::chrono::steady_clock::time_point d
   return state_->sink->next(deadline);
 }
 
+bool Stream::drained() const {
+  return state_->sink->drained();
+}
+
 bool Stream::wait(std::chrono::steady_clock::time_point deadline) {
   flush();
   return state_->sink->wait_finished(deadline);

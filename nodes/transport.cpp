@@ -9,6 +9,7 @@
 
 #include <iostream>
 
+#include "graph/errors.hpp"
 #include "graph/printable.hpp"
 
 namespace tessera::transport {
@@ -349,7 +350,13 @@ Connection::Connection(ConnectionOptions options)
   if (options.curve) set_curve_client(dealer_, *options.curve, options.server_public_key);
   if (options.send_timeout.count() >= 0)
     dealer_.set(zmq::sockopt::sndtimeo, static_cast<int>(options.send_timeout.count()));
-  dealer_.connect(options.address);
+  try {
+    dealer_.connect(options.address);
+  } catch (const zmq::error_t& e) {
+    // ZeroMQ says only "Invalid argument": name the address and what one looks like.
+    throw ConnectionError("cannot connect to " + in_quotes(options.address, 200) + ": " + e.what() +
+                          " (an address is tcp://HOST:PORT or ipc://PATH)");
+  }
   Outgoing hello;
   hello.envelope().setVersion(options.protocol_version);
   auto h = hello.envelope().initHello();

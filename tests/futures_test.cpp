@@ -49,7 +49,7 @@ TEST(Futures, SubmitByNameChecksCountAndTypes) {
   using tessera::Value;
   EXPECT_EQ(client.submit_by_name("add", {Value(std::int64_t{2}), Value(std::int64_t{3})}).result().as_int(),
             5);
-  auto message = [&](std::string_view name, std::vector<Value> args) -> std::string {
+  auto message = [&](std::string_view name, std::vector<tessera::Arg> args) -> std::string {
     try {
       client.submit_by_name(name, std::move(args));
     } catch (const tessera::SubmissionError& e) {

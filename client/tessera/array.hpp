@@ -42,6 +42,10 @@ class Array {
   static Array from_eigen(const Eigen::MatrixXd& matrix, const ArrayOptions& options = {});
   static Array from_eigen(const Eigen::MatrixXf& matrix, const ArrayOptions& options = {});
   static Array from_eigen(const Eigen::VectorXd& vector, const ArrayOptions& options = {});  // 1-D
+  // Elements someone else owns (a NumPy array in C or Fortran order, or any strides the Map describes),
+  // copied once, block by block, into the array's chunks. `ndim` 1 makes a 1-D array of a one-column view.
+  using MatrixView = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+  static Array from_view(const MatrixView& view, int ndim, const ArrayOptions& options = {});
   // A sparse array whatever options.backend says (only chunks and dtype are read); to_backend() moves it.
   static Array from_sparse(const Eigen::SparseMatrix<double>& matrix, const ArrayOptions& options = {});
   // Seeded: element (i, j) depends only on (seed, i, j), whatever the chunks and the number of workers.

@@ -1,6 +1,7 @@
 // as_completed(futures): yields the futures in the order their tasks finish.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <iterator>
 #include <memory>
@@ -25,6 +26,10 @@ class CompletionOrder {
 
   // Nullopt once every handle has been given.
   std::optional<std::size_t> next();
+  // The same, or nullopt when the deadline passed first (exhausted() tells the two apart): what a caller
+  // that must stay interruptible (the Python client, for Ctrl-C) waits with.
+  std::optional<std::size_t> next(std::chrono::steady_clock::time_point deadline);
+  bool exhausted() const;
 
  private:
   struct State;

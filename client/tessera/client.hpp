@@ -117,8 +117,11 @@ class Client {
 
   // Runs the function registered under `name` with dynamically typed arguments (as a command line or
   // another language would). An unknown name, a wrong count or a wrong type is a SubmissionError that
-  // names the function and the argument.
-  Future<Value> submit_by_name(std::string_view name, std::vector<Value> args);
+  // names the function and the argument. An argument is a Value or a future's task (Future::task()), as
+  // another language's client passes them; the caller keeps those futures alive until this one is done.
+  Future<Value> submit_by_name(std::string_view name, std::vector<Arg> args);
+  // One task per element: inputs[k] holds the k-th argument of every task (all of one length).
+  std::vector<Future<Value>> map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs);
 
   // Runs fn over every element of the ranges (one task per element), as one operation.
   template <class F, std::ranges::sized_range... Ranges>

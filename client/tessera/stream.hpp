@@ -142,6 +142,9 @@ class Stream {
   // (or the deadline passed).
   std::optional<StreamRecord> next(
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  // True once the stream has finished and every result was taken: a nullopt from next(deadline) then
+  // means the end rather than the deadline.
+  bool drained() const;
   // Waits until the stream is closed and every parameter set answered; false when the deadline passed.
   bool wait(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   // Parameter sets pushed so far: the id the next push gets.
