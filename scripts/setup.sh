@@ -10,10 +10,12 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev
   libjs-chart.js gnuplot-nox chromium chromium-driver fonts-liberation
+  python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-pandas
+  python3-sklearn python3-matplotlib
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then
-  packages+=(python3 python3-dask python3-distributed python3-numpy python3-pandas python3-sklearn python3-matplotlib)
+  packages+=(python3-dask python3-distributed)
 fi
 
 missing=()

@@ -67,7 +67,9 @@ TEST_F(InstallTest, AnOutOfTreePluginBuiltAgainstAMovedInstallRunsOnTheInstalled
        {"bin/tessera-node", "bin/tessera", "include/tessera-0.1/tessera/tessera.hpp",
         "include/tessera-0.1/graph/value.hpp", "lib/cmake/Tessera/TesseraConfig.cmake",
         "lib/cmake/Tessera/TesseraConfigVersion.cmake", "lib/cmake/Tessera/TesseraTargets.cmake",
-        "lib/cmake/Tessera/TesseraPlugin.cmake", "lib/pkgconfig/tessera-plugin.pc"})
+        "lib/cmake/Tessera/TesseraPlugin.cmake", "lib/pkgconfig/tessera-plugin.pc",
+        "lib/pkgconfig/tessera.pc", "lib/libtessera.so", "lib/libtessera.so.0.1", "lib/libtessera_graph.so",
+        "lib/libtessera_actors.so.0.1", "lib/python3/dist-packages/tessera/__init__.py"})
     EXPECT_TRUE(fs::exists(moved / file)) << file << " is not installed";
   // The public headers compile from the installed copy alone: no header of the runtime is needed.
   EXPECT_FALSE(fs::exists(moved / "include/tessera-0.1/actors")) << "the runtime's headers are installed";
@@ -79,6 +81,35 @@ TEST_F(InstallTest, AnOutOfTreePluginBuiltAgainstAMovedInstallRunsOnTheInstalled
   must_run(cmake + " --build " + quoted(project_build));
   const fs::path plugin = project_build / "libcooling.so";
   ASSERT_TRUE(fs::exists(plugin)) << "the out-of-tree build made no " << plugin;
+
+  // A program of one's own on the installed client library (Tessera::tessera), run from the moved prefix.
+  const auto swept = must_run(quoted(project_build / "cooling_sweep") + " " + quoted(plugin) + " 200");
+  EXPECT_EQ(swept.rfind("cooling_sweep: 200 results", 0), 0u) << swept;
+  // The same program built without CMake, by pkg-config's flags for the client library (from the moved
+  // prefix), and run.
+  const fs::path by_pkg_config = work_ / "cooling_sweep_pkg_config";
+  must_run(std::string(TESSERA_CXX_COMPILER) + " -O1 " +
+           quoted(fs::path(TESSERA_SOURCE_DIR) / "examples/out_of_tree/cooling_sweep.cpp") + " -o " +
+           quoted(by_pkg_config) + " $(PKG_CONFIG_PATH=" + quoted(moved / "lib/pkgconfig") +
+           " pkg-config --cflags --libs tessera)");
+  const auto swept_again = must_run(quoted(by_pkg_config) + " " + quoted(plugin) + " 50");
+  EXPECT_EQ(swept_again.rfind("cooling_sweep: 50 results", 0), 0u) << swept_again;
+#ifdef TESSERA_PYTHON_EXECUTABLE
+  // The installed Python package, from the moved prefix: the cooling plugin streamed through a LocalCluster.
+  const auto python =
+      must_run("PYTHONPATH=" + quoted(moved / "lib/python3/dist-packages") + " " + TESSERA_PYTHON_EXECUTABLE +
+               " -c \"import tessera, numpy as np\n"
+               "c = tessera.LocalCluster(workers=1, threads_per_worker=2, plugins=['" +
+               plugin.string() +
+               "'])\n"
+               "client = tessera.Client(c)\n"
+               "s = client.stream('cooling', config={'dt': 1e-3})\n"
+               "s.push_many(np.array([[80.0, 20.0, 0.1, 5.0]] * 50)); s.close()\n"
+               "v = [r.value for r in s]\n"
+               "print(len(v), max(abs(x - (20 + 60 * np.exp(-0.5))) for x in v) < 5e-3, tessera.__file__)\"");
+  EXPECT_EQ(python.rfind("50 True " + (moved / "lib/python3/dist-packages/tessera").string(), 0), 0u)
+      << python;
+#endif
 
   NodeProcess node(
       "[node]\nname = \"cooling\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
@@ -184,8 +215,16 @@ TEST_F(InstallTest, TheDebianPackageDeclaresItsDependenciesAndItsProgramsRun) {
   const auto contents = must_run("dpkg-deb --contents " + quoted(deb));
   for (const char* file :
        {"./usr/bin/tessera-node", "./usr/bin/tessera", "./usr/include/tessera-0.1/tessera/tessera.hpp",
-        "./usr/lib/cmake/Tessera/TesseraConfig.cmake", "./usr/lib/pkgconfig/tessera-plugin.pc"})
+        "./usr/lib/cmake/Tessera/TesseraConfig.cmake", "./usr/lib/pkgconfig/tessera-plugin.pc",
+        "./usr/lib/pkgconfig/tessera.pc", "./usr/lib/libtessera.so.0.1.0",
+        "./usr/lib/libtessera_graph.so.0.1.0"})
     EXPECT_NE(contents.find(std::string(file) + "\n"), std::string::npos) << file << " is not in the package";
+
+#ifdef TESSERA_PYTHON_EXECUTABLE
+  EXPECT_NE(depends.find("python3-numpy"), std::string::npos) << depends;
+  EXPECT_NE(contents.find("./usr/lib/python3/dist-packages/tessera/__init__.py\n"), std::string::npos)
+      << contents;
+#endif
 
   const fs::path root = work_ / "root";
   must_run("dpkg-deb -x " + quoted(deb) + " " + quoted(root));

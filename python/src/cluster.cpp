@@ -1,0 +1,189 @@
+// tessera._tessera: LocalCluster, Client (submit, map, cancel by registered name), load_plugin and the
+// registry's names. python/tessera/_cluster.py wraps these with Dask's keyword arguments and checks.
+#include <pybind11/stl.h>
+
+#include <chrono>
+
+#include "bindings.hpp"
+#include "graph/printable.hpp"
+#include "graph/registry.hpp"
+#include "graph/simulation.hpp"
+#include "nodes/transport.hpp"
+#include "tessera/plugins.hpp"
+#include "values.hpp"
+#include "waiting.hpp"
+
+namespace tessera::python {
+
+namespace {
+
+py::dict status_dict(const SchedulerStatus& s) {
+  py::dict d;
+  d["workers"] = s.workers;
+  d["retiring_workers"] = s.retiring_workers;
+  d["operations"] = s.operations;
+  d["tasks_pending"] = s.tasks_pending;
+  d["results_held"] = s.results_held;
+  d["tasks_done"] = s.tasks_done;
+  d["tasks_erred"] = s.tasks_erred;
+  d["tasks_cancelled"] = s.tasks_cancelled;
+  d["tasks_stolen"] = s.tasks_stolen;
+  d["workers_lost"] = s.workers_lost;
+  d["tasks_recomputed"] = s.tasks_recomputed;
+  d["tasks_from_checkpoint"] = s.tasks_from_checkpoint;
+  return d;
+}
+
+// A task argument: a future of this client becomes a reference to its task (and is kept alive by the
+// new future), anything else a literal Value.
+Arg to_arg(py::handle object, const ClientState& owner, py::list& inputs, const std::string& where) {
+  if (py::isinstance<PyFuture>(object)) {
+    auto& future = object.cast<PyFuture&>();
+    if (future.owner.get() != &owner)
+      throw SubmissionError(where + ": a future of another client cannot be an argument here");
+    inputs.append(object);
+    return Arg(future.future.task());
+  }
+  return Arg(to_value(object, where));
+}
+
+PyFuture submit(const ClientPtr& owner, const std::string& name, const py::args& args) {
+  std::vector<Arg> converted;
+  py::list inputs;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    converted.push_back(to_arg(args[i], *owner, inputs,
+                               "argument " + std::to_string(i) + " of submit(" + in_quotes(name) + ")"));
+  Future<Value> future = [&] {
+    py::gil_scoped_release released;
+    return owner->client.submit_by_name(name, std::move(converted));
+  }();
+  return PyFuture{owner, std::move(future), name, std::move(inputs)};
+}
+
+std::vector<PyFuture> map(const ClientPtr& owner, const std::string& name, const py::args& iterables) {
+  if (iterables.size() == 0) throw SubmissionError("map(" + in_quotes(name) + "): no input to map over");
+  std::vector<std::vector<Arg>> inputs;
+  py::list kept;
+  for (std::size_t k = 0; k < iterables.size(); ++k) {
+    const std::string where = "input " + std::to_string(k) + " of map(" + in_quotes(name) + ")";
+    py::handle iterable = iterables[k];
+    if (py::isinstance<py::str>(iterable) || py::isinstance<py::bytes>(iterable))
+      throw SubmissionError(where + ": a string is not a sequence of task arguments");
+    std::vector<Arg> column;
+    if (py::hasattr(iterable, "__len__")) column.reserve(py::len(iterable));
+    std::size_t i = 0;
+    for (auto item : py::iter(iterable))
+      column.push_back(to_arg(item, *owner, kept, where + "[" + std::to_string(i++) + "]"));
+    inputs.push_back(std::move(column));
+  }
+  std::vector<Future<Value>> futures = [&] {
+    py::gil_scoped_release released;
+    return owner->client.map_by_name(name, std::move(inputs));
+  }();
+  std::vector<PyFuture> out;
+  out.reserve(futures.size());
+  for (auto& f : futures) out.push_back(PyFuture{owner, std::move(f), name, kept});
+  return out;
+}
+
+}  // namespace
+
+void bind_cluster(py::module_& m) {
+  m.def(
+      "load_plugin", [](const std::string& path) { load_plugin(path); }, py::arg("path"),
+      "Loads a plugin (a shared library built with tessera_add_plugin): its task functions, simulations "
+      "and generators can then be submitted by name from this process.");
+  m.def(
+      "curve_keypair",
+      [] {
+        const auto keys = transport::generate_curve_keys();
+        return py::make_tuple(keys.public_key, keys.secret_key);
+      },
+      "A new CURVE key pair (public, secret), Z85 text, as `tessera keygen` writes them.");
+  m.def(
+      "functions", [] { return Registry::global().names(); },
+      "The names of the task functions registered in this process (built in and from loaded plugins).");
+  m.def(
+      "simulations", [] { return SimulationRegistry::global().names(); },
+      "The names of the simulations registered in this process.");
+
+  py::class_<LocalCluster, std::shared_ptr<LocalCluster>>(m, "_LocalCluster")
+      .def(py::init([](std::uint32_t workers, std::uint32_t threads_per_worker, std::uint64_t memory_limit,
+                       double memory_target_fraction, double memory_pause_fraction, std::string data_dir,
+                       std::string dashboard, std::uint32_t actor_threads) {
+             ClusterOptions options;
+             options.workers = workers;
+             options.threads_per_worker = threads_per_worker;
+             options.memory_limit = memory_limit;
+             options.memory_target_fraction = memory_target_fraction;
+             options.memory_pause_fraction = memory_pause_fraction;
+             options.data_dir = std::move(data_dir);
+             options.dashboard = std::move(dashboard);
+             options.actor_threads = actor_threads;
+             py::gil_scoped_release released;
+             return std::make_shared<LocalCluster>(options);
+           }),
+           py::arg("workers"), py::arg("threads_per_worker"), py::arg("memory_limit"),
+           py::arg("memory_target_fraction"), py::arg("memory_pause_fraction"), py::arg("data_dir"),
+           py::arg("dashboard"), py::arg("actor_threads"))
+      .def("scale", &LocalCluster::scale, py::arg("workers"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("workers", &LocalCluster::workers)
+      .def_property_readonly("threads_per_worker", &LocalCluster::threads_per_worker)
+      .def_property_readonly("dashboard_link", &LocalCluster::dashboard_link)
+      .def(
+          "wait_for_workers",
+          [](LocalCluster& cluster, std::uint32_t workers, double timeout) {
+            const auto deadline = deadline_after(timeout, "wait_for_workers");
+            return wait_interruptibly(
+                [&](Clock::time_point slice_end) {
+                  return cluster.wait_for_workers(
+                      workers,
+                      std::chrono::duration_cast<std::chrono::milliseconds>(slice_end - Clock::now()));
+                },
+                deadline);
+          },
+          py::arg("workers"), py::arg("timeout"))
+      .def("status", [](const LocalCluster& cluster) {
+        SchedulerStatus s;
+        {
+          py::gil_scoped_release released;
+          s = cluster.status();
+        }
+        return status_dict(s);
+      });
+
+  py::class_<ClientState, ClientPtr>(m, "_Client")
+      .def(py::init([](std::shared_ptr<LocalCluster> cluster) {
+             if (!cluster) throw std::invalid_argument("Client: the cluster is closed");
+             return std::make_shared<ClientState>(ClientState{cluster, Client(*cluster)});
+           }),
+           py::arg("cluster"))
+      .def(py::init([](const std::string& address, const std::string& name, const std::string& public_key,
+                       const std::string& secret_key, const std::string& scheduler_public_key,
+                       double heartbeat_timeout, double reconnect_timeout) {
+             ConnectOptions options;
+             options.name = name;
+             options.public_key = public_key;
+             options.secret_key = secret_key;
+             options.scheduler_public_key = scheduler_public_key;
+             auto millis = [](double seconds) {
+               return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+             };
+             options.heartbeat_timeout = millis(heartbeat_timeout);
+             options.reconnect_timeout = millis(reconnect_timeout);
+             py::gil_scoped_release released;
+             return std::make_shared<ClientState>(ClientState{nullptr, Client(address, options)});
+           }),
+           py::arg("address"), py::arg("name"), py::arg("public_key"), py::arg("secret_key"),
+           py::arg("scheduler_public_key"), py::arg("heartbeat_timeout"), py::arg("reconnect_timeout"))
+      .def("submit", &submit, py::arg("name"))
+      .def("map", &map, py::arg("name"))
+      .def("cancel", [](const ClientPtr& owner, const std::vector<PyFuture*>& futures) {
+        std::vector<Future<Value>> handles;
+        for (const auto* f : futures) handles.push_back(f->future);
+        py::gil_scoped_release released;
+        owner->client.cancel(handles);
+      });
+}
+
+}  // namespace tessera::python

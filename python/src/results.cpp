@@ -1,0 +1,239 @@
+// tessera.ResultQuery: a stream's stored results, filtered (where), counted, summarized, read back by id
+// and as columns for NumPy and pandas (python/tessera/_frames.py builds the frames from these).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "bindings.hpp"
+#include "tessera/results.hpp"
+#include "values.hpp"
+#include "waiting.hpp"
+
+namespace tessera::python {
+
+namespace {
+
+struct PyQuery {
+  ClientPtr owner;
+  ResultQuery query;
+  std::uint64_t stream;
+};
+
+// The numbers of a value, when it is one number or a flat list of them.
+bool numbers_of(const Value& v, std::vector<double>& out) {
+  out.clear();
+  switch (v.kind()) {
+    case ValueKind::integer:
+    case ValueKind::real:
+      out.push_back(v.as_double());
+      return true;
+    case ValueKind::boolean:
+      out.push_back(v.as_bool() ? 1.0 : 0.0);
+      return true;
+    case ValueKind::doubles:
+      out = v.as_doubles();
+      return true;
+    case ValueKind::vector: {
+      const auto& e = v.as_vector();
+      out.assign(e.data(), e.data() + e.size());
+      return true;
+    }
+    case ValueKind::list:
+      for (const auto& item : v.as_list()) {
+        if (item.kind() != ValueKind::integer && item.kind() != ValueKind::real) return false;
+        out.push_back(item.as_double());
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One row of numbers per record (record-major), all of one width; `numeric` goes false at the first
+// record that is not numbers, or not as many. Missing values (failed sets) are NaN rows.
+struct NumberColumn {
+  std::vector<double> data;
+  std::size_t rows = 0, width = 0;
+  bool known = false, numeric = true;
+  std::vector<double> scratch;
+
+  void add(const Value& v, bool missing) {
+    if (!numeric) return;
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    if (missing || v.is_none()) {
+      if (known) data.insert(data.end(), width, nan);
+      ++rows;
+      return;
+    }
+    if (!numbers_of(v, scratch) || (known && scratch.size() != width)) {
+      numeric = false;
+      return;
+    }
+    if (!known) {
+      known = true;
+      width = scratch.size();
+      data.assign(rows * width, nan);
+    }
+    data.insert(data.end(), scratch.begin(), scratch.end());
+    ++rows;
+  }
+
+  // (rows,) for one number per record, (rows, width) otherwise; None when not numeric.
+  py::object array() {
+    if (!numeric) return py::none();
+    if (!known) {
+      width = 1;
+      data.assign(rows, std::numeric_limits<double>::quiet_NaN());
+    }
+    auto* owned = new std::vector<double>(std::move(data));
+    py::capsule base(owned, [](void* p) { delete static_cast<std::vector<double>*>(p); });
+    const auto item = static_cast<py::ssize_t>(sizeof(double));
+    const auto n = static_cast<py::ssize_t>(rows), w = static_cast<py::ssize_t>(width);
+    if (width == 1) return py::array(py::dtype::of<double>(), {n}, {item}, owned->data(), base);
+    return py::array(py::dtype::of<double>(), {n, w}, {item * w, item}, owned->data(), base);
+  }
+};
+
+// Every matching record, read in windows of ids so that a million results never sit in memory twice.
+py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
+  std::vector<std::uint64_t> ids;
+  std::vector<bool> failed;
+  std::vector<std::string> errors;
+  std::vector<Value> values;
+  NumberColumn results, parameters;
+  std::uint64_t total = 0;
+  {
+    py::gil_scoped_release released;
+    total = q.query.count();
+  }
+  ids.reserve(total);
+  constexpr std::uint64_t kWindow = 1 << 16;
+  std::uint64_t first = 0, seen = 0;
+  std::vector<StreamResult> page;
+  while (seen < total && first < std::numeric_limits<std::uint64_t>::max() - kWindow) {
+    {
+      py::gil_scoped_release released;
+      page = q.query.range(first, first + kWindow);
+    }
+    for (auto& r : page) {
+      ids.push_back(r.id);
+      failed.push_back(r.failed);
+      errors.push_back(r.failed ? r.error : std::string());
+      results.add(r.value, r.failed);
+      if (with_parameters) parameters.add(r.parameters, false);
+      if (with_objects) values.push_back(std::move(r.value));
+    }
+    seen += page.size();
+    first += kWindow;
+    check_signals();
+  }
+  py::dict out;
+  py::array_t<std::uint64_t> id_array(static_cast<py::ssize_t>(ids.size()));
+  std::copy(ids.begin(), ids.end(), id_array.mutable_data());
+  py::array_t<bool> failed_array(static_cast<py::ssize_t>(failed.size()));
+  std::copy(failed.begin(), failed.end(), failed_array.mutable_data());
+  out["id"] = id_array;
+  out["failed"] = failed_array;
+  out["error"] = py::cast(errors);
+  out["result"] = results.array();
+  if (with_parameters) out["parameters"] = parameters.array();
+  if (with_objects) {
+    py::list objects(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) objects[i] = from_value(values[i]);
+    out["objects"] = objects;
+  }
+  return out;
+}
+
+py::dict summary_dict(const ResultSummary& s) {
+  py::dict d;
+  d["count"] = s.count;
+  d["failed"] = s.failed;
+  d["numeric"] = s.numeric;
+  d["mean"] = s.mean;
+  d["min"] = s.min;
+  d["max"] = s.max;
+  d["histogram"] = s.histogram;
+  return d;
+}
+
+}  // namespace
+
+void bind_results(py::module_& m) {
+  py::class_<StreamResult>(m, "StoredResult", "One parameter set's outcome as the store keeps it.")
+      .def_readonly("id", &StreamResult::id)
+      .def_property_readonly("value", [](const StreamResult& r) { return from_value(r.value); })
+      .def_property_readonly("parameters", [](const StreamResult& r) { return from_value(r.parameters); })
+      .def_readonly("failed", &StreamResult::failed)
+      .def_readonly("error", &StreamResult::error)
+      .def_readonly("node", &StreamResult::node)
+      .def_property_readonly("failure",
+                             [](const StreamResult& r) { return std::string(failure_name(r.failure)); })
+      .def_readonly("attempts", &StreamResult::attempts)
+      .def("__repr__", [](const StreamResult& r) {
+        return "<tessera.StoredResult id=" + std::to_string(r.id) + " value=" + r.value.to_string(60) + ">";
+      });
+
+  py::class_<PyQuery>(m, "ResultQuery", "A query over a stream's stored results.")
+      .def_property_readonly("stream", [](const PyQuery& q) { return q.stream; })
+      .def(
+          "where",
+          [](const PyQuery& q, const std::string& filter) {
+            return PyQuery{q.owner, q.query.where(filter), q.stream};
+          },
+          py::arg("filter"), "The same query with a filter, e.g. \"result > 2 and not failed\".")
+      .def("count",
+           [](const PyQuery& q) {
+             py::gil_scoped_release released;
+             return q.query.count();
+           })
+      .def(
+          "summary",
+          [](const PyQuery& q, const std::string& field, std::size_t bins) {
+            ResultSummary s;
+            {
+              py::gil_scoped_release released;
+              s = q.query.summary(field, bins);
+            }
+            return summary_dict(s);
+          },
+          py::arg("field") = "result", py::arg("bins") = 10)
+      .def(
+          "get",
+          [](const PyQuery& q, std::uint64_t id) {
+            py::gil_scoped_release released;
+            return q.query.get(id);
+          },
+          py::arg("id"))
+      .def(
+          "range",
+          [](const PyQuery& q, std::uint64_t first, std::uint64_t last) {
+            py::gil_scoped_release released;
+            return q.query.range(first, last);
+          },
+          py::arg("first"), py::arg("last"))
+      .def(
+          "to_text",
+          [](const PyQuery& q, const std::string& format, const std::string& field, std::size_t bins) {
+            std::ostringstream out;
+            {
+              py::gil_scoped_release released;
+              q.query.to_text(out, format, field, bins);
+            }
+            return out.str();
+          },
+          py::arg("format"), py::arg("field") = "result", py::arg("bins") = 10)
+      .def("_columns", &columns, py::arg("parameters") = true, py::arg("objects") = false);
+
+  m.def(
+      "_results",
+      [](const ClientPtr& owner, std::uint64_t stream) {
+        return PyQuery{owner, owner->client.results(stream), stream};
+      },
+      py::arg("client"), py::arg("stream"));
+}
+
+}  // namespace tessera::python

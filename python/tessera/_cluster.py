@@ -1,0 +1,258 @@
+"""LocalCluster and Client with Dask's shape: a cluster in this process or a scheduler node's address,
+futures by registered name, streams, ensembles and result queries."""
+
+import os
+import threading
+
+from . import _checks, _tessera
+
+_current = threading.local()
+_last = [None]
+
+
+def current_client():
+    """The client made last (in this thread, else in any): what Array.compute uses when given none."""
+    client = getattr(_current, "client", None) or _last[0]
+    if client is None or client._state is None:
+        raise RuntimeError("no open tessera.Client: make one (tessera.Client(cluster)) or pass client=")
+    return client
+
+
+class LocalCluster:
+    """A scheduler and `workers` workers of `threads_per_worker` compute threads each, in this process.
+
+    memory_limit is per worker: bytes, or a size such as "4GB"; past it results spill to data_dir.
+    plugins are loaded into this process first (see load_plugin)."""
+
+    def __init__(self, workers=1, threads_per_worker=0, memory_limit=0, plugins=(), *, data_dir="",
+                 dashboard="", actor_threads=0, memory_target_fraction=0.6, memory_pause_fraction=0.8):
+        workers = _checks.count("LocalCluster: workers", workers, 1, 4096)
+        threads = _checks.count("LocalCluster: threads_per_worker", threads_per_worker, 0, 4096)
+        limit = _checks.memory("LocalCluster: memory_limit", memory_limit)
+        actors = _checks.count("LocalCluster: actor_threads", actor_threads, 0, 4096)
+        target = _checks.fraction("LocalCluster: memory_target_fraction", memory_target_fraction)
+        pause = _checks.fraction("LocalCluster: memory_pause_fraction", memory_pause_fraction)
+        if isinstance(plugins, (str, bytes, os.PathLike)):
+            plugins = [plugins]
+        for plugin in plugins:
+            _tessera.load_plugin(os.fspath(plugin))
+        self._cluster = _tessera._LocalCluster(
+            workers, threads, limit, target, pause, _checks.text("LocalCluster: data_dir", data_dir),
+            _checks.text("LocalCluster: dashboard", dashboard), actors)
+
+    def _engine(self):
+        if self._cluster is None:
+            raise RuntimeError("this LocalCluster is closed")
+        return self._cluster
+
+    @property
+    def workers(self):
+        return self._engine().workers
+
+    @property
+    def threads_per_worker(self):
+        return self._engine().threads_per_worker
+
+    @property
+    def dashboard_link(self):
+        return self._engine().dashboard_link
+
+    def scale(self, workers):
+        self._engine().scale(_checks.count("LocalCluster.scale: workers", workers, 1, 4096))
+
+    def wait_for_workers(self, workers, timeout=30.0):
+        return self._engine().wait_for_workers(
+            _checks.count("wait_for_workers: workers", workers, 1, 4096),
+            _checks.seconds("wait_for_workers: timeout", timeout))
+
+    def status(self):
+        return self._engine().status()
+
+    def close(self):
+        """Lets the cluster go; it stops once its clients (and their futures and streams) are gone too."""
+        self._cluster = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self._cluster is None:
+            return "<tessera.LocalCluster closed>"
+        return f"<tessera.LocalCluster workers={self.workers} threads_per_worker={self.threads_per_worker}>"
+
+
+class Client:
+    """Submits work to a LocalCluster, or to a scheduler node at "tcp://host:port" (with CURVE keys
+    when the node has them). With no address, starts a LocalCluster of its own.
+
+    Functions are found by name in this process's registry: load their plugin first (plugins=)."""
+
+    def __init__(self, address=None, *, name="python-client", public_key="", secret_key="",
+                 scheduler_public_key="", heartbeat_timeout=3.0, reconnect_timeout=30.0, plugins=()):
+        if isinstance(plugins, (str, bytes, os.PathLike)):
+            plugins = [plugins]
+        for plugin in plugins:
+            _tessera.load_plugin(os.fspath(plugin))
+        self._own_cluster = None
+        if address is None:
+            self._own_cluster = address = LocalCluster()
+        if isinstance(address, LocalCluster):
+            self._state = _tessera._Client(address._engine())
+            self.address = "local"
+        else:
+            _checks.text("Client: address", address)
+            self._state = _tessera._Client(
+                address, _checks.text("Client: name", name), _checks.text("Client: public_key", public_key),
+                _checks.text("Client: secret_key", secret_key),
+                _checks.text("Client: scheduler_public_key", scheduler_public_key),
+                _checks.seconds("Client: heartbeat_timeout", heartbeat_timeout, 3600.0),
+                _checks.seconds("Client: reconnect_timeout", reconnect_timeout, 30 * 24 * 3600.0))
+            self.address = address
+        _current.client = self
+        _last[0] = self
+
+    def _open(self):
+        if self._state is None:
+            raise RuntimeError("this Client is closed")
+        return self._state
+
+    # --- futures ---
+    def submit(self, function, *args):
+        """Runs the task function registered as `function` on `args` (values or futures); a Future."""
+        return self._open().submit(_checks.text("submit: function", function), *args)
+
+    def map(self, function, *iterables):
+        """One task per element of the iterables (zipped); a list of Futures."""
+        return self._open().map(_checks.text("map: function", function), *iterables)
+
+    def gather(self, futures, timeout=None):
+        """The results of a future, or of a list of them (the first failure, in order, is raised)."""
+        if isinstance(futures, _tessera.Future):
+            return futures.result(timeout)
+        return [f.result(timeout) for f in futures]
+
+    def cancel(self, futures):
+        if isinstance(futures, _tessera.Future):
+            futures = [futures]
+        self._open().cancel(list(futures))
+
+    # --- streams ---
+    def stream(self, simulation, max_in_flight=4096, *, pool_size=0, config=None, isolation=None, timeout=0.0,
+               retries=0, parameter_names=None):
+        """Opens a stream of parameter sets on the simulation registered as `simulation`."""
+        return _tessera._open_stream(
+            self._open(), _checks.text("stream: simulation", simulation),
+            _checks.count("stream: max_in_flight", max_in_flight, 1, 2**40),
+            _checks.count("stream: pool_size", pool_size, 0, 1024), config, isolation,
+            _checks.seconds("stream: timeout", timeout), _checks.count("stream: retries", retries, 0, 100),
+            list(parameter_names or []))
+
+    def ensemble(self, generator, simulation, budget, *, generator_config=None, max_in_flight=4096, pool_size=0,
+                 config=None, isolation=None, timeout=0.0, retries=0):
+        """An adaptive ensemble: `generator` proposes the sets of a stream of `simulation`."""
+        return _tessera._open_ensemble(
+            self._open(), _checks.text("ensemble: generator", generator),
+            _checks.text("ensemble: simulation", simulation),
+            _checks.count("ensemble: budget", budget, 1, 1_000_000_000), generator_config,
+            _checks.count("ensemble: max_in_flight", max_in_flight, 1, 2**40),
+            _checks.count("ensemble: pool_size", pool_size, 0, 1024), config, isolation,
+            _checks.seconds("ensemble: timeout", timeout), _checks.count("ensemble: retries", retries, 0, 100))
+
+    def results(self, stream):
+        """A query over a stream's stored results (a Stream or its id)."""
+        stream_id = stream.id if isinstance(stream, _tessera.Stream) else _checks.count(
+            "results: stream", stream, 0, 2**64 - 1)
+        return _tessera._results(self._open(), stream_id)
+
+    # --- arrays ---
+    def compute(self, *arrays):
+        return compute(*arrays, client=self)
+
+    def close(self):
+        if _last[0] is self:
+            _last[0] = None
+        if getattr(_current, "client", None) is self:
+            _current.client = None
+        self._state = None
+        if self._own_cluster is not None:
+            self._own_cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<tessera.Client {self.address}{' closed' if self._state is None else ''}>"
+
+
+def as_completed(futures, timeout=None):
+    """Yields the futures as their tasks end (successfully or not)."""
+    if timeout is not None:
+        timeout = _checks.seconds("as_completed: timeout", timeout, float("inf"))
+    return _tessera._AsCompleted(list(futures), timeout)
+
+
+# --- arrays ---
+def _client_state(client):
+    return (client or current_client())._open()
+
+
+def compute(*arrays, client=None):
+    """Computes arrays in one graph; NumPy arrays (floats for 0-d), one per argument."""
+    results = _tessera._compute_all(list(arrays), _client_state(client))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _array_compute(self, client=None):
+    return self._compute(_client_state(client))
+
+
+def _array_persist(self, client=None, checkpoint=False):
+    return self._persist(_client_state(client), checkpoint)
+
+
+_tessera.Array.compute = _array_compute
+_tessera.Array.persist = _array_persist
+_tessera.Array.__array__ = lambda self, dtype=None: (
+    self.compute() if dtype is None else self.compute().astype(dtype))
+
+
+def to_npy(array, path, client=None):
+    _tessera._to_npy(array, os.fspath(path), _client_state(client))
+
+
+def _shape(shape):
+    if isinstance(shape, int):
+        shape = (shape,)
+    return [_checks.count("shape", s, 0, 2**62) for s in shape]
+
+
+def _chunks(chunks):
+    if chunks is None:
+        return []
+    if isinstance(chunks, int):
+        chunks = (chunks,)
+    return [_checks.count("chunks", c, 0, 2**62) for c in chunks]
+
+
+def random(shape, chunks=None, *, backend="cpu", dtype="float64", seed=0, distribution="uniform", low=0.0,
+           high=1.0, density=0.01):
+    return _tessera._random(_shape(shape), _chunks(chunks), backend, dtype,
+                            _checks.count("random: seed", seed, 0, 2**64 - 1), distribution, low, high, density)
+
+
+def full(shape, value, chunks=None, *, backend="cpu", dtype="float64"):
+    return _tessera._full(_shape(shape), float(value), _chunks(chunks), backend, dtype)
+
+
+def zeros(shape, chunks=None, **options):
+    return full(shape, 0.0, chunks, **options)
+
+
+def ones(shape, chunks=None, **options):
+    return full(shape, 1.0, chunks, **options)

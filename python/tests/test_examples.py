@@ -1,0 +1,37 @@
+"""examples/python run as a user runs them, their outputs checked."""
+
+import csv
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+
+
+def run(script, *args, cwd):
+    return subprocess.run([sys.executable, str(EXAMPLES / script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=240, env=dict(os.environ))
+
+
+def test_main_job(examples_plugin, tmp_path):
+    done = run("main_job.py", "--plugin", examples_plugin, "--sets", "300", "--max-sleep", "0.001", "--seed", "5",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+    assert len(rows) == 300
+    parameters = np.random.default_rng(5).random((300, 4))
+    for row in rows:
+        assert abs(float(row["result"]) - parameters[int(row["id"])].sum()) < 1e-12
+    above = sum(float(r["result"]) > 2 for r in rows)
+    assert f"results > 2: {above}" in done.stdout
+
+
+def test_seed_notebook(examples_plugin, tmp_path):
+    done = run("seed_notebook.py", "--plugin", examples_plugin, "--sets", "200", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "stream" in done.stdout and "results > 2" in done.stdout
+    png = (tmp_path / "results.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

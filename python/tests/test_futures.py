@@ -1,0 +1,118 @@
+"""Futures by registered name on a LocalCluster: submit, map, gather, as_completed, timeouts, errors."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tessera
+
+
+def test_submit_map_gather(client):
+    assert client.submit("square", 12).result() == 144
+    futures = client.map("square", range(1000))
+    assert client.gather(futures) == [i * i for i in range(1000)]
+    # Futures as arguments: the task runs on their results.
+    a = client.submit("square", 3)
+    assert client.submit("add", a, a).result(timeout=10) == 18
+    assert client.gather(client.map("add", range(5), client.map("square", range(5)))) == [0, 2, 6, 12, 20]
+
+
+def test_values_cross_as_numpy(client):
+    ramp = client.submit("ramp", 5).result()
+    assert isinstance(ramp, np.ndarray) and ramp.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert not ramp.flags.writeable  # the result's own storage, shared, not copied
+    assert client.submit("total", np.arange(10.0)).result() == 45.0
+    assert client.submit("total", [1.5, 2.5]).result() == 4.0
+
+
+def test_as_completed_yields_every_future_once(client):
+    futures = client.map("slow_square", range(20))
+    seen = [f.result() for f in tessera.as_completed(futures, timeout=30)]
+    assert sorted(seen) == [i * i for i in range(20)]
+
+
+def test_a_failing_task_raises_with_its_message(client):
+    future = client.submit("fails_on_seven", 7)
+    with pytest.raises(tessera.TaskFailed, match="seven is not allowed") as caught:
+        future.result(timeout=10)
+    assert caught.value.function == "fails_on_seven" and not caught.value.cancelled
+    assert isinstance(future.exception(), tessera.TaskFailed)
+    assert future.status == "erred"
+    # Its dependents end cancelled, naming the cause.
+    with pytest.raises(tessera.TaskFailed, match="cancelled"):
+        client.submit("add", future, 1).result(timeout=10)
+    assert client.submit("fails_on_seven", 6).exception(timeout=10) is None
+
+
+def test_result_timeout_and_bad_input(client):
+    slow = client.submit("slower_square", 4)
+    with pytest.raises(TimeoutError, match="slower_square"):
+        slow.result(timeout=0.001)
+    assert slow.result(timeout=30) == 16
+    with pytest.raises(ValueError, match="timeout"):
+        slow.result(timeout=float("nan"))
+    with pytest.raises(tessera.SubmissionError, match="no_such_function"):
+        client.submit("no_such_function", 1)
+    with pytest.raises(tessera.SubmissionError, match="square"):
+        client.submit("square", 1, 2)  # one argument too many
+    with pytest.raises((tessera.SubmissionError, tessera.ValueTypeError), match="square"):
+        client.submit("square", "text")
+    with pytest.raises(tessera.ValueTypeError, match="dict"):
+        client.submit("square", {"a": 1})
+    with pytest.raises(tessera.ValueTypeError, match="64 bits"):
+        client.submit("square", 2**70)
+    with pytest.raises(tessera.SubmissionError, match="input 1 has 2 elements"):
+        client.map("add", [1, 2, 3], [1, 2])
+    # The cluster keeps running after all of that.
+    assert client.submit("square", 5).result(timeout=10) == 25
+
+
+def test_cancel(client):
+    futures = client.map("slower_square", range(200))
+    client.cancel(futures)
+    states = {f.status for f in futures if f.wait(timeout=30)}
+    assert "cancelled" in states
+
+
+def test_waits_release_the_gil(client):
+    # Another Python thread runs while this one waits on a slow task.
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=tick)
+    thread.start()
+    try:
+        client.submit("slower_square", 2).result(timeout=30)
+        begun = len(ticks)
+        client.gather(client.map("slow_square", range(8)))
+        assert len(ticks) > begun
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_an_unloadable_plugin_is_an_import_error():
+    with pytest.raises(tessera.PluginError, match="cannot be loaded"):
+        tessera.load_plugin("/nonexistent/libnothing.so")
+    with pytest.raises(ImportError):
+        tessera.load_plugin("/nonexistent/libnothing.so")
+    assert "square" in tessera.functions()
+    assert "pause_square" in tessera.simulations()
+
+
+def test_cluster_arguments_are_checked():
+    with pytest.raises(ValueError, match="workers must be in"):
+        tessera.LocalCluster(workers=0)
+    with pytest.raises(TypeError, match="workers must be an int"):
+        tessera.LocalCluster(workers=1.5)
+    with pytest.raises(ValueError, match="memory_limit"):
+        tessera.LocalCluster(memory_limit="lots")
+    with pytest.raises(ValueError, match="memory_limit"):
+        tessera.LocalCluster(memory_limit=float("inf"))

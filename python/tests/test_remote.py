@@ -1,0 +1,58 @@
+"""The same API against a real tessera-node process, plain and with CURVE keys."""
+
+import numpy as np
+import pytest
+
+import tessera
+from conftest import node_config
+
+
+def test_futures_streams_and_queries_on_a_node(start_node, test_plugin):
+    node = start_node(node_config(test_plugin))
+    with tessera.Client(node.endpoint, reconnect_timeout=5.0) as client:
+        assert client.gather(client.map("square", range(100))) == [i * i for i in range(100)]
+        a = client.submit("square", 4)
+        assert client.submit("add", a, 1).result(timeout=30) == 17
+        with pytest.raises(tessera.TaskFailed, match="seven is not allowed"):
+            client.submit("fails_on_seven", 7).result(timeout=30)
+        stream = client.stream("pause_square", config={"pause_us": 10})
+        stream.push_many(np.arange(1000.0))
+        stream.close()
+        got = {r.id: r.value for r in stream if not r.failed}
+        assert len(got) == 999 and got[999] == 999.0**2
+        values = client.results(stream.id).to_numpy()
+        assert values.shape == (1000,) and values[30] == 900.0
+        assert client.results(stream.id).where("result > 2").count() == 997
+
+
+def test_curve_keys(start_node, test_plugin):
+    node_public, node_secret = tessera.curve_keypair()
+    client_public, client_secret = tessera.curve_keypair()
+    stranger_public, stranger_secret = tessera.curve_keypair()
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as keys:
+        pub, key = pathlib.Path(keys, "node.pub"), pathlib.Path(keys, "node.key")
+        pub.write_text(node_public + "\n")
+        key.write_text(node_secret + "\n")
+        key.chmod(0o600)
+        node = start_node(node_config(test_plugin, f"[security]\ncurve = true\npublic_key_file = \"{pub}\"\n"
+                                                   f"secret_key_file = \"{key}\"\n"
+                                                   f"authorized_keys = [\"{client_public}\"]\n"))
+        with tessera.Client(node.endpoint, public_key=client_public, secret_key=client_secret,
+                            scheduler_public_key=node_public) as client:
+            assert client.submit("square", 9).result(timeout=30) == 81
+        with pytest.raises(tessera.ConnectionError):
+            stranger = tessera.Client(node.endpoint, public_key=stranger_public, secret_key=stranger_secret,
+                                      scheduler_public_key=node_public, heartbeat_timeout=1.0,
+                                      reconnect_timeout=1.0)
+            stranger.submit("square", 1).result(timeout=10)
+
+
+def test_an_unreachable_scheduler_is_an_error_naming_it():
+    with pytest.raises((tessera.ConnectionError, TimeoutError), match="127.0.0.1:9"):
+        client = tessera.Client("tcp://127.0.0.1:9", heartbeat_timeout=0.5, reconnect_timeout=0.5)
+        client.submit("square", 1).result(timeout=10)
+    with pytest.raises(tessera.ConnectionError, match="address"):
+        tessera.Client("not an address")

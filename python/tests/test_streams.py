@@ -1,0 +1,87 @@
+"""Streams from Python: push, push_many from NumPy and pandas, iteration, cancellation, and the stored
+results as counts, summaries, arrays and frames."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tessera
+
+
+def test_push_iterate_and_query(client):
+    with client.stream("pause_square", max_in_flight=64, config={"pause_us": 10}) as stream:
+        ids = [stream.push(float(x)) for x in range(100)]
+    assert ids == list(range(100))
+    records = {r.id: r for r in stream}
+    assert sorted(records) == ids
+    assert records[13].failed and "13 is refused" in records[13].error
+    assert records[12].value == 144.0
+    query = client.results(stream)
+    assert query.count() == 100
+    assert query.where("result > 2").count() == 97  # 0 and 1 are not, nor 13 (failed)
+    assert query.where("failed").count() == 1
+    summary = query.summary()
+    assert summary["count"] == 100 and summary["failed"] == 1 and summary["max"] == 99.0**2
+    values = query.to_numpy()
+    assert values.shape == (100,) and math.isnan(values[13])
+    np.testing.assert_array_equal(np.delete(values, 13), np.delete(np.arange(100.0) ** 2, 13))
+    np.testing.assert_array_equal(query.to_numpy("id"), np.arange(100))
+    frame = query.to_pandas()
+    assert list(frame.columns[:3]) == ["id", "parameters", "result"]
+    assert frame.loc[13, "failed"] and "13 is refused" in frame.loc[13, "error"]
+    assert query.get(5).value == 25.0 and query.get(5).parameters == 5.0
+    assert "id" in query.to_csv().splitlines()[0]
+    with pytest.raises(tessera.QueryError, match="position"):
+        query.where("result >>> 2")
+
+
+def test_push_many_from_numpy_and_a_dataframe(client):
+    rows = np.random.default_rng(7).random((5000, 4))
+    stream = client.stream("costly_simulation", max_in_flight=4096, config={"max_sleep": 0.0})
+    first = stream.push_many(rows)
+    assert first == range(0, 5000)
+    frame = pd.DataFrame(rows[:10], columns=["a", "b", "c", "d"])
+    assert stream.push_many(frame) == range(5000, 5010)
+    stream.close()
+    assert stream.wait(timeout=120)
+    results = client.results(stream).to_numpy()
+    np.testing.assert_allclose(results, np.concatenate([rows.sum(axis=1), rows[:10].sum(axis=1)]))
+    parameters = client.results(stream).to_numpy("parameters")
+    assert parameters.shape == (5010, 4)
+    np.testing.assert_array_equal(parameters[:5000], rows)
+
+
+def test_bad_pushes_are_refused_and_the_stream_goes_on(client):
+    stream = client.stream("costly_simulation", max_in_flight=16, config={"max_sleep": 0.0})
+    with pytest.raises(tessera.SubmissionError, match="costly_simulation"):
+        stream.push([1.0, 2.0])  # wrong arity: uses no id
+    with pytest.raises(tessera.ValueTypeError, match="dtype"):
+        stream.push_many(np.array([["a", "b", "c", "d"]]))
+    with pytest.raises(ValueError, match="dimensions"):
+        stream.push_many(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="priority"):
+        stream.push([1.0, 2.0, 3.0, 4.0], priority=float("inf"))
+    assert stream.push([1.0, 2.0, 3.0, 4.0]) == 0
+    stream.close()
+    assert [r.value for r in stream] == [10.0]
+    with pytest.raises(tessera.SubmissionError, match="no_such_simulation"):
+        client.stream("no_such_simulation")
+    with pytest.raises(ValueError, match="isolation"):
+        client.stream("pause_square", isolation="fiber")
+    with pytest.raises(ValueError, match="max_in_flight"):
+        client.stream("pause_square", max_in_flight=0)
+
+
+def test_cancel_where_and_next_with_a_timeout(client):
+    stream = client.stream("pause_square", max_in_flight=4096, pool_size=1, config={"pause_us": 20000})
+    stream.push_many(np.arange(200.0))
+    queued, running = stream.cancel_where("id >= 50")
+    assert queued + running > 0
+    stream.close()
+    seen = 0
+    while (record := stream.next(timeout=60)) is not None:
+        seen += 1
+    assert seen == 200
+    assert client.results(stream).where("failed").count() >= queued
