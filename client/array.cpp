@@ -1,6 +1,8 @@
 // Array creation, what is known without computing, and running (compute, persist).
 #include "tessera/array.hpp"
 
+#include <algorithm>
+
 #include "backends/operations.hpp"
 #include "client/array_graph.hpp"
 #include "graph/array_tasks.hpp"
@@ -56,6 +58,24 @@ Array filled(const std::vector<std::int64_t>& shape, double value, const ArrayOp
   });
 }
 
+// One block of `matrix` as a chunk's column-major matrix. A row-major source (a C-ordered NumPy array)
+// is copied in bands of 64 rows, so that what a column of the band reads stays in the L1 cache.
+template <class T, class Matrix>
+backends::DenseMatrix<T> copy_block(const Matrix& matrix, std::int64_t r0, std::int64_t c0, std::int64_t rows,
+                                    std::int64_t cols) {
+  if constexpr (!Matrix::IsRowMajor) {
+    return backends::DenseMatrix<T>(matrix.block(r0, c0, rows, cols));
+  } else {
+    backends::DenseMatrix<T> out(rows, cols);
+    constexpr std::int64_t kBand = 64;
+    for (std::int64_t i = 0; i < rows; i += kBand) {
+      const std::int64_t h = std::min(kBand, rows - i);
+      out.middleRows(i, h) = matrix.block(r0 + i, c0, h, cols);
+    }
+    return out;
+  }
+}
+
 template <class T, class Matrix>
 Array from_dense(const Matrix& matrix, int ndim, const ArrayOptions& options) {
   std::vector<std::int64_t> shape{matrix.rows()};
@@ -84,6 +104,17 @@ Array Array::from_view(const MatrixView& view, int ndim, const ArrayOptions& opt
   if (ndim == 1 && view.cols() != 1)
     throw SubmissionError("Array::from_view: a 1-D array needs a one-column view, got " +
                           std::to_string(view.cols()) + " columns");
+  // Contiguous columns or rows are read as such (vectorized copies); other strides element by element.
+  using Columns = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
+  using Rows = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                          Eigen::OuterStride<>>;
+  if (view.innerStride() == 1)
+    return from_dense<double>(
+        Columns(view.data(), view.rows(), view.cols(), Eigen::OuterStride<>(view.outerStride())), ndim,
+        options);
+  if (view.outerStride() == 1)
+    return from_dense<double>(
+        Rows(view.data(), view.rows(), view.cols(), Eigen::OuterStride<>(view.innerStride())), ndim, options);
   return from_dense<double>(view, ndim, options);
 }
 Array Array::from_eigen(const Eigen::MatrixXf& matrix, const ArrayOptions& options) {

@@ -38,8 +38,8 @@ class LocalResultSource final : public ResultSource {
                                     std::uint64_t last) override {
     const auto parsed = ResultFilter::parse(filter);
     std::vector<StreamResult> out;
-    store_->scan(stream, first, last, [&](const StreamResult& r) {
-      if (parsed.matches(r)) out.push_back(r);
+    store_->scan(stream, first, last, [&](StreamResult& r) {
+      if (parsed.matches(r)) out.push_back(std::move(r));
       return true;
     });
     return out;

@@ -439,12 +439,13 @@ std::optional<StreamResult> ResultStore::get(std::uint64_t stream, std::uint64_t
 }
 
 void ResultStore::scan(std::uint64_t stream, std::uint64_t first, std::uint64_t last,
-                       const std::function<bool(const StreamResult&)>& visit) const {
+                       const std::function<bool(StreamResult&)>& visit) const {
   const std::string end = key('r', stream, last);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek(key('r', stream, first)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
     if (it->key().size() != 17) break;
-    if (!visit(decode_result(read_be64(it->key().data() + 9), it->value()))) return;
+    StreamResult result = decode_result(read_be64(it->key().data() + 9), it->value());
+    if (!visit(result)) return;
   }
 }
 

@@ -114,9 +114,9 @@ class ResultStore {
                                  Check check = Check::stored, std::span<const std::uint64_t> answered = {});
   bool contains(std::uint64_t stream, std::uint64_t id) const;
   std::optional<StreamResult> get(std::uint64_t stream, std::uint64_t id) const;
-  // Results with first <= id < last, in id order; `visit` returns false to stop.
+  // Results with first <= id < last, in id order; `visit` returns false to stop, and may move from each.
   void scan(std::uint64_t stream, std::uint64_t first, std::uint64_t last,
-            const std::function<bool(const StreamResult&)>& visit) const;
+            const std::function<bool(StreamResult&)>& visit) const;
   std::uint64_t count(std::uint64_t stream) const;
 
  private:

@@ -97,26 +97,27 @@ struct NumberColumn {
   }
 };
 
-// Every matching record, read in windows of ids so that a million results never sit in memory twice.
+// Every matching record, read in windows of ids so that a million results never sit in memory at once.
 py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
   std::vector<std::uint64_t> ids;
   std::vector<bool> failed;
   std::vector<std::string> errors;
   std::vector<Value> values;
   NumberColumn results, parameters;
-  std::uint64_t total = 0;
-  {
-    py::gil_scoped_release released;
-    total = q.query.count();
-  }
-  ids.reserve(total);
   constexpr std::uint64_t kWindow = 1 << 16;
-  std::uint64_t first = 0, seen = 0;
+  constexpr std::uint64_t kEnd = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t first = 0;
+  bool last_window = false;
   std::vector<StreamResult> page;
-  while (seen < total && first < std::numeric_limits<std::uint64_t>::max() - kWindow) {
+  while (!last_window) {
     {
       py::gil_scoped_release released;
       page = q.query.range(first, first + kWindow);
+      // Past the last id (or a gap of a whole window, under a filter): the rest in one answer.
+      if (page.empty()) {
+        last_window = true;
+        page = q.query.range(first, kEnd);
+      }
     }
     for (auto& r : page) {
       ids.push_back(r.id);
@@ -126,7 +127,6 @@ py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
       if (with_parameters) parameters.add(r.parameters, false);
       if (with_objects) values.push_back(std::move(r.value));
     }
-    seen += page.size();
     first += kWindow;
     check_signals();
   }
