@@ -85,3 +85,19 @@ def test_cancel_where_and_next_with_a_timeout(client):
         seen += 1
     assert seen == 200
     assert client.results(stream).where("failed").count() >= queued
+
+
+def test_an_adaptive_ensemble(client):
+    box = {"lower": [-3.0, -2.0], "upper": [3.0, 2.0], "seed": 7}
+    ensemble = client.ensemble("aposmm", "six_hump_camel", 300, generator_config=box)
+    with pytest.raises(RuntimeError):
+        ensemble.push([0.0, 0.0])  # its sets come from the generator
+    assert ensemble.wait(timeout=120) and ensemble.error == ""
+    records = list(ensemble)
+    assert sorted(r.id for r in records) == list(range(300)) and not any(r.failed for r in records)
+    # Six-hump camel's global minimum is -1.0316; the search gets near it.
+    assert min(r.value for r in records) < -1.0
+    with pytest.raises(tessera.SubmissionError, match="no generator is registered as 'nope'"):
+        client.ensemble("nope", "six_hump_camel", 10)
+    with pytest.raises(ValueError, match="budget"):
+        client.ensemble("aposmm", "six_hump_camel", 0, generator_config=box)
