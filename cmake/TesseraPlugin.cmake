@@ -1,8 +1,8 @@
 # tessera_add_plugin(NAME SOURCES file...): a shared library of task functions, simulations and
 # generators (TESSERA_TASK, TESSERA_SIMULATION, TESSERA_GENERATOR) that tessera-node loads from
 # [plugins] paths, or a Python process with tessera.load_plugin. It compiles against Tessera's public
-# headers and links only libtessera_graph (the registries it fills); the rest of Tessera's symbols are
-# resolved from the process that loads it.
+# headers and links only libtessera_graph and libtessera_backends (the registries it fills, chunks); the
+# rest of Tessera's symbols are resolved from the process that loads it.
 # The same function builds the plugins in Tessera's tree and in a project of one's own.
 function(tessera_add_plugin name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES")
