@@ -84,11 +84,11 @@ Array from_dense(const Matrix& matrix, int ndim, const ArrayOptions& options) {
   Meta meta = options_meta(options, "Array::from_eigen");
   const Backend target = meta.backend;
   meta.backend = Backend::cpu;
-  Array out = build(grid, Meta{Backend::cpu, backends::dtype_of<T>()},
-                    [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
-                      return DelayedArg(Value(backends::Chunk::dense<T>(
-                          backends::DenseMatrix<T>(matrix.block(r0, c0, rows, cols)))));
-                    });
+  Array out =
+      build(grid, Meta{Backend::cpu, backends::dtype_of<T>()},
+            [&](std::int64_t r0, std::int64_t c0, std::int64_t rows, std::int64_t cols) {
+              return DelayedArg(Value(backends::Chunk::dense<T>(copy_block<T>(matrix, r0, c0, rows, cols))));
+            });
   if (meta.dtype != backends::dtype_of<T>()) out = out.astype(options.dtype);
   return target == Backend::cpu ? out : out.to_backend(options.backend);
 }

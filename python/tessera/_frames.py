@@ -3,7 +3,7 @@ iteration over a stream's results, and stored results as arrays and frames."""
 
 import numpy as np
 
-from . import _checks, _tessera
+from . import _tessera
 
 
 # --- streams ---
@@ -87,4 +87,3 @@ _tessera.ResultQuery.to_pandas = _to_pandas
 _tessera.ResultQuery.to_csv = lambda self: self.to_text("csv")
 _tessera.ResultQuery.to_json = lambda self: self.to_text("json")
 _tessera.ResultQuery.__len__ = lambda self: self.count()
-del _checks
