@@ -202,6 +202,7 @@ E read_choice(const toml::node& node, const Context& cx, std::string_view key,
 }
 
 constexpr std::size_t kMaxNameLength = 128;
+constexpr std::size_t kMaxAuthorizedKeys = 100000;  // lines of security.authorized_keys_file
 
 // Names go into log lines and `tessera workers`: printable, non-empty, bounded.
 std::string read_name(const toml::node& node, const Context& cx, std::string_view key) {
@@ -543,6 +544,42 @@ const std::vector<KeySpec>& key_specs() {
                   key_name(std::string(key) + "[" + std::to_string(i) + "]") +
                       " is not a 40-character Z85 CURVE public key: " + quote_excerpt(c.authorized_keys[i]));
        }},
+      {"security.authorized_keys_file", "string (path)", "\"\"",
+       "a file of more public keys accepted as authorized_keys are, one per line (words after a key and "
+       "lines starting with '#' that are not keys are comments), "
+       "relative to the config file: keys kept beside the secret ones (a Kubernetes Secret) rather than "
+       "in the config",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         const std::string file = relative_to_config(cx, read_string(n, cx, key)).string();
+         if (file.empty()) return;
+         std::ifstream in(file, std::ios::binary);
+         if (!in) fail(cx, n.source(), key_name(key) + ": cannot read " + quote_excerpt(file));
+         std::string line;
+         for (std::size_t number = 1; std::getline(in, line); ++number) {
+           if (number > kMaxAuthorizedKeys)
+             fail(cx, n.source(),
+                  key_name(key) + ": " + quote_excerpt(file) + " has more than " +
+                      std::to_string(kMaxAuthorizedKeys) + " lines");
+           const auto begin = line.find_first_not_of(" \t\r");
+           if (begin == std::string::npos) continue;
+           // The first word is the key; what follows it is a comment. Z85 has '#' in its alphabet, so a
+           // line is a comment only when it starts with '#' and is not a key.
+           const std::string word = line.substr(begin, line.find_first_of(" \t\r", begin) - begin);
+           if (!is_z85_key(word) && word.front() == '#') continue;
+           if (!is_z85_key(word))
+             fail(cx, n.source(),
+                  key_name(key) + ": " + quote_excerpt(file) + ":" + std::to_string(number) +
+                      " is not a 40-character Z85 CURVE public key: " + quote_excerpt(word));
+           c.file_authorized_keys.push_back(word);
+         }
+       }},
+      {"security.scheduler_public_key_file", "string (path)", "\"\"",
+       "instead of scheduler_public_key: the file holding it (scheduler.pub of `tessera keygen`), relative "
+       "to the config file",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         const std::string file = relative_to_config(cx, read_string(n, cx, key)).string();
+         if (!file.empty()) c.scheduler_public_key_from_file = read_key_file(file, cx, n.source(), key);
+       }},
       {"security.allow_insecure", "boolean", "false",
        "true: listen beyond loopback without CURVE (anyone who reaches the port may join as a worker or "
        "client); logged as a warning at every start",
@@ -606,6 +643,16 @@ void check_dashboard(NodeConfig& c, const Context& cx,
 void check_together(NodeConfig& c, const Context& cx,
                     const std::function<toml::source_region(std::string_view)>& at) {
   const bool scheduler = c.role != NodeRole::worker, worker = c.role != NodeRole::scheduler;
+  c.authorized_keys.insert(c.authorized_keys.end(), c.file_authorized_keys.begin(),
+                           c.file_authorized_keys.end());
+  if (!c.scheduler_public_key_from_file.empty()) {
+    if (!c.scheduler_public_key.empty() && c.scheduler_public_key != c.scheduler_public_key_from_file)
+      fail(cx, at("security.scheduler_public_key_file"),
+           "key 'security.scheduler_public_key_file' holds another key than key "
+           "'security.scheduler_public_key': "
+           "set one of them");
+    c.scheduler_public_key = c.scheduler_public_key_from_file;
+  }
   if (scheduler && !(c.heartbeat_timeout_seconds > c.heartbeat_interval_seconds)) {
     const auto where = at("scheduler.heartbeat_timeout").begin.line ? at("scheduler.heartbeat_timeout")
                                                                     : at("scheduler.heartbeat_interval");
@@ -702,8 +749,8 @@ void check_together(NodeConfig& c, const Context& cx,
              ")");
   if (c.role == NodeRole::worker && c.scheduler_public_key.empty())
     fail(cx, at("security.curve"),
-         "key 'security.scheduler_public_key' is required for a worker when security.curve = true (the "
-         "scheduler's public key)");
+         "key 'security.scheduler_public_key' (or security.scheduler_public_key_file) is required for a "
+         "worker when security.curve = true (the scheduler's public key)");
 }
 
 }  // namespace

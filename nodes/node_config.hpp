@@ -69,7 +69,9 @@ struct NodeConfig {
   std::string secret_key_file;                      // security.secret_key_file (absolute once parsed)
   std::string public_key_file;                      // security.public_key_file (absolute once parsed)
   std::string scheduler_public_key;                 // security.scheduler_public_key
-  std::vector<std::string> authorized_keys;         // security.authorized_keys
+  std::vector<std::string> authorized_keys;         // security.authorized_keys (+ authorized_keys_file's)
+  std::vector<std::string> file_authorized_keys;    // security.authorized_keys_file's keys, while parsing
+  std::string scheduler_public_key_from_file;       // security.scheduler_public_key_file's key
   bool allow_insecure = false;                      // security.allow_insecure
   bool authorize_any = false;                       // security.authorize_any
   NodeLimits limits;                                // [limits]

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -32,10 +34,15 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: tessera-node --config FILE.toml\n"
+    "usage: tessera-node --config FILE.toml [--address-file FILE]\n"
+    "       tessera-node --check-config --config FILE.toml\n"
     "       tessera-node --help\n\n"
     "Starts a Tessera node. It stops on SIGINT or SIGTERM: an orderly shutdown, bounded by\n"
-    "node.shutdown_timeout (10 s by default); a second signal during it exits at once.\n\n"
+    "node.shutdown_timeout (10 s by default); a second signal during it exits at once.\n"
+    "--address-file FILE: once the node listens, its address (tcp://HOST:PORT, the port a listen\n"
+    "address with port 0 was given) is written there, whole or not at all, for a launcher to read.\n"
+    "--check-config: read the config and load its plugins as a start would, print what it found,\n"
+    "and exit 0 (usable) or 2 (refused, with the message a start would give); nothing is started.\n\n"
     "Exit codes:\n"
     "  0  stopped after SIGINT or SIGTERM, shutdown complete\n"
     "  1  failed while starting or running, e.g. the scheduler refused this worker or did not answer\n"
@@ -124,6 +131,23 @@ bool stop_requested(StopState& state) {
                              tessera::config_excerpt(address) + "\"): cannot listen there: " + e.what());
 }
 
+// --address-file: written to a partial file and renamed, so a launcher polling for it reads it whole.
+void write_address_file(const std::string& path, const std::string& address) {
+  if (path.empty()) return;
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << address << "\n";
+    out.close();
+    if (!out)
+      throw StartError("--address-file: cannot write " + tessera::config_excerpt(partial, 300) + ": " +
+                       std::strerror(errno));
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0)
+    throw StartError("--address-file: cannot rename " + tessera::config_excerpt(partial, 300) + " to " +
+                     tessera::config_excerpt(path, 300) + ": " + std::strerror(errno));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,6 +157,10 @@ int main(int argc, char** argv) {
   app.set_help_flag();  // our own --help prints the usage and every config key
   app.add_flag("-h,--help", help, "print this help and every configuration key");
   app.add_option("--config", config_path, "the node's TOML configuration file");
+  std::string address_file;
+  app.add_option("--address-file", address_file, "write the address it listens on there");
+  bool check_only = false;
+  app.add_flag("--check-config", check_only, "check the config and its plugins, start nothing");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -150,7 +178,7 @@ int main(int argc, char** argv) {
   tessera::NodeConfig config;
   try {
     config = tessera::load_node_config(config_path);
-    tessera::check_data_dir(config);
+    if (!check_only) tessera::check_data_dir(config);  // a check creates nothing: data_dir is the host's
     for (const auto& plugin : config.plugins)
       if (!dlopen(plugin.c_str(), RTLD_NOW | RTLD_GLOBAL))
         throw tessera::ConfigError(tessera::config_key_location(config, "plugins.paths") + ": plugin \"" +
@@ -161,6 +189,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const auto& warning : config.warnings) std::cerr << "tessera-node: warning: " << warning << "\n";
+  if (check_only) {
+    std::cout << "tessera-node: " << config.source << ": a usable config (node '" << config.name << "', role "
+              << (config.role == tessera::NodeRole::scheduler ? "scheduler"
+                  : config.role == tessera::NodeRole::worker  ? "worker"
+                                                              : "both")
+              << ", " << config.plugins.size() << " plugin" << (config.plugins.size() == 1 ? "" : "s")
+              << " loaded)" << std::endl;
+    return 0;
+  }
 
   // Signals are taken by one thread of ours (sigwait), not by whichever thread they happen to hit.
   sigset_t stop_signals;
@@ -228,6 +265,7 @@ int main(int argc, char** argv) {
         std::cout << "tessera-node '" << config.name << "' worker "
                   << (id ? std::to_string(*id) : "(unregistered)") << " joined " << config.scheduler_address
                   << "; peers reach it at " << workers.back()->endpoint() << std::endl;
+        if (i == 0) write_address_file(address_file, workers.back()->endpoint());
       }
     } else {
       // A scheduler alone runs no workers of its own: worker processes join it.
@@ -286,6 +324,7 @@ int main(int argc, char** argv) {
       } catch (const zmq::error_t& e) {
         refuse_listen(config, "scheduler.listen", config.listen, e);
       }
+      write_address_file(address_file, gateway->endpoint());
       std::cout << "tessera-node '" << config.name << "' listening on " << gateway->endpoint();
       if (with_workers)
         std::cout << " with " << config.workers << " workers x " << cluster->threads_per_worker()

@@ -14,6 +14,7 @@
 #include "actors/messages.hpp"
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
+#include "nodes/host_address.hpp"
 #include "nodes/wire_routes.hpp"
 
 namespace tessera {
@@ -83,6 +84,7 @@ struct WorkerNode::State {
   std::unique_ptr<caf::actor_system> system;
   std::shared_ptr<WorkerDirectory> directory = std::make_shared<WorkerDirectory>();
   std::unique_ptr<transport::Server> peer_server;
+  std::string advertised;  // the peer server's endpoint as other hosts dial it (a wildcard resolved)
   std::shared_ptr<transport::Connection> first_connection;
 
   mutable std::mutex mutex;
@@ -106,7 +108,7 @@ struct WorkerNode::State {
                                      .name = options.name,
                                      .threads = options.threads,
                                      .memory_limit = options.memory_limit,
-                                     .listen = peer_server->endpoint(),
+                                     .listen = advertised,
                                      .curve = options.curve,
                                      .server_public_key = options.scheduler_public_key,
                                      .max_message_bytes = options.max_message_bytes});
@@ -224,7 +226,7 @@ struct WorkerNode::State {
         }
         changed.notify_all();
         log("registered with the scheduler at " + options.scheduler + " as worker " +
-            std::to_string(assigned) + "; peers reach it at " + peer_server->endpoint());
+            std::to_string(assigned) + "; peers reach it at " + advertised);
         return false;
       }
       case wire::Envelope::PEER: {
@@ -304,6 +306,7 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
       std::move(server), [raw](transport::Server&, const transport::PeerInfo&, transport::Received& message) {
         raw->on_peer_message(message);
       });
+  st.advertised = advertised_endpoint(st.peer_server->endpoint(), st.options.scheduler);
   st.peer_server->start();
   st.first_connection = st.connect();  // throws ConnectionRefused: the node stops with the reason
   st.thread = std::thread([raw] { raw->run(); });
@@ -327,7 +330,7 @@ WorkerNode::~WorkerNode() {
 }
 
 const std::string& WorkerNode::endpoint() const {
-  return state_->peer_server->endpoint();
+  return state_->advertised;
 }
 
 std::optional<std::uint32_t> WorkerNode::wait_for_id(std::chrono::milliseconds timeout) const {

@@ -459,8 +459,8 @@ TEST_F(CurveConfig, AWorkerNeedsAuthorizedPeersAndTheSchedulerKey) {
       "security.authorize_any = true to accept that");
   EXPECT_EQ(
       refused(curve(files() + authorized(), worker) + joins),
-      "bad.toml:5: key 'security.scheduler_public_key' is required for a worker when security.curve = true "
-      "(the scheduler's public key)");
+      "bad.toml:5: key 'security.scheduler_public_key' (or security.scheduler_public_key_file) is required "
+      "for a worker when security.curve = true (the scheduler's public key)");
   EXPECT_NO_THROW(parse_node_config(
       curve(files() + authorized() + "scheduler_public_key = \"" + other_.public_key + "\"\n", worker) +
           joins,
@@ -481,6 +481,41 @@ TEST_F(CurveConfig, InvalidKeysAreNamedByKeyAndIndex) {
       refused(curve(files() + authorized() + "scheduler_public_key = \"short\"\n")),
       "bad.toml:9: key 'security.scheduler_public_key' must be a 40-character Z85 CURVE public key (see "
       "`tessera keygen`), got \"short\"");
+}
+
+TEST_F(CurveConfig, KeysMayComeFromFilesBesideTheSecretOnes) {
+  // A key with '#' in it (Z85's alphabet has it): not mistaken for a comment.
+  auto third = tessera::transport::generate_curve_keys();
+  for (int i = 0; i < 1000 && third.public_key.find('#') == std::string::npos; ++i)
+    third = tessera::transport::generate_curve_keys();
+  ASSERT_NE(third.public_key.find('#'), std::string::npos);
+  std::ofstream(dir_ / "keys/authorized") << "# the workers\n"
+                                          << other_.public_key << "  # worker 1\n\n"
+                                          << third.public_key << "\n";
+  const auto config = parse_node_config(
+      curve(
+          files() +
+              "authorized_keys_file = \"keys/authorized\"\nscheduler_public_key_file = \"keys/other.pub\"\n",
+          "[node]\nname = \"w\"\nrole = \"worker\"\n") +
+          "[worker]\nscheduler = \"tcp://127.0.0.1:1\"\n",
+      "ok.toml", dir_);
+  EXPECT_EQ(config.authorized_keys, (std::vector<std::string>{other_.public_key, third.public_key}));
+  EXPECT_EQ(config.scheduler_public_key, other_.public_key);
+  // Inline keys and the file's together.
+  const auto both = parse_node_config(
+      curve(files() + authorized() + "authorized_keys_file = \"keys/authorized\"\n"), "ok.toml", dir_);
+  EXPECT_EQ(both.authorized_keys.size(), 3u);
+
+  std::ofstream(dir_ / "keys/bad-authorized") << other_.public_key << "\nnot-a-key\n";
+  EXPECT_EQ(refused(curve(files() + "authorized_keys_file = \"keys/bad-authorized\"\n")),
+            "bad.toml:8: key 'security.authorized_keys_file': \"" + (dir_ / "keys/bad-authorized").string() +
+                "\":2 is not a 40-character Z85 CURVE public key: \"not-a-key\"");
+  EXPECT_EQ(refused(curve(files() + "authorized_keys_file = \"keys/none\"\n")),
+            "bad.toml:8: key 'security.authorized_keys_file': cannot read \"" +
+                (dir_ / "keys/none").string() + "\"");
+  EXPECT_EQ(refused(curve(files() + "scheduler_public_key_file = \"keys/garbage\"\n" + authorized())),
+            "bad.toml:8: key 'security.scheduler_public_key_file': \"" + (dir_ / "keys/garbage").string() +
+                "\" does not hold a 40-character Z85 CURVE key (see `tessera keygen`)");
 }
 
 TEST(NodeConfig, LimitsHaveDefaultsAndRanges) {
