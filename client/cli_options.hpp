@@ -184,10 +184,25 @@ struct KeyOptions {
     app.add_option("--secret-key", secret_key_file, "CURVE: this client's secret key file (tessera keygen)");
     app.add_option("--scheduler-key", scheduler_key,
                    "CURVE: the node's public key, 40 Z85 characters or a file holding them");
-    app.add_option(
-        "--client-config", client_config,
-        "CURVE: a TOML file with [security] public_key_file, secret_key_file, scheduler_public_key "
-        "(paths relative to it); the flags above override it");
+    app.add_option("--client-config", client_config,
+                   "a TOML file with [security] public_key_file, secret_key_file, scheduler_public_key "
+                   "(paths relative to it) and optionally [client] scheduler (as tessera slurm writes); "
+                   "the flags above override it")
+        ->envname("TESSERA_CLIENT_CONFIG");
+  }
+
+  // [client] scheduler of --client-config, or "" when there is no config or it names none.
+  std::string scheduler_from_config() const {
+    if (client_config.empty()) return {};
+    const auto config = parse_config();
+    const auto node = config["client"]["scheduler"];
+    if (!node) return {};
+    const auto* text = node.as_string();
+    if (!text || text->get().empty())
+      throw std::invalid_argument("--client-config: " + client_config + ":" +
+                                  std::to_string(node.node()->source().begin.line) +
+                                  ": client.scheduler must be a non-empty string (tcp://HOST:PORT)");
+    return text->get();
   }
   bool given() const {
     return !public_key_file.empty() || !secret_key_file.empty() || !scheduler_key.empty() ||
@@ -229,7 +244,7 @@ struct KeyOptions {
     std::filesystem::path base;  // relative paths resolve against it (the config file's folder)
   };
 
-  void read_config(Source& public_key, Source& secret_key, Source& scheduler) const {
+  toml::table parse_config() const {
     namespace fs = std::filesystem;
     std::error_code error;
     if (fs::is_directory(client_config, error))
@@ -245,6 +260,12 @@ struct KeyOptions {
                                   std::to_string(e.source().begin.line) + ": " +
                                   bounded_message(e.description(), 200));
     }
+    return config;
+  }
+
+  void read_config(Source& public_key, Source& secret_key, Source& scheduler) const {
+    namespace fs = std::filesystem;
+    const toml::table config = parse_config();
     const auto* security = config["security"].as_table();
     if (!security)
       throw std::invalid_argument("--client-config: " + client_config + " has no [security] table");

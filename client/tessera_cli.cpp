@@ -23,6 +23,7 @@
 #include "cli_memory.hpp"
 #include "cli_options.hpp"
 #include "cli_session.hpp"
+#include "cli_slurm.hpp"
 #include "cli_streams.hpp"
 #include "graph/printable.hpp"
 #include "nodes/transport.hpp"
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   double timeout_seconds = 10;
   tessera::cli::KeyOptions keys;
   app.add_option("--scheduler", scheduler, "the scheduler node, tcp://HOST:PORT")
+      ->envname("TESSERA_SCHEDULER")
       ->check(tessera::cli::text_at_most(1024));
   app.add_option("--timeout", timeout_seconds,
                  "seconds status and workers wait for the node's handshake and answer (default 10)")
@@ -350,6 +352,52 @@ int main(int argc, char** argv) {
   drop_checkpoints_command->add_option("keys", checkpoints.keys, "keys, or prefixes of at least 8 hex digits")
       ->check(tessera::cli::text_at_most(64));
 
+  tessera::cli::SlurmOptions slurm;
+  auto* slurm_command = app.add_subcommand(
+      "slurm",
+      "inside a Slurm allocation (sbatch, salloc): start the scheduler on the first node and a worker on "
+      "every node with srun, with CURVE keys made for the job; write the scheduler's address and a client "
+      "config; run COMMAND (after --) and stop every node when it ends or the job is cancelled");
+  slurm_command->add_option("--config", slurm.config, "the template TOML of every node (tessera-node's keys)")
+      ->required()
+      ->check(tessera::cli::text_at_most(4096));
+  slurm_command
+      ->add_option("--job-dir", slurm.job_dir,
+                   "keys, node configs, logs and the scheduler's store (default SUBMIT_DIR/tessera-JOBID)")
+      ->check(tessera::cli::text_at_most(4096));
+  slurm_command
+      ->add_option("--address-file", slurm.address_file,
+                   "write the scheduler's address there (default JOB_DIR/scheduler.address)")
+      ->check(tessera::cli::text_at_most(4096));
+  slurm_command->add_option("--port", slurm.port, "the scheduler's port (default 0: any free one)")
+      ->check(tessera::cli::unsigned_in(0, 65535));
+  slurm_command
+      ->add_option("--interface", slurm.interface,
+                   "the network interface nodes listen on, e.g. ib0 (default: the route to the scheduler)")
+      ->check(tessera::cli::text_at_most(64));
+  slurm_command
+      ->add_option("--startup-timeout", slurm.startup_timeout_seconds,
+                   "seconds for the scheduler and every worker to come up (default 120)")
+      ->check(tessera::cli::real_in(1, 86400));
+  slurm_command
+      ->add_option("--stop-timeout", slurm.stop_timeout_seconds,
+                   "seconds each node has to stop after SIGTERM before SIGKILL (default 30)")
+      ->check(tessera::cli::real_in(0.1, 3600));
+  slurm_command->add_option("command", slurm.command,
+                            "what to run once the cluster is up, after --; it finds the scheduler in "
+                            "TESSERA_SCHEDULER and TESSERA_CLIENT_CONFIG");
+  tessera::cli::SlurmStepOptions step;
+  auto* step_command = app.add_subcommand(
+      "slurm-step", "what tessera slurm runs with srun on each node: that node's config, then tessera-node");
+  step_command->group("");  // internal: not listed in --help
+  step_command->add_option("--role", step.role)->required()->check(CLI::IsMember({"scheduler", "worker"}));
+  step_command->add_option("--config", step.config)->required();
+  step_command->add_option("--job-dir", step.job_dir)->required();
+  step_command->add_option("--interface", step.interface);
+  step_command->add_option("--port", step.port)->check(tessera::cli::unsigned_in(0, 65535));
+  step_command->add_option("--startup-timeout", step.startup_timeout_seconds)
+      ->check(tessera::cli::real_in(1, 86400));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -366,10 +414,10 @@ int main(int argc, char** argv) {
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !app.remaining().empty()) {
-      std::cerr
-          << "tessera: unknown command '" << excerpt(app.remaining().front())
-          << "' (keygen, status, workers, stream push, stream run, stream cancel, results, checkpoints; see "
-             "tessera --help)\n";
+      std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
+                << "' (keygen, status, workers, stream push, stream run, stream cancel, results, "
+                   "checkpoints, slurm; see "
+                   "tessera --help)\n";
       return 2;
     }
     return tessera::cli::parse_failure(app, e);
@@ -377,6 +425,8 @@ int main(int argc, char** argv) {
 
   try {
     if (keygen_command->parsed()) return keygen(prefix);
+    if (slurm_command->parsed()) return tessera::cli::slurm_launch(slurm);
+    if (step_command->parsed()) return tessera::cli::slurm_step(step);
     const std::string command = push_command->parsed()               ? "stream push"
                                 : run_command->parsed()              ? "stream run"
                                 : cancel_command->parsed()           ? "stream cancel"
@@ -385,7 +435,17 @@ int main(int argc, char** argv) {
                                     ? "checkpoints drop"
                                     : app.get_subcommands().front()->get_name();
     if (scheduler.empty()) {
-      std::cerr << "tessera: " << command << " needs --scheduler tcp://HOST:PORT\n";
+      try {
+        scheduler = keys.scheduler_from_config();
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "tessera: " << e.what() << "\n";
+        return 2;
+      }
+    }
+    if (scheduler.empty()) {
+      std::cerr << "tessera: " << command
+                << " needs --scheduler tcp://HOST:PORT (or TESSERA_SCHEDULER, or [client] scheduler in "
+                   "--client-config)\n";
       return 2;
     }
     tessera::cli::Target target{scheduler, {}};

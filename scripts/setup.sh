@@ -7,11 +7,12 @@ packages=(
   build-essential cmake pkg-config dpkg-dev
   libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   zlib1g-dev libssl-dev
   libjs-chart.js gnuplot-nox chromium chromium-driver fonts-liberation
   python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-pandas
   python3-sklearn python3-matplotlib
+  slurmctld slurmd slurm-client munge iproute2 iptables
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then

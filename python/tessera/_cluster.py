@@ -84,14 +84,73 @@ class LocalCluster:
         return f"<tessera.LocalCluster workers={self.workers} threads_per_worker={self.threads_per_worker}>"
 
 
+def _client_config(path):
+    """The address and CURVE keys of a client config TOML ([client] scheduler; [security]
+    public_key_file, secret_key_file, scheduler_public_key: a key or a file), as `tessera slurm` writes
+    it; key paths are relative to the file."""
+    import tomllib
+
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as file:
+            config = tomllib.load(file)
+    except OSError as error:
+        raise ValueError(f"Client: config: cannot read {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"Client: config: {path}: {error}") from None
+    base = os.path.dirname(os.path.abspath(path))
+
+    def text(table, key):
+        value = config.get(table, {}).get(key, "")
+        if not isinstance(value, str):
+            raise ValueError(f"Client: config: {path}: {table}.{key} must be a string")
+        return value
+
+    def key_file(value, what):
+        file = value if os.path.isabs(value) else os.path.join(base, value)
+        try:
+            with open(file, encoding="ascii", errors="replace") as handle:
+                key = handle.read(256).strip()
+        except OSError as error:
+            raise ValueError(f"Client: config: {path}: security.{what}: cannot read {file}: "
+                             f"{error.strerror}") from None
+        if len(key) != 40:
+            raise ValueError(f"Client: config: {path}: security.{what}: {file} does not hold a CURVE key")
+        return key
+
+    address = text("client", "scheduler")
+    if not address:
+        raise ValueError(f"Client: config: {path} has no [client] scheduler")
+    keys = {}
+    if text("security", "secret_key_file") or text("security", "public_key_file"):
+        keys["public_key"] = key_file(text("security", "public_key_file"), "public_key_file")
+        keys["secret_key"] = key_file(text("security", "secret_key_file"), "secret_key_file")
+        scheduler = text("security", "scheduler_public_key")
+        is_key = len(scheduler) == 40 and not os.path.exists(os.path.join(base, scheduler))
+        keys["scheduler_public_key"] = scheduler if is_key else key_file(scheduler, "scheduler_public_key")
+    return address, keys
+
+
 class Client:
     """Submits work to a LocalCluster, or to a scheduler node at "tcp://host:port" (with CURVE keys
-    when the node has them). With no address, starts a LocalCluster of its own.
+    when the node has them), or to the one a client config names (config=, as `tessera slurm` writes
+    it; inside `tessera slurm -- COMMAND`, TESSERA_CLIENT_CONFIG names it). With none of these, starts a
+    LocalCluster of its own.
 
     Functions are found by name in this process's registry: load their plugin first (plugins=)."""
 
     def __init__(self, address=None, *, name="python-client", public_key="", secret_key="",
-                 scheduler_public_key="", heartbeat_timeout=3.0, reconnect_timeout=30.0, plugins=()):
+                 scheduler_public_key="", heartbeat_timeout=3.0, reconnect_timeout=30.0, plugins=(),
+                 config=None):
+        if config is None and address is None and os.environ.get("TESSERA_CLIENT_CONFIG"):
+            config = os.environ["TESSERA_CLIENT_CONFIG"]
+        if config is not None:
+            if address is not None:
+                raise ValueError("Client: give an address or config=, not both")
+            address, keys = _client_config(config)
+            public_key = public_key or keys.get("public_key", "")
+            secret_key = secret_key or keys.get("secret_key", "")
+            scheduler_public_key = scheduler_public_key or keys.get("scheduler_public_key", "")
         if isinstance(plugins, (str, bytes, os.PathLike)):
             plugins = [plugins]
         for plugin in plugins:

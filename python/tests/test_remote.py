@@ -49,6 +49,27 @@ def test_curve_keys(start_node, test_plugin):
                                       reconnect_timeout=1.0)
             stranger.submit("square", 1).result(timeout=10)
 
+        # A client config as `tessera slurm` writes it: the address and the key files, relative to it.
+        pathlib.Path(keys, "client.pub").write_text(client_public + "\n")
+        pathlib.Path(keys, "client.key").write_text(client_secret + "\n")
+        config = pathlib.Path(keys, "client.toml")
+        config.write_text(f"[client]\nscheduler = \"{node.endpoint}\"\n[security]\npublic_key_file = \"client.pub\"\n"
+                          f"secret_key_file = \"client.key\"\nscheduler_public_key = \"node.pub\"\n")
+        with tessera.Client(config=config) as client:
+            assert client.address == node.endpoint and client.submit("square", 5).result(timeout=30) == 25
+        import os
+        os.environ["TESSERA_CLIENT_CONFIG"] = str(config)
+        try:
+            with tessera.Client() as client:  # inside `tessera slurm -- python3 job.py`
+                assert client.address == node.endpoint
+        finally:
+            del os.environ["TESSERA_CLIENT_CONFIG"]
+        with pytest.raises(ValueError, match="no \\[client\\] scheduler"):
+            pathlib.Path(keys, "empty.toml").write_text("[security]\n")
+            tessera.Client(config=pathlib.Path(keys, "empty.toml"))
+        with pytest.raises(ValueError, match="cannot read"):
+            tessera.Client(config=pathlib.Path(keys, "missing.toml"))
+
 
 def test_an_unreachable_scheduler_is_an_error_naming_it():
     with pytest.raises((tessera.ConnectionError, TimeoutError), match="127.0.0.1:9"):
