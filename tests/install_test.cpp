@@ -25,6 +25,14 @@ std::string quoted(const fs::path& path) {
   return "'" + path.string() + "'";
 }
 
+#ifdef TESSERA_PYTHON_EXECUTABLE
+// Under a sanitizer, Debian's uninstrumented python3 must preload its runtime to import the module.
+std::string python_environment() {
+  const std::string preload = TESSERA_PYTHON_PRELOAD;
+  return preload.empty() ? std::string() : "LD_PRELOAD=" + preload + " ASAN_OPTIONS=detect_leaks=0 ";
+}
+#endif
+
 // Runs a command that must succeed; its output.
 std::string must_run(const std::string& command) {
   int code = 0;
@@ -97,7 +105,8 @@ TEST_F(InstallTest, AnOutOfTreePluginBuiltAgainstAMovedInstallRunsOnTheInstalled
 #ifdef TESSERA_PYTHON_EXECUTABLE
   // The installed Python package, from the moved prefix: the cooling plugin streamed through a LocalCluster.
   const auto python =
-      must_run("PYTHONPATH=" + quoted(moved / "lib/python3/dist-packages") + " " + TESSERA_PYTHON_EXECUTABLE +
+      must_run(python_environment() + "PYTHONPATH=" + quoted(moved / "lib/python3/dist-packages") + " " +
+               TESSERA_PYTHON_EXECUTABLE +
                " -c \"import tessera, numpy as np\n"
                "c = tessera.LocalCluster(workers=1, threads_per_worker=2, plugins=['" +
                plugin.string() +

@@ -1,0 +1,164 @@
+// Hosts as network namespaces: a "switch" namespace holding a bridge, and one namespace per host joined
+// to it by a veth pair (eth0 on the host's side, 10.231.0.N/24). Programs start inside a host's namespace;
+// a host's link can be cut (its switch port down: packets vanish, connections are not reset, as in a
+// real partition) and healed, and given delay and loss. Everything lives in namespaces named after this
+// process, removed at the end, so labs of concurrent tests never meet.
+#pragma once
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tessera::testing {
+
+class LabUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class NetnsLab {
+ public:
+  explicit NetnsLab(const std::vector<std::string>& hosts) {
+    if (geteuid() != 0) throw LabUnavailable("network namespaces need root (CAP_NET_ADMIN)");
+    if (access("/usr/sbin/ip", X_OK) != 0 && access("/sbin/ip", X_OK) != 0 &&
+        access("/usr/bin/ip", X_OK) != 0)
+      throw LabUnavailable("the ip command (Debian's iproute2) is not installed");
+    prefix_ = "tessera-" + std::to_string(getpid()) + "-";
+    try {
+      ip("netns add " + switch_ns());
+      created_.push_back(switch_ns());
+      ip("-n " + switch_ns() + " link add br0 type bridge");
+      ip("-n " + switch_ns() + " link set br0 up");
+      int index = 0;
+      for (const auto& host : hosts) {
+        ++index;
+        const std::string ns = prefix_ + host;
+        ip("netns add " + ns);
+        created_.push_back(ns);
+        const std::string port = "port" + std::to_string(index);
+        ip("-n " + switch_ns() + " link add " + port + " type veth peer name eth0 netns " + ns);
+        ip("-n " + switch_ns() + " link set " + port + " master br0");
+        ip("-n " + switch_ns() + " link set " + port + " up");
+        const std::string address = "10.231.0." + std::to_string(index);
+        ip("-n " + ns + " addr add " + address + "/24 dev eth0");
+        ip("-n " + ns + " link set eth0 up");
+        ip("-n " + ns + " link set lo up");
+        hosts_[host] = Host{ns, port, address};
+      }
+    } catch (...) {
+      remove();
+      throw;
+    }
+  }
+  ~NetnsLab() { remove(); }
+  NetnsLab(const NetnsLab&) = delete;
+  NetnsLab& operator=(const NetnsLab&) = delete;
+
+  const std::string& address(const std::string& host) const { return hosts_.at(host).address; }
+  const std::string& ns(const std::string& host) const { return hosts_.at(host).ns; }
+
+  // The host's switch port down: its packets vanish both ways; up again on heal.
+  void cut(const std::string& host) {
+    ip("-n " + switch_ns() + " link set " + hosts_.at(host).port + " down");
+  }
+  void heal(const std::string& host) {
+    ip("-n " + switch_ns() + " link set " + hosts_.at(host).port + " up");
+  }
+
+  // tc netem on the host's eth0; false (and why in `reason`) where the kernel has no netem.
+  bool shape(const std::string& host, const std::string& netem, std::string& reason) {
+    const auto out =
+        run("ip netns exec " + ns(host) + " tc qdisc replace dev eth0 root netem " + netem, code_);
+    if (code_ == 0) return true;
+    reason = "tc netem refused (" + out.substr(0, out.find('\n')) +
+             "): this kernel has no sch_netem (CONFIG_NET_SCH_NETEM)";
+    return false;
+  }
+  // 1 in `every` packets the host sends dropped (iptables' statistic match): loss without netem.
+  bool drop_one_in(const std::string& host, int every, std::string& reason) {
+    const auto out =
+        run("ip netns exec " + ns(host) + " iptables -A OUTPUT -m statistic --mode nth --every " +
+                std::to_string(every) + " --packet 0 -j DROP",
+            code_);
+    if (code_ == 0) return true;
+    reason = "iptables refused: " + out.substr(0, out.find('\n'));
+    return false;
+  }
+
+  // Starts argv inside the host's namespace, stdout and stderr to `log`.
+  pid_t spawn(const std::string& host, const std::vector<std::string>& argv, const std::filesystem::path& log,
+              const std::filesystem::path& cwd = std::filesystem::temp_directory_path()) const {
+    const std::string path = "/var/run/netns/" + ns(host);
+    const pid_t child = fork();
+    if (child == 0) {
+      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(126);
+      const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (out >= 0) {
+        dup2(out, STDOUT_FILENO);
+        dup2(out, STDERR_FILENO);
+      }
+      if (chdir(cwd.c_str()) != 0) _exit(126);
+      std::vector<char*> args;
+      for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    return child;
+  }
+
+  // Runs argv in the host's namespace to its end; its output and exit code.
+  std::string run_in(const std::string& host, const std::vector<std::string>& argv, int& code,
+                     const std::filesystem::path& log) const {
+    const pid_t child = spawn(host, argv, log);
+    int status = 0;
+    waitpid(child, &status, 0);
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  struct Host {
+    std::string ns, port, address;
+  };
+  std::string switch_ns() const { return prefix_ + "switch"; }
+
+  static std::string run(const std::string& command, int& code) {
+    std::string out;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+    code = WEXITSTATUS(pclose(pipe));
+    return out;
+  }
+  void ip(const std::string& arguments) {
+    const auto out = run("ip " + arguments, code_);
+    if (code_ != 0) throw LabUnavailable("ip " + arguments + " failed: " + out);
+  }
+  void remove() {
+    int code = 0;
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) run("ip netns del " + *it, code);
+    created_.clear();
+  }
+
+  std::string prefix_;
+  std::map<std::string, Host> hosts_;
+  std::vector<std::string> created_;
+  int code_ = 0;
+};
+
+}  // namespace tessera::testing
