@@ -76,23 +76,24 @@ endif()
 
 # The Python client (python/): Debian's interpreter, which python3-pybind11, python3-numpy and the rest
 # are installed for (a python3 earlier on PATH may be another one), and pybind11's CMake package.
-if(TESSERA_PYTHON)
-  # What an uninstrumented python3 must preload to load a sanitized module: the sanitizer's runtime, and
-  # libstdc++ with it (the sanitizer's __cxa_throw interceptor finds the real one only if it is loaded
-  # when the sanitizer starts; the interpreter itself does not link it).
-  set(TESSERA_SANITIZER_PRELOAD "")
-  if(TESSERA_ASAN OR TESSERA_TSAN)
-    if(TESSERA_ASAN)
-      set(runtime libasan.so)
-    else()
-      set(runtime libtsan.so)
-    endif()
-    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${runtime} OUTPUT_VARIABLE runtime_path
-                    OUTPUT_STRIP_TRAILING_WHITESPACE)
-    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so OUTPUT_VARIABLE libstdcxx_path
-                    OUTPUT_STRIP_TRAILING_WHITESPACE)
-    set(TESSERA_SANITIZER_PRELOAD "${runtime_path}:${libstdcxx_path}")
+# What an uninstrumented program (Debian's python3, a user's program built outside the tree) must
+# preload to load a sanitized Tessera library: the sanitizer's runtime, and
+# libstdc++ with it (the sanitizer's __cxa_throw interceptor finds the real one only if it is loaded
+# when the sanitizer starts; the interpreter itself does not link it).
+set(TESSERA_SANITIZER_PRELOAD "")
+if(TESSERA_ASAN OR TESSERA_TSAN)
+  if(TESSERA_ASAN)
+    set(runtime libasan.so)
+  else()
+    set(runtime libtsan.so)
   endif()
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${runtime} OUTPUT_VARIABLE runtime_path
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so OUTPUT_VARIABLE libstdcxx_path
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(TESSERA_SANITIZER_PRELOAD "${runtime_path}:${libstdcxx_path}")
+endif()
+if(TESSERA_PYTHON)
   if(NOT DEFINED Python_EXECUTABLE AND EXISTS /usr/bin/python3)
     set(Python_EXECUTABLE /usr/bin/python3)
   endif()

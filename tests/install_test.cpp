@@ -25,13 +25,12 @@ std::string quoted(const fs::path& path) {
   return "'" + path.string() + "'";
 }
 
-#ifdef TESSERA_PYTHON_EXECUTABLE
-// Under a sanitizer, Debian's uninstrumented python3 must preload its runtime to import the module.
-std::string python_environment() {
-  const std::string preload = TESSERA_PYTHON_PRELOAD;
+// Under a sanitizer, a program built without it (Debian's python3, the out-of-tree programs) must preload
+// its runtime to load the sanitized libraries.
+std::string sanitizer_environment() {
+  const std::string preload = TESSERA_SANITIZER_PRELOAD;
   return preload.empty() ? std::string() : "LD_PRELOAD=" + preload + " ASAN_OPTIONS=detect_leaks=0 ";
 }
-#endif
 
 // Runs a command that must succeed; its output.
 std::string must_run(const std::string& command) {
@@ -91,7 +90,8 @@ TEST_F(InstallTest, AnOutOfTreePluginBuiltAgainstAMovedInstallRunsOnTheInstalled
   ASSERT_TRUE(fs::exists(plugin)) << "the out-of-tree build made no " << plugin;
 
   // A program of one's own on the installed client library (Tessera::tessera), run from the moved prefix.
-  const auto swept = must_run(quoted(project_build / "cooling_sweep") + " " + quoted(plugin) + " 200");
+  const auto swept = must_run(sanitizer_environment() + quoted(project_build / "cooling_sweep") + " " +
+                              quoted(plugin) + " 200");
   EXPECT_EQ(swept.rfind("cooling_sweep: 200 results", 0), 0u) << swept;
   // The same program built without CMake, by pkg-config's flags for the client library (from the moved
   // prefix), and run.
@@ -100,12 +100,13 @@ TEST_F(InstallTest, AnOutOfTreePluginBuiltAgainstAMovedInstallRunsOnTheInstalled
            quoted(fs::path(TESSERA_SOURCE_DIR) / "examples/out_of_tree/cooling_sweep.cpp") + " -o " +
            quoted(by_pkg_config) + " $(PKG_CONFIG_PATH=" + quoted(moved / "lib/pkgconfig") +
            " pkg-config --cflags --libs tessera)");
-  const auto swept_again = must_run(quoted(by_pkg_config) + " " + quoted(plugin) + " 50");
+  const auto swept_again =
+      must_run(sanitizer_environment() + quoted(by_pkg_config) + " " + quoted(plugin) + " 50");
   EXPECT_EQ(swept_again.rfind("cooling_sweep: 50 results", 0), 0u) << swept_again;
 #ifdef TESSERA_PYTHON_EXECUTABLE
   // The installed Python package, from the moved prefix: the cooling plugin streamed through a LocalCluster.
   const auto python =
-      must_run(python_environment() + "PYTHONPATH=" + quoted(moved / "lib/python3/dist-packages") + " " +
+      must_run(sanitizer_environment() + "PYTHONPATH=" + quoted(moved / "lib/python3/dist-packages") + " " +
                TESSERA_PYTHON_EXECUTABLE +
                " -c \"import tessera, numpy as np\n"
                "c = tessera.LocalCluster(workers=1, threads_per_worker=2, plugins=['" +

@@ -14,20 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "node_process.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 const fs::path kManifests = fs::path(TESSERA_SOURCE_DIR) / "deploy" / "kubernetes";
-
-std::string shell(const std::string& command, int& code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  code = WEXITSTATUS(pclose(pipe));
-  return out;
-}
 
 std::string base64_decode(const std::string& text) {
   static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -54,8 +47,8 @@ class Manifests : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tessera-kubernetes-test-" + std::to_string(getpid()));
     fs::create_directories(dir_);
     int code = 0;
-    const auto out =
-        shell((kManifests / "make-keys.sh").string() + " " + dir_.string() + " " + TESSERA_CLI_BINARY, code);
+    const auto out = tessera::testing::run_command(
+        (kManifests / "make-keys.sh").string() + " " + dir_.string() + " " + TESSERA_CLI_BINARY, code);
     ASSERT_EQ(code, 0) << out;
     for (const auto& file : {kManifests / "configmap.yaml", kManifests / "scheduler.yaml",
                              kManifests / "workers.yaml", dir_ / "secret.yaml"})
@@ -180,7 +173,7 @@ TEST_F(Manifests, TheSecretHoldsKeysAndTheConfigsPassTesseraNodesCheck) {
   }
   for (const char* config : {"scheduler.toml", "worker.toml"}) {
     int code = 0;
-    const auto out = shell(
+    const auto out = tessera::testing::run_command(
         std::string(TESSERA_NODE_BINARY) + " --check-config --config " + local_config(config).string(), code);
     EXPECT_EQ(code, 0) << config << ": " << out;
     EXPECT_NE(out.find("a usable config"), std::string::npos) << out;
@@ -188,9 +181,10 @@ TEST_F(Manifests, TheSecretHoldsKeysAndTheConfigsPassTesseraNodesCheck) {
   // A broken key in the Secret is caught by the same check, naming the key.
   std::ofstream(dir_ / "keys" / "authorized_keys") << "not-a-key\n";
   int code = 0;
-  const auto out = shell(std::string(TESSERA_NODE_BINARY) + " --check-config --config " +
-                             local_config("scheduler.toml").string(),
-                         code);
+  const auto out =
+      tessera::testing::run_command(std::string(TESSERA_NODE_BINARY) + " --check-config --config " +
+                                        local_config("scheduler.toml").string(),
+                                    code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("security.authorized_keys_file"), std::string::npos) << out;
   // The kustomization lists every manifest, the Secret make-keys.sh writes included.

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "node_process.hpp"
+
 namespace tessera::testing {
 
 class LabUnavailable : public std::runtime_error {
@@ -137,14 +139,7 @@ class NetnsLab {
   };
   std::string switch_ns() const { return prefix_ + "switch"; }
 
-  static std::string run(const std::string& command, int& code) {
-    std::string out;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    char buffer[4096];
-    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-    code = WEXITSTATUS(pclose(pipe));
-    return out;
-  }
+  static std::string run(const std::string& command, int& code) { return run_command(command, code); }
   void ip(const std::string& arguments) {
     const auto out = run("ip " + arguments, code_);
     if (code_ != 0) throw LabUnavailable("ip " + arguments + " failed: " + out);

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "netns_lab.hpp"
+#include "node_process.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -32,18 +34,14 @@ using namespace std::chrono_literals;
 using tessera::testing::LabUnavailable;
 using tessera::testing::NetnsLab;
 
+// These conditions run programs or read /proc: look every 100 ms.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  return tessera::testing::eventually(condition, timeout, std::chrono::milliseconds(100));
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
 }
 
 std::string first_word(const std::string& text) {

@@ -24,24 +24,22 @@
 #include <thread>
 #include <vector>
 
+#include "node_process.hpp"
+#include "test_util.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// These conditions run programs or read /proc: look every 100 ms.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  return tessera::testing::eventually(condition, timeout, std::chrono::milliseconds(100));
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// A shell command's stdout and stderr together, and its exit code.
-std::string shell(const std::string& command, int& code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  code = WEXITSTATUS(pclose(pipe));
-  return out;
 }
 
 std::string program(const std::string& name) {
@@ -60,15 +58,6 @@ int free_port() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   close(fd);
   return ntohs(address.sin_port);
-}
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(100ms);
-  }
-  return true;
 }
 
 // Processes whose command line mentions `text` (the job's folder): what a stopped job must not leave.
@@ -115,10 +104,11 @@ class SlurmCluster {
     fs::permissions(dir_ / "etc" / "munge.key", fs::perms::owner_read | fs::perms::owner_write);
     const auto path = [this](const std::string& relative) { return (dir_ / relative).string(); };
     int code = 0;
-    auto out = shell(program("munged") + " --force --key-file=" + path("etc/munge.key") +
-                         " --socket=" + path("run/munge.sock") + " --pid-file=" + path("run/munged.pid") +
-                         " --log-file=" + path("log/munged.log") + " --seed-file=" + path("state/munge.seed"),
-                     code);
+    auto out = tessera::testing::run_command(
+        program("munged") + " --force --key-file=" + path("etc/munge.key") +
+            " --socket=" + path("run/munge.sock") + " --pid-file=" + path("run/munged.pid") +
+            " --log-file=" + path("log/munged.log") + " --seed-file=" + path("state/munge.seed"),
+        code);
     if (code != 0) return "munged cannot start: " + out;
     munged_started_ = true;
     char host[256] = {};
@@ -144,20 +134,21 @@ class SlurmCluster {
         << "PartitionName=test Nodes=" << hostname_
         << " Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n";
     env_ = "SLURM_CONF=" + path("etc/slurm.conf") + " ";
-    out = shell(env_ + program("slurmctld") + " -i", code);
+    out = tessera::testing::run_command(env_ + program("slurmctld") + " -i", code);
     if (code != 0) return "slurmctld cannot start: " + out + read_file(dir_ / "log" / "slurmctld.log");
     slurmctld_started_ = true;
-    out = shell(env_ + program("slurmd"), code);
+    out = tessera::testing::run_command(env_ + program("slurmd"), code);
     if (code != 0) return "slurmd cannot start: " + out + read_file(dir_ / "log" / "slurmd.log");
     slurmd_started_ = true;
     const bool idle = eventually(
         [&] {
           int c = 0;
-          return shell(env_ + "sinfo -h -o %t", c).find("idle") != std::string::npos;
+          return tessera::testing::run_command(env_ + "sinfo -h -o %t", c).find("idle") != std::string::npos;
         },
         30s);
     if (!idle)
-      return "the Slurm node never became idle: " + shell(env_ + "sinfo -h -N -l", code) +
+      return "the Slurm node never became idle: " +
+             tessera::testing::run_command(env_ + "sinfo -h -N -l", code) +
              read_file(dir_ / "log" / "slurmd.log").substr(0, 2000);
     return {};
   }
@@ -165,7 +156,7 @@ class SlurmCluster {
   void stop() {
     int code = 0;
     if (slurmctld_started_ || slurmd_started_) {
-      shell(env_ + "scontrol shutdown", code);
+      tessera::testing::run_command(env_ + "scontrol shutdown", code);
       for (const char* pid_file : {"run/slurmctld.pid", "run/slurmd.pid"}) wait_pid_file(dir_ / pid_file);
     }
     if (munged_started_) {
@@ -180,7 +171,7 @@ class SlurmCluster {
 
   // Runs a command with this cluster's SLURM_CONF in `cwd`.
   std::string run(const std::string& command, int& code, const fs::path& cwd) const {
-    return shell("cd " + cwd.string() + " && " + env_ + command, code);
+    return tessera::testing::run_command("cd " + cwd.string() + " && " + env_ + command, code);
   }
   const fs::path& dir() const { return dir_; }
   const std::string& hostname() const { return hostname_; }
