@@ -37,6 +37,12 @@ int main(int argc, char** argv) try {
       .integer("latency-samples", 2000, 1, 10000000, "submits timed one at a time")
       .integer("chunks", 64, 1, 100000, "8 MiB chunks moved between worker processes")
       .integer("stream-sets", 1000000, 1, 100000000, "parameter sets of the remote stream")
+      .text("scheduler", "",
+            "measure an existing cluster at this address instead of starting nodes (e.g. one across "
+            "network namespaces: bench/netns/run.sh)")
+      .text("client-config", "", "with --scheduler: the client's CURVE keys (as tessera --client-config)")
+      .integer("expect-workers", 2, 0, 1024,
+               "with --scheduler: worker processes it has (2 or more: the chunk transfers run)")
       .text("node", TESSERA_NODE_BINARY, "the tessera-node binary")
       .text("plugin", TESSERA_BENCH_PLUGIN, "the benchmark plugin the nodes load");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
@@ -46,7 +52,10 @@ int main(int argc, char** argv) try {
   const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
   std::unique_ptr<tessera::bench::Node> scheduler;
   std::vector<std::unique_ptr<tessera::bench::Node>> workers;
-  if (topology == "both") {
+  const std::string existing = flags.str("scheduler");
+  if (!existing.empty()) {
+    // Nothing started here: the shape is the existing cluster's.
+  } else if (topology == "both") {
     scheduler = std::make_unique<tessera::bench::Node>(
         flags.str("node"),
         "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
@@ -66,10 +75,16 @@ int main(int argc, char** argv) try {
                                  "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) +
                                  "\n" + plugins));
   }
-  const std::string shape = "\"topology\":\"" + topology +
-                            "\",\"worker_processes\":" + std::to_string(workers.size()) +
-                            ",\"threads\":" + std::to_string(flags.integer("threads"));
-  tessera::Client client(scheduler->endpoint());
+  const std::size_t worker_processes =
+      existing.empty() ? workers.size() : static_cast<std::size_t>(flags.integer("expect-workers"));
+  const std::string shape =
+      "\"topology\":\"" + (existing.empty() ? topology : std::string("existing")) +
+      "\",\"worker_processes\":" + std::to_string(worker_processes) +
+      (existing.empty() ? ",\"threads\":" + std::to_string(flags.integer("threads")) : std::string());
+  tessera::cli::KeyOptions keys;
+  keys.client_config = flags.str("client-config");
+  tessera::Client client(existing.empty() ? scheduler->endpoint() : existing,
+                         keys.connect_options("tessera-bench-remote"));
   const auto n = flags.integer("tasks");
   std::vector<std::int64_t> inputs(static_cast<std::size_t>(n));
   std::iota(inputs.begin(), inputs.end(), 0);
@@ -97,7 +112,7 @@ int main(int argc, char** argv) try {
             << ",\"p50_us\":" << latencies[latencies.size() / 2]
             << ",\"p99_us\":" << latencies[latencies.size() * 99 / 100] << "}" << std::endl;
 
-  if (workers.size() >= 2) {
+  if (worker_processes >= 2) {
     // Chunks spread over the workers; each consumer reads two, and counts the bytes that crossed.
     const auto chunks = flags.integer("chunks");
     std::vector<std::int64_t> ids(static_cast<std::size_t>(chunks));
