@@ -5,6 +5,7 @@
 # of a 5 s partition of the scheduler to the first result stored after it. With tc netem (where the kernel
 # has it) the bench runs again with 1 and 5 ms of delay on every host's link. Needs root and iproute2.
 # Usage: bench/netns/run.sh [BUILD_DIR (default build)]  — prints JSON lines, one per measurement.
+# PLAIN=1: the namespace cluster without CURVE (security.allow_insecure), to tell encryption's share.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
@@ -48,10 +49,19 @@ cat >"$work/client.toml" <<TOML
 [client]
 scheduler = "$address"
 [security]
-public_key_file = "client.pub"
-secret_key_file = "client.key"
-scheduler_public_key = "$(key scheduler)"
+$( [[ "${PLAIN:-0}" == 1 ]] || printf '%s\n' 'public_key_file = "client.pub"' 'secret_key_file = "client.key"' \
+  "scheduler_public_key = \"$(key scheduler)\"")
 TOML
+# The nodes' [security]: CURVE with the keys made above, or (PLAIN=1) none, accepted beyond loopback.
+security() {
+  if [[ "${PLAIN:-0}" == 1 ]]; then echo "allow_insecure = true"; return; fi
+  echo "curve = true"
+  echo "secret_key_file = \"$1.key\""
+  echo "public_key_file = \"$1.pub\""
+  [[ $1 == worker ]] && echo "scheduler_public_key = \"$(key scheduler)\""
+  if [[ $1 == worker ]]; then echo "authorized_keys = [\"$(key worker)\"]"
+  else echo "authorized_keys = [\"$(key worker)\", \"$(key client)\"]"; fi
+}
 cat >"$work/scheduler.toml" <<TOML
 [node]
 name = "scheduler"
@@ -62,10 +72,7 @@ listen = "$address"
 [plugins]
 paths = ["$plugin", "$examples"]
 [security]
-curve = true
-secret_key_file = "scheduler.key"
-public_key_file = "scheduler.pub"
-authorized_keys = ["$(key worker)", "$(key client)"]
+$(security scheduler)
 TOML
 for w in w1 w2; do
   cat >"$work/$w.toml" <<TOML
@@ -79,11 +86,7 @@ threads_per_worker = 2
 [plugins]
 paths = ["$plugin", "$examples"]
 [security]
-curve = true
-secret_key_file = "worker.key"
-public_key_file = "worker.pub"
-scheduler_public_key = "$(key scheduler)"
-authorized_keys = ["$(key worker)"]
+$(security worker)
 TOML
 done
 cli() { in_ns client "$bin/tessera" --client-config "$work/client.toml" "$@"; }
@@ -91,6 +94,7 @@ workers_joined() { cli status --json 2>/dev/null | grep -o '"workers":[0-9]*' | 
 
 bench_args=(--tasks "${TASKS:-200000}" --latency-samples "${SAMPLES:-2000}" --chunks "${CHUNKS:-32}"
   --stream-sets "${SETS:-200000}" --repeat "${REPEAT:-3}")
+plain=""; [[ "${PLAIN:-0}" == 1 ]] && plain=" (plain, no CURVE)"
 label() { sed "s/^{/{\"network\":\"$1\",/"; }
 # Loopback first, with nothing else running: the same bench, its own nodes on 127.0.0.1.
 "$bin/tessera-bench-remote" --worker-processes 2 --threads 2 "${bench_args[@]}" | label "loopback"
@@ -101,7 +105,7 @@ for _ in $(seq 600); do [[ "$(workers_joined)" == 2 ]] && break; sleep 0.05; don
 [[ "$(workers_joined)" == 2 ]] || { echo "the workers did not join" >&2; cat "$work"/*.log >&2; exit 1; }
 
 in_ns client "$bin/tessera-bench-remote" --scheduler "$address" --client-config "$work/client.toml" \
-  --expect-workers 2 "${bench_args[@]}" | label "namespaces, 0 ms added"
+  --expect-workers 2 "${bench_args[@]}" | label "namespaces$plain, 0 ms added"
 
 for delay in 1ms 5ms; do
   shaped=1
