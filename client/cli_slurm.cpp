@@ -303,8 +303,8 @@ int slurm_launch(const SlurmOptions& options) {
     std::vector<std::string> step_arguments = {
         self,        "slurm-step",      "--config",          template_path.string(),
         "--job-dir", keys.dir.string(), "--startup-timeout", number_text(options.startup_timeout_seconds)};
-    if (!options.interface.empty())
-      step_arguments.insert(step_arguments.end(), {"--interface", options.interface});
+    if (!options.network_interface.empty())
+      step_arguments.insert(step_arguments.end(), {"--interface", options.network_interface});
     const auto deadline = Clock::now() + seconds(options.startup_timeout_seconds);
 
     scheduler_step = Step{"the scheduler (on " + nodes.front() + ")", keys.dir / "scheduler.log"};
@@ -412,8 +412,9 @@ int slurm_step(const SlurmStepOptions& options) {
     fs::path config_file{};
     std::vector<std::string> argv = {program, "--config"};
     if (options.role == "scheduler") {
-      const std::string host =
-          options.interface.empty() ? default_host_address() : interface_address(options.interface);
+      const std::string host = options.network_interface.empty()
+                                   ? default_host_address()
+                                   : interface_address(options.network_interface);
       const std::string listen = "tcp://" + host + ":" + std::to_string(options.port);
       config_file = keys.dir / "scheduler.toml";
       write_atomically(config_file,
@@ -431,8 +432,9 @@ int slurm_step(const SlurmStepOptions& options) {
       const std::string scheduler = read_text(address_file);
       const auto scheduler_host = endpoint_host(scheduler);
       if (!scheduler_host) throw std::runtime_error(address_file.string() + " holds no tcp:// address");
-      const std::string host =
-          options.interface.empty() ? address_towards(*scheduler_host) : interface_address(options.interface);
+      const std::string host = options.network_interface.empty()
+                                   ? address_towards(*scheduler_host)
+                                   : interface_address(options.network_interface);
       std::string name = short_hostname();
       if (const std::string local = environment("SLURM_LOCALID"); !local.empty() && local != "0")
         name += "-" + local;

@@ -17,7 +17,8 @@ struct SlurmOptions {
   std::string job_dir{};  // keys, node configs, logs, the scheduler's store; "": SUBMIT_DIR/tessera-JOBID
   std::string address_file{};  // where the scheduler's address is written; "": JOB_DIR/scheduler.address
   std::uint32_t port = 0;      // the scheduler's port; 0: any free one (the template's listen is not used)
-  std::string interface {};    // the network interface nodes listen on (e.g. ib0); "": each host's default
+  std::string
+      network_interface{};  // the network interface nodes listen on (e.g. ib0); "": each host's default
   double startup_timeout_seconds = 120;  // for the scheduler and every worker to be up
   double stop_timeout_seconds = 30;      // for each step to stop after SIGTERM, before SIGKILL
   std::vector<std::string> command{};    // run once the cluster is up; its exit ends the job's cluster
@@ -29,7 +30,7 @@ int slurm_launch(const SlurmOptions& options);
 
 struct SlurmStepOptions {
   std::string role{};  // "scheduler" or "worker"
-  std::string config{}, job_dir{}, interface {};
+  std::string config{}, job_dir{}, network_interface{};
   std::uint32_t port = 0;
   double startup_timeout_seconds = 120;
 };

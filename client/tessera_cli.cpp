@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
   slurm_command->add_option("--port", slurm.port, "the scheduler's port (default 0: any free one)")
       ->check(tessera::cli::unsigned_in(0, 65535));
   slurm_command
-      ->add_option("--interface", slurm.interface,
+      ->add_option("--interface", slurm.network_interface,
                    "the network interface nodes listen on, e.g. ib0 (default: the route to the scheduler)")
       ->check(tessera::cli::text_at_most(64));
   slurm_command
@@ -393,7 +393,7 @@ int main(int argc, char** argv) {
   step_command->add_option("--role", step.role)->required()->check(CLI::IsMember({"scheduler", "worker"}));
   step_command->add_option("--config", step.config)->required();
   step_command->add_option("--job-dir", step.job_dir)->required();
-  step_command->add_option("--interface", step.interface);
+  step_command->add_option("--interface", step.network_interface);
   step_command->add_option("--port", step.port)->check(tessera::cli::unsigned_in(0, 65535));
   step_command->add_option("--startup-timeout", step.startup_timeout_seconds)
       ->check(tessera::cli::real_in(1, 86400));

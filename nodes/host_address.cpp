@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -53,8 +54,8 @@ std::string interface_address(const std::string& interface) {
   std::vector<std::string> names;
   bool named = false;
   for (const ifaddrs* entry = list.get(); entry; entry = entry->ifa_next) {
-    if (entry->ifa_name && (names.empty() || names.back() != entry->ifa_name))
-      names.push_back(entry->ifa_name);
+    if (entry->ifa_name && std::find(names.begin(), names.end(), entry->ifa_name) == names.end())
+      names.push_back(entry->ifa_name);  // an entry per address family: each name once
     if (!entry->ifa_name || interface != entry->ifa_name) continue;
     named = true;
     if (entry->ifa_addr && entry->ifa_addr->sa_family == AF_INET)

@@ -302,8 +302,15 @@ TEST_F(SlurmTest, ACancelledJobStopsItsSchedulerAndWorkers) {
   EXPECT_TRUE(eventually([&] { return processes_mentioning(job_dir.string()).empty(); }, 60s))
       << processes_mentioning(job_dir.string()).front() << "\n"
       << read_file(jobs() / "hold.out");
-  const auto state = cluster_.run("scontrol show job " + job, code, jobs());
-  EXPECT_NE(state.find("JobState=CANCELLED"), std::string::npos) << state;
+  // COMPLETING until slurmctld has heard from slurmd that the job's processes are gone.
+  std::string state;
+  EXPECT_TRUE(eventually(
+      [&] {
+        state = cluster_.run("scontrol show job " + job, code, jobs());
+        return state.find("JobState=CANCELLED") != std::string::npos;
+      },
+      30s))
+      << state;
 }
 
 }  // namespace
