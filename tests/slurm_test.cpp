@@ -75,6 +75,13 @@ std::vector<std::string> processes_mentioning(const std::string& text) {
   return found;
 }
 
+// For a failure's message: the processes found, one per line (none, if they ended meanwhile).
+std::string listed(const std::vector<std::string>& processes) {
+  std::string out;
+  for (const auto& process : processes) out += process + "\n";
+  return out.empty() ? "(none left by now)" : out;
+}
+
 // One Slurm cluster of this host alone: munged, slurmctld and slurmd with everything in `dir_`.
 class SlurmCluster {
  public:
@@ -277,7 +284,7 @@ TEST_F(SlurmTest, TheExampleBatchScriptRunsASweepOnTheJobsClusterAndLeavesNothin
   EXPECT_NE(read_file(job_dir / "client.toml").find(address.substr(0, address.size() - 1)),
             std::string::npos);
   EXPECT_TRUE(eventually([&] { return processes_mentioning(job_dir.string()).empty(); }, 30s))
-      << processes_mentioning(job_dir.string()).front();
+      << listed(processes_mentioning(job_dir.string()));
 }
 
 TEST_F(SlurmTest, ACancelledJobStopsItsSchedulerAndWorkers) {
@@ -300,7 +307,7 @@ TEST_F(SlurmTest, ACancelledJobStopsItsSchedulerAndWorkers) {
   cluster_.run("scancel " + job, code, jobs());
   ASSERT_EQ(code, 0);
   EXPECT_TRUE(eventually([&] { return processes_mentioning(job_dir.string()).empty(); }, 60s))
-      << processes_mentioning(job_dir.string()).front() << "\n"
+      << listed(processes_mentioning(job_dir.string())) << "\n"
       << read_file(jobs() / "hold.out");
   // COMPLETING until slurmctld has heard from slurmd that the job's processes are gone.
   std::string state;
