@@ -20,6 +20,7 @@
 #include "cli_options.hpp"
 #include "cli_session.hpp"
 #include "node_templates.hpp"
+#include "nodes/atomic_file.hpp"
 #include "nodes/host_address.hpp"
 #include "nodes/transport.hpp"
 
@@ -29,6 +30,7 @@ using tessera::address_towards;
 using tessera::default_host_address;
 using tessera::endpoint_host;
 using tessera::interface_address;
+using tessera::write_file_atomically;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -65,30 +67,18 @@ std::string read_text(const fs::path& file) {
   return out;
 }
 
-// Written whole or not at all: a reader polling for the file never sees half of it.
-void write_atomically(const fs::path& file, const std::string& text,
-                      fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
-  const fs::path partial = file.string() + ".partial";
-  {
-    std::ofstream out(partial, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + partial.string() + ": " + std::strerror(errno));
-  }
-  fs::permissions(partial, perms);
-  fs::rename(partial, file);
-}
+const fs::perms kPrivate = fs::perms::owner_read | fs::perms::owner_write;
 
 // The last lines of a node's log, for the message that says it failed.
 std::string log_tail(const fs::path& log, std::size_t lines = 12) {
   std::ifstream in(log);
   if (!in) return "(no log at " + log.string() + ")";
-  std::vector<std::string> kept{};
+  std::vector<std::string> kept;
   for (std::string line; std::getline(in, line);) {
     kept.push_back(excerpt(line, 300));
     if (kept.size() > lines) kept.erase(kept.begin());
   }
-  std::string out{};
+  std::string out;
   for (const auto& line : kept) out += "\n    " + line;
   return out.empty() ? " (its log " + log.string() + " is empty)" : out;
 }
@@ -103,9 +93,9 @@ struct JobKeys {
 void make_job_keys(const JobKeys& keys) {
   for (const std::string who : {"scheduler", "worker", "client"}) {
     const auto pair = transport::generate_curve_keys();
-    write_atomically(keys.secret(who), pair.secret_key + "\n");
-    write_atomically(keys.public_file(who), pair.public_key + "\n",
-                     fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+    write_file_atomically(keys.secret(who), pair.secret_key + "\n", kPrivate);
+    write_file_atomically(keys.public_file(who), pair.public_key + "\n",
+                          fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   }
 }
 
@@ -240,7 +230,8 @@ void check_template(const SlurmOptions& options, const toml::table& tmpl, const 
       {"check-worker.toml", worker_settings(keys, "check", "tcp://127.0.0.1:0", "tcp://127.0.0.1:1")}};
   for (const auto& [file, settings] : checks) {
     const fs::path path = keys.dir / file;
-    write_atomically(path, derive_node_config(tmpl, base, settings, header(options, job, "a check of it")));
+    write_file_atomically(path,
+                          derive_node_config(tmpl, base, settings, header(options, job, "a check of it")));
     try {
       capture_output({node_program, "--check-config", "--config", path.string()}, std::chrono::seconds(60));
     } catch (const SpawnError& e) {
@@ -274,7 +265,7 @@ int slurm_launch(const SlurmOptions& options) {
     if (nodelist.empty()) nodelist = environment("SLURM_NODELIST");
     if (nodelist.empty())
       throw UsageError("SLURM_JOB_NODELIST is not set: which nodes the job has is unknown");
-    std::vector<std::string> nodes{};
+    std::vector<std::string> nodes;
     {
       std::istringstream names(
           capture_output({"scontrol", "show", "hostnames", nodelist}, std::chrono::seconds(30)));
@@ -324,10 +315,10 @@ int slurm_launch(const SlurmOptions& options) {
     wait_for([&] { return fs::exists(internal_address); }, scheduler_step, deadline, signals,
              "the scheduler listening", options.startup_timeout_seconds);
     const std::string address = read_text(internal_address);
-    write_atomically(keys.dir / "client.toml", client_config_text(named, job, address, keys));
+    write_file_atomically(keys.dir / "client.toml", client_config_text(named, job, address, keys));
     const fs::path address_file =
         options.address_file.empty() ? internal_address : fs::absolute(options.address_file);
-    if (address_file != internal_address) write_atomically(address_file, address + "\n");
+    if (address_file != internal_address) write_file_atomically(address_file, address + "\n");
 
     worker_step = Step{"the workers' step", keys.dir / ("worker-" + nodes.front() + ".log")};
     const std::string count = std::to_string(nodes.size());
@@ -344,10 +335,10 @@ int slurm_launch(const SlurmOptions& options) {
     srun.insert(srun.end(), {"--role", "worker"});
     worker_step.pid = spawn(srun);
     started.push_back(&worker_step);
-    ConnectOptions connect{.name = "tessera-slurm"};
-    connect.public_key = keys.public_key("client");
-    connect.secret_key = read_text(keys.secret("client"));
-    connect.scheduler_public_key = keys.public_key("scheduler");
+    // The client config just written, read as every client reads it.
+    KeyOptions client_keys;
+    client_keys.client_config = (keys.dir / "client.toml").string();
+    const ConnectOptions connect = client_keys.connect_options("tessera-slurm");
     const std::uint32_t expected = static_cast<std::uint32_t>(nodes.size()) * workers_per_process(tmpl);
     wait_for([&] { return registered_workers(address, connect) >= expected; }, worker_step, deadline, signals,
              std::to_string(expected) + " workers joining the scheduler", options.startup_timeout_seconds);
@@ -409,7 +400,7 @@ int slurm_step(const SlurmStepOptions& options) {
     const std::string program = own_directory() + "/tessera-node";
     SlurmOptions named{.config = template_path.string()};
     const fs::path address_file = keys.dir / "scheduler.address";
-    fs::path config_file{};
+    fs::path config_file;
     std::vector<std::string> argv = {program, "--config"};
     if (options.role == "scheduler") {
       const std::string host = options.network_interface.empty()
@@ -417,8 +408,8 @@ int slurm_step(const SlurmStepOptions& options) {
                                    : interface_address(options.network_interface);
       const std::string listen = "tcp://" + host + ":" + std::to_string(options.port);
       config_file = keys.dir / "scheduler.toml";
-      write_atomically(config_file,
-                       derive_node_config(tmpl, template_path.parent_path(), scheduler_settings(keys, listen),
+      write_file_atomically(
+          config_file, derive_node_config(tmpl, template_path.parent_path(), scheduler_settings(keys, listen),
                                           header(named, job, "the scheduler's config")));
       argv.insert(argv.end(), {config_file.string(), "--address-file", address_file.string()});
     } else {
@@ -439,10 +430,10 @@ int slurm_step(const SlurmStepOptions& options) {
       if (const std::string local = environment("SLURM_LOCALID"); !local.empty() && local != "0")
         name += "-" + local;
       config_file = keys.dir / ("worker-" + name + ".toml");
-      write_atomically(config_file,
-                       derive_node_config(tmpl, template_path.parent_path(),
-                                          worker_settings(keys, name, "tcp://" + host + ":0", scheduler),
-                                          header(named, job, "the config of worker " + name)));
+      write_file_atomically(config_file,
+                            derive_node_config(tmpl, template_path.parent_path(),
+                                               worker_settings(keys, name, "tcp://" + host + ":0", scheduler),
+                                               header(named, job, "the config of worker " + name)));
       argv.push_back(config_file.string());
     }
     std::vector<char*> args;

@@ -11,8 +11,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -27,6 +25,7 @@
 #include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
 #include "dashboard/dashboard_server.hpp"
+#include "nodes/atomic_file.hpp"
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
 #include "nodes/worker_node.hpp"
@@ -131,21 +130,14 @@ bool stop_requested(StopState& state) {
                              tessera::config_excerpt(address) + "\"): cannot listen there: " + e.what());
 }
 
-// --address-file: written to a partial file and renamed, so a launcher polling for it reads it whole.
+// --address-file: written whole (a launcher polls for it); a failure is the node's, exit 1.
 void write_address_file(const std::string& path, const std::string& address) {
   if (path.empty()) return;
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::trunc);
-    out << address << "\n";
-    out.close();
-    if (!out)
-      throw StartError("--address-file: cannot write " + tessera::config_excerpt(partial, 300) + ": " +
-                       std::strerror(errno));
+  try {
+    tessera::write_file_atomically(path, address + "\n");
+  } catch (const std::runtime_error& e) {
+    throw StartError("--address-file: " + tessera::config_excerpt(e.what(), 600));
   }
-  if (std::rename(partial.c_str(), path.c_str()) != 0)
-    throw StartError("--address-file: cannot rename " + tessera::config_excerpt(partial, 300) + " to " +
-                     tessera::config_excerpt(path, 300) + ": " + std::strerror(errno));
 }
 
 }  // namespace
