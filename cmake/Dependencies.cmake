@@ -72,6 +72,8 @@ if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
   find_package(yaml-cpp REQUIRED)  # the Kubernetes manifests' offline check (tests/kubernetes_test.cpp)
+  # Delay and loss on the namespace lab's links where the kernel has no sch_netem (tests/tools/link_shaper.cpp).
+  pkg_check_modules(NETFILTER_QUEUE REQUIRED IMPORTED_TARGET libnetfilter_queue)
 endif()
 
 # The Python client (python/): Debian's interpreter, which python3-pybind11, python3-numpy and the rest

@@ -8,6 +8,7 @@ packages=(
   libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+  libnetfilter-queue-dev
   zlib1g-dev libssl-dev
   libjs-chart.js gnuplot-nox chromium chromium-driver fonts-liberation
   python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-pandas

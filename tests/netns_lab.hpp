@@ -5,13 +5,17 @@
 // process, removed at the end, so labs of concurrent tests never meet.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -79,24 +83,76 @@ class NetnsLab {
     ip("-n " + switch_ns() + " link set " + hosts_.at(host).port + " up");
   }
 
-  // tc netem on the host's eth0; false (and why in `reason`) where the kernel has no netem.
-  bool shape(const std::string& host, const std::string& netem, std::string& reason) {
-    const auto out =
+  // netem's "delay D loss P%" on the host's eth0: each packet it sends held `delay_ms` and dropped with
+  // the chance `loss_percent`. By tc netem where the kernel has it, else by `link_shaper` (an NFQUEUE
+  // in userspace, tests/tools/link_shaper.cpp) fed by an iptables rule. False, and why in `reason`,
+  // where neither can; `how` says which did.
+  bool slow_down(const std::string& host, double delay_ms, double loss_percent,
+                 const std::string& link_shaper, const std::filesystem::path& log, std::string& how,
+                 std::string& reason) {
+    const std::string netem =
+        "delay " + std::to_string(delay_ms) + "ms loss " + std::to_string(loss_percent) + "%";
+    const auto refused =
         run("ip netns exec " + ns(host) + " tc qdisc replace dev eth0 root netem " + netem, code_);
-    if (code_ == 0) return true;
-    reason = "tc netem refused (" + out.substr(0, out.find('\n')) +
-             "): this kernel has no sch_netem (CONFIG_NET_SCH_NETEM)";
-    return false;
+    if (code_ == 0) {
+      how = "tc netem";
+      return true;
+    }
+    const pid_t shaper = spawn(host,
+                               {link_shaper, "--delay-ms", std::to_string(delay_ms), "--loss-percent",
+                                std::to_string(loss_percent), "--seed", std::to_string(shapers_.size() + 1)},
+                               log);
+    shapers_.push_back(shaper);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      std::ifstream in(log);
+      const std::string text((std::istreambuf_iterator<char>(in)), {});
+      if (text.find("ready") != std::string::npos) break;
+      int status = 0;
+      if (waitpid(shaper, &status, WNOHANG) == shaper || std::chrono::steady_clock::now() > deadline) {
+        shapers_.pop_back();
+        kill(shaper, SIGKILL);
+        waitpid(shaper, &status, WNOHANG);
+        reason = "no sch_netem in this kernel (" + refused.substr(0, refused.find('\n')) +
+                 ") and link_shaper did not start: " + text;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // --queue-bypass: were the shaper gone, packets would pass unshaped rather than vanish.
+    const auto out = run(
+        "ip netns exec " + ns(host) + " iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 --queue-bypass",
+        code_);
+    if (code_ != 0) {
+      reason = "iptables refused the NFQUEUE rule: " + out.substr(0, out.find('\n'));
+      return false;
+    }
+    how = "link_shaper (NFQUEUE; this kernel has no sch_netem)";
+    return true;
   }
-  // 1 in `every` packets the host sends dropped (iptables' statistic match): loss without netem.
-  bool drop_one_in(const std::string& host, int every, std::string& reason) {
-    const auto out =
-        run("ip netns exec " + ns(host) + " iptables -A OUTPUT -m statistic --mode nth --every " +
-                std::to_string(every) + " --packet 0 -j DROP",
-            code_);
-    if (code_ == 0) return true;
-    reason = "iptables refused: " + out.substr(0, out.find('\n'));
-    return false;
+
+  // How long a TCP connect from `host` to address:port takes: one round trip (SYN, SYN-ACK) on the wire.
+  std::chrono::microseconds connect_time(const std::string& host, const std::string& address,
+                                         int port) const {
+    std::chrono::microseconds took{-1};
+    // setns(CLONE_NEWNET) moves only the calling thread, and sockets belong to the namespace they are made
+    // in.
+    std::thread([&] {
+      const int fd = open(("/var/run/netns/" + ns(host)).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) return;
+      close(fd);
+      const int sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(static_cast<std::uint16_t>(port));
+      inet_pton(AF_INET, address.c_str(), &to.sin_addr);
+      const auto start = std::chrono::steady_clock::now();
+      if (connect(sock, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0)
+        took =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+      close(sock);
+    }).join();
+    return took;
   }
 
   // Starts argv inside the host's namespace, stdout and stderr to `log`.
@@ -145,6 +201,11 @@ class NetnsLab {
     if (code_ != 0) throw LabUnavailable("ip " + arguments + " failed: " + out);
   }
   void remove() {
+    for (const pid_t shaper : shapers_) {
+      kill(shaper, SIGTERM);
+      waitpid(shaper, nullptr, 0);
+    }
+    shapers_.clear();
     int code = 0;
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) run("ip netns del " + *it, code);
     created_.clear();
@@ -153,6 +214,7 @@ class NetnsLab {
   std::string prefix_;
   std::map<std::string, Host> hosts_;
   std::vector<std::string> created_;
+  std::vector<pid_t> shapers_;
   int code_ = 0;
 };
 
