@@ -1,5 +1,6 @@
 // Hosts as network namespaces: a "switch" namespace holding a bridge, and one namespace per host joined
-// to it by a veth pair (eth0 on the host's side, 10.231.0.N/24). Programs start inside a host's namespace;
+// to it by a veth pair (eth0 on the host's side, 10.231.0.N/24; eth1 on 10.232.0.N/24 where a second
+// network is asked for). Programs start inside a host's namespace;
 // a host's link can be cut (its switch port down: packets vanish, connections are not reset, as in a
 // real partition) and healed, and given delay and loss. Everything lives in namespaces named after this
 // process, removed at the end, so labs of concurrent tests never meet.
@@ -36,7 +37,9 @@ class LabUnavailable : public std::runtime_error {
 
 class NetnsLab {
  public:
-  explicit NetnsLab(const std::vector<std::string>& hosts) {
+  // `networks` separate networks (a bridge each): a host's eth<K> is on network K, 10.(231+K).0.N/24 —
+  // as a cluster's management Ethernet beside its fast fabric.
+  explicit NetnsLab(const std::vector<std::string>& hosts, int networks = 1) {
     if (geteuid() != 0) throw LabUnavailable("network namespaces need root (CAP_NET_ADMIN)");
     if (access("/usr/sbin/ip", X_OK) != 0 && access("/sbin/ip", X_OK) != 0 &&
         access("/usr/bin/ip", X_OK) != 0)
@@ -45,23 +48,35 @@ class NetnsLab {
     try {
       ip("netns add " + switch_ns());
       created_.push_back(switch_ns());
-      ip("-n " + switch_ns() + " link add br0 type bridge");
-      ip("-n " + switch_ns() + " link set br0 up");
+      for (int network = 0; network < networks; ++network) {
+        const std::string bridge = "br" + std::to_string(network);
+        ip("-n " + switch_ns() + " link add " + bridge + " type bridge");
+        ip("-n " + switch_ns() + " link set " + bridge + " up");
+      }
       int index = 0;
       for (const auto& host : hosts) {
         ++index;
-        const std::string ns = prefix_ + host;
-        ip("netns add " + ns);
-        created_.push_back(ns);
-        const std::string port = "port" + std::to_string(index);
-        ip("-n " + switch_ns() + " link add " + port + " type veth peer name eth0 netns " + ns);
-        ip("-n " + switch_ns() + " link set " + port + " master br0");
-        ip("-n " + switch_ns() + " link set " + port + " up");
-        const std::string address = "10.231.0." + std::to_string(index);
-        ip("-n " + ns + " addr add " + address + "/24 dev eth0");
-        ip("-n " + ns + " link set eth0 up");
-        ip("-n " + ns + " link set lo up");
-        hosts_[host] = Host{ns, port, address};
+        Host& made = hosts_[host];
+        made.ns = prefix_ + host;
+        ip("netns add " + made.ns);
+        created_.push_back(made.ns);
+        for (int network = 0; network < networks; ++network) {
+          // Built in steps: GCC 12 warns falsely (-Wrestrict) on "literal" + std::to_string(...).
+          std::string port = "p", device = "eth";
+          port += std::to_string(network) + "-" + std::to_string(index);
+          device += std::to_string(network);
+          ip("-n " + switch_ns() + " link add " + port + " type veth peer name " + device + " netns " +
+             made.ns);
+          ip("-n " + switch_ns() + " link set " + port + " master br" + std::to_string(network));
+          ip("-n " + switch_ns() + " link set " + port + " up");
+          std::string address = "10.";
+          address += std::to_string(231 + network) + ".0." + std::to_string(index);
+          ip("-n " + made.ns + " addr add " + address + "/24 dev " + device);
+          ip("-n " + made.ns + " link set " + device + " up");
+          made.ports.push_back(port);
+          made.addresses.push_back(address);
+        }
+        ip("-n " + made.ns + " link set lo up");
       }
     } catch (...) {
       remove();
@@ -72,20 +87,23 @@ class NetnsLab {
   NetnsLab(const NetnsLab&) = delete;
   NetnsLab& operator=(const NetnsLab&) = delete;
 
-  const std::string& address(const std::string& host) const { return hosts_.at(host).address; }
+  const std::string& address(const std::string& host, int network = 0) const {
+    return hosts_.at(host).addresses.at(network);
+  }
   const std::string& ns(const std::string& host) const { return hosts_.at(host).ns; }
 
-  // The host's switch port down: its packets vanish both ways; up again on heal.
+  // The host's switch ports down: its packets vanish both ways; up again on heal.
   void cut(const std::string& host) {
-    ip("-n " + switch_ns() + " link set " + hosts_.at(host).port + " down");
+    for (const auto& port : hosts_.at(host).ports) ip("-n " + switch_ns() + " link set " + port + " down");
   }
   void heal(const std::string& host) {
-    ip("-n " + switch_ns() + " link set " + hosts_.at(host).port + " up");
+    for (const auto& port : hosts_.at(host).ports) ip("-n " + switch_ns() + " link set " + port + " up");
   }
 
-  // netem's "delay D loss P%" on the host's eth0: each packet it sends held `delay_ms` and dropped with
-  // the chance `loss_percent`. By tc netem where the kernel has it, else by `link_shaper` (an NFQUEUE
-  // in userspace, tests/tools/link_shaper.cpp) fed by an iptables rule. False, and why in `reason`,
+  // netem's "delay D loss P%" on the host's eth0: each packet held `delay_ms` and dropped with the chance
+  // `loss_percent` (a round trip between two slowed hosts gains 2 D). By tc netem on what the host sends
+  // where the kernel has it, else by `link_shaper` (an NFQUEUE in userspace, tests/tools/link_shaper.cpp)
+  // on what it receives (see there why not on what it sends). False, and why in `reason`,
   // where neither can; `how` says which did.
   bool slow_down(const std::string& host, double delay_ms, double loss_percent,
                  const std::string& link_shaper, const std::filesystem::path& log, std::string& how,
@@ -121,7 +139,7 @@ class NetnsLab {
     }
     // --queue-bypass: were the shaper gone, packets would pass unshaped rather than vanish.
     const auto out = run(
-        "ip netns exec " + ns(host) + " iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 --queue-bypass",
+        "ip netns exec " + ns(host) + " iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 0 --queue-bypass",
         code_);
     if (code_ != 0) {
       reason = "iptables refused the NFQUEUE rule: " + out.substr(0, out.find('\n'));
@@ -191,7 +209,8 @@ class NetnsLab {
 
  private:
   struct Host {
-    std::string ns, port, address;
+    std::string ns;
+    std::vector<std::string> ports, addresses;  // one per network
   };
   std::string switch_ns() const { return prefix_ + "switch"; }
 

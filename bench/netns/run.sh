@@ -2,8 +2,9 @@
 # tessera-bench-remote across hosts made of network namespaces (as tests/netns_lab.hpp builds them): the
 # scheduler, two workers and the client each in a namespace of its own, joined by veth pairs and a bridge,
 # CURVE on, after the same bench on loopback in the same run, for comparison; then the time from the healing
-# of a 5 s partition of the scheduler to the first result stored after it. With tc netem (where the kernel
-# has it) the bench runs again with 1 and 5 ms of delay on every host's link. Needs root and iproute2.
+# of a 5 s partition of the scheduler to the first result stored after it. The bench runs again with 1 and
+# 5 ms of delay on every host's link (tc netem, or build/bin/link_shaper where the kernel has no netem).
+# Needs root, iproute2 and iptables.
 # Usage: bench/netns/run.sh [BUILD_DIR (default build)]  — prints JSON lines, one per measurement.
 # PLAIN=1: the namespace cluster without CURVE (security.allow_insecure), to tell encryption's share.
 set -euo pipefail
@@ -107,18 +108,40 @@ for _ in $(seq 600); do [[ "$(workers_joined)" == 2 ]] && break; sleep 0.05; don
 in_ns client "$bin/tessera-bench-remote" --scheduler "$address" --client-config "$work/client.toml" \
   --expect-workers 2 "${bench_args[@]}" | label "namespaces$plain, 0 ms added"
 
-for delay in 1ms 5ms; do
-  shaped=1
+# Every packet delayed once on its way (so a round trip between two hosts gains twice the delay): by tc
+# netem on each host's egress where the kernel has it, else by tests/tools/link_shaper on each host's
+# INPUT (an NFQUEUE fed by iptables; on OUTPUT, TCP small queues would throttle the sender).
+shapers=()
+slow_down() {
+  local host=$1 delay_ms=$2
+  if in_ns "$host" tc qdisc replace dev eth0 root netem delay "${delay_ms}ms" 2>/dev/null; then
+    shaped_by="tc netem"; return
+  fi
+  spawn_in "$host" "$work/shaper-$host.log" "$bin/link_shaper" --delay-ms "$delay_ms"
+  shapers+=($!)
+  for _ in $(seq 200); do grep -q ready "$work/shaper-$host.log" && break; sleep 0.05; done
+  grep -q ready "$work/shaper-$host.log" || { cat "$work/shaper-$host.log" >&2; return 1; }
+  in_ns "$host" iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 0 --queue-bypass
+  shaped_by="link_shaper (NFQUEUE; no sch_netem in this kernel)"
+}
+restore() {
   for host in "${hosts[@]}"; do
-    in_ns "$host" tc qdisc replace dev eth0 root netem delay "$delay" 2>/dev/null || shaped=0
+    in_ns "$host" tc qdisc del dev eth0 root 2>/dev/null || true
+    in_ns "$host" iptables -F INPUT 2>/dev/null || true
   done
+  for pid in "${shapers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  shapers=()
+}
+for delay_ms in 1 5; do
+  shaped=1
+  for host in "${hosts[@]}"; do slow_down "$host" "$delay_ms" || shaped=0; done
   if [[ $shaped == 1 ]]; then
     in_ns client "$bin/tessera-bench-remote" --scheduler "$address" --client-config "$work/client.toml" \
-      --expect-workers 2 "${bench_args[@]}" | label "namespaces, $delay added"
+      --expect-workers 2 "${bench_args[@]}" | label "namespaces$plain, $delay_ms ms added by $shaped_by"
   else
-    echo "{\"network\":\"namespaces, $delay added\",\"skipped\":\"this kernel has no sch_netem (tc netem refused)\"}"
+    echo "{\"network\":\"namespaces, $delay_ms ms added\",\"skipped\":\"neither tc netem nor link_shaper\"}"
   fi
-  for host in "${hosts[@]}"; do in_ns "$host" tc qdisc del dev eth0 root 2>/dev/null || true; done
+  restore
 done
 
 # A stream runs; the scheduler's link goes down for 5 s; from its healing, how long until a new result is

@@ -1,9 +1,11 @@
 // Delay and loss on a link where the kernel has no sch_netem: packets that iptables sends to an NFQUEUE
 // (`-j NFQUEUE --queue-num N`) are held here for --delay-ms and then accepted, or dropped with the chance
-// --loss-percent, as `tc qdisc ... netem delay D loss P%` would do on that interface's egress. Only the
-// packets' metadata reaches userspace (NFQNL_COPY_META) and GSO packets come whole, so a shaped link
-// still carries gigabytes a second. Used by tests/netns_lab.hpp and bench/netns/run.sh; runs inside the
-// namespace whose iptables rule feeds it. Prints "ready" once bound, so the rule can be added after.
+// --loss-percent, as netem's "delay D loss P%" would do to them. Only the packets' metadata reaches
+// userspace (NFQNL_COPY_META) and GSO packets come whole. Used by tests/netns_lab.hpp and
+// bench/netns/run.sh on each host's INPUT: on OUTPUT a held packet still belongs to its sending socket,
+// and TCP small queues (TSQ) then throttle that socket to what leaves in ~1 ms of its pacing rate, which
+// BBR reads as a slow link until it crawls (netem orphans what it holds; a queue cannot). Runs inside the
+// namespace whose iptables rule feeds it; prints "ready" once bound, so the rule can be added after.
 #include <arpa/inet.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h>
