@@ -189,8 +189,8 @@ class SlurmCluster {
   void stop() {
     int code = 0;
     if (slurmctld_started_ || slurmd_started_) {
-      run("scontrol shutdown", code,
-          dir_);  // from the first node: the lab's daemons are not reachable from here
+      // From the first node: the lab's daemons are not reachable from this namespace.
+      run("scontrol shutdown", code, dir_);
       wait_pid_file(dir_ / "run" / "slurmctld.pid");
       for (const auto& node : nodes_) wait_pid_file(dir_ / "run" / ("slurmd-" + node + ".pid"));
     }
