@@ -388,20 +388,25 @@ bool ChunkStore::spill(SpillGoal goal) {
 
     // Deleted records' space comes back once there is as much garbage as live data (and some), or when
     // nothing live is left.
-    bool reclaim = false;
+    bool reclaim = false, clear = false;
     {
       std::lock_guard lock(mutex_);
-      // Nothing live on disk any more: all of it comes back.
-      const bool nothing_live =
-          counters_.spilled_bytes == 0 && deleted_since_reclaim_ > 0 && deletes_.empty();
-      reclaim = nothing_live ||
+      // Nothing live on disk any more (no record, not even of a chunk read back into memory): all of it
+      // comes back at once, without reading a file.
+      clear =
+          deleted_since_reclaim_ > 0 && deletes_.empty() &&
+          std::none_of(entries_.begin(), entries_.end(), [](const auto& e) { return e.second.on_disk > 0; });
+      reclaim = clear ||
                 (deleted_since_reclaim_ > (64ull << 20) && deleted_since_reclaim_ > counters_.spilled_bytes);
       if (reclaim) deleted_since_reclaim_ = 0;
     }
     if (reclaim) {
       if (!disk) disk = open_spill_store();
       try {
-        disk->reclaim();
+        if (clear)
+          disk->clear();
+        else
+          disk->reclaim();
       } catch (const SpillError& e) {
         // Space not given back (a damaged file the compaction cannot read, say) is no reason to refuse
         // work: what is live still reads, and the next reclaim tries again.

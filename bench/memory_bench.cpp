@@ -108,7 +108,13 @@ void disk(const cli::FlagTable& flags) {
   const std::size_t count = (static_cast<std::size_t>(flags.integer("disk-mib")) << 20) / value_bytes;
   TempDir dir;
   auto database = std::make_shared<NodeDatabase>(dir.path);
-  auto& db = database->db();
+  rocksdb::DB* raw_db = nullptr;
+  if (const auto status =
+          rocksdb::DB::Open(SpillStore::rocksdb_options(), (dir.path / "raw").string(), &raw_db);
+      !status.ok())
+    throw std::runtime_error("cannot open " + (dir.path / "raw").string() + ": " + status.ToString());
+  std::unique_ptr<rocksdb::DB> raw_store(raw_db);
+  auto& db = *raw_store;
   Eigen::MatrixXd chunk = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(value_bytes / (64 * 8)), 64);
   const Value value(backends::Chunk::dense(chunk));
   const std::string raw = SpillStore::encode(value);
@@ -118,16 +124,16 @@ void disk(const cli::FlagTable& flags) {
   rocksdb::WriteOptions no_wal;
   no_wal.disableWAL = true;
   for (std::size_t i = 0; i < count; ++i) {
-    db.Put(no_wal, database->spill(), key("raw", i), raw);
-    if (i % 2 == 1) db.Flush(rocksdb::FlushOptions(), database->spill());
+    db.Put(no_wal, key("raw", i), raw);
+    if (i % 2 == 1) db.Flush(rocksdb::FlushOptions());
   }
-  db.Flush(rocksdb::FlushOptions(), database->spill());
+  db.Flush(rocksdb::FlushOptions());
   const double put_seconds = bench::seconds_since(start);
   rocksdb::ReadOptions read;
   read.fill_cache = false;
   start = std::chrono::steady_clock::now();
   std::string out;
-  for (std::size_t i = 0; i < count; ++i) db.Get(read, database->spill(), key("raw", i), &out);
+  for (std::size_t i = 0; i < count; ++i) db.Get(read, db.DefaultColumnFamily(), key("raw", i), &out);
   const double get_seconds = bench::seconds_since(start);
   // The SpillStore: encoding, the write and flush; the read and decoding.
   SpillStore store(database);

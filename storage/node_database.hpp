@@ -1,9 +1,11 @@
-// NodeDatabase: a node's one RocksDB, with a column family per concern: the default one for stream
-// results (ResultStore), "spill" for the chunks its workers spilled past their memory target
-// (SpillStore), and "checkpoint" for task results stored as checkpoints (CheckpointStore). RocksDB locks its
-// directory, so a process opens it once and the stores share it.
+// NodeDatabase: a node's RocksDB, with a column family per concern: the default one for stream results
+// (ResultStore) and "checkpoint" for task results stored as checkpoints (CheckpointStore). RocksDB locks
+// its directory, so a process opens it once and the stores share it. Chunks spilled past a memory target
+// live beside it, each SpillStore in a RocksDB instance of its own under spill/ (see spill_store.hpp).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -34,7 +36,8 @@ class NodeDatabase {
   const std::filesystem::path& directory() const { return directory_; }
   rocksdb::DB& db() { return *db_; }
   rocksdb::ColumnFamilyHandle* results() const { return results_; }
-  rocksdb::ColumnFamilyHandle* spill() const { return spill_; }
+  // A directory no other SpillStore of this process uses, under spill/ (removed when the database opens).
+  std::filesystem::path new_spill_directory();
   rocksdb::ColumnFamilyHandle* checkpoints() const { return checkpoints_; }
   // The checkpoint family's options (a benchmark compares RocksDB's own put under the same ones).
   static rocksdb::ColumnFamilyOptions checkpoint_options();
@@ -43,7 +46,7 @@ class NodeDatabase {
   std::filesystem::path directory_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* results_ = nullptr;  // owned by db_
-  rocksdb::ColumnFamilyHandle* spill_ = nullptr;
+  std::atomic<std::uint64_t> spill_directories_{0};
   rocksdb::ColumnFamilyHandle* checkpoints_ = nullptr;
 };
 

@@ -1,12 +1,21 @@
-// SpillStore: the chunks a worker moved out of memory, as records in the "spill" column family of its
-// node's database. A record is the value's Cap'n Proto header and its frames laid end to end; RocksDB's
-// block checksums guard it on disk, and the decoder still treats it as hostile. Writes skip the WAL (a
-// spilled chunk does not outlive its process) and are flushed at once, so the memtable never becomes a
-// second copy of what was spilled. Not thread-safe: one spilling thread owns it.
+// SpillStore: the chunks a worker moved out of memory, as records in a RocksDB instance of their own
+// under its node's directory (NodeDatabase::new_spill_directory). A record is the value's Cap'n Proto
+// header and its frames laid end to end; RocksDB's block checksums guard it on disk, and the decoder
+// still treats it as hostile. Writes skip the WAL (a spilled chunk does not outlive its process) and are
+// flushed at once, so the memtable never becomes a second copy of what was spilled.
+//
+// Why an instance of its own: a damaged spill file must cost only the chunks in it. In the node's shared
+// database a compaction that read one left RocksDB with an unrecoverable background error, and every
+// later write, results and checkpoints included, failed. Here paranoid checks are off (a failed
+// compaction is reported, not latched) and clear() drops every file without reading one.
+//
+// One spilling thread writes, erases, reclaims and clears; reads may come from any thread.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -16,8 +25,10 @@
 #include "storage/node_database.hpp"
 
 namespace rocksdb {
+class DB;
 class WriteBatch;
-}
+struct Options;
+}  // namespace rocksdb
 
 namespace tessera {
 
@@ -34,9 +45,17 @@ class SpillCorrupt : public std::runtime_error {
 
 class SpillStore {
  public:
+  // Opens a new, empty store in a directory of its own under `database`'s (kept open meanwhile, so its
+  // lock keeps other processes out); throws SpillError naming the directory.
   explicit SpillStore(std::shared_ptr<NodeDatabase> database);
+  ~SpillStore();  // closes the store and removes its directory
+  SpillStore(const SpillStore&) = delete;
+  SpillStore& operator=(const SpillStore&) = delete;
 
-  const std::filesystem::path& directory() const { return database_->directory(); }
+  const std::filesystem::path& directory() const { return directory_; }
+
+  // The options a store is opened with (a benchmark compares RocksDB's own put under the same ones).
+  static rocksdb::Options rocksdb_options();
 
   // The record a value is spilled as, and the value a record holds.
   static std::string encode(const Value& value);
@@ -51,13 +70,24 @@ class SpillStore {
   // the disk refuses, and SpillError naming the key when it is not there.
   Value read(const std::string& key) const;
   void erase(const std::vector<std::string>& keys);
-  // Rewrites the spill family without its deleted records, so their disk space comes back.
+  // Rewrites the store without its deleted records, so their disk space comes back. Reads every live
+  // record, so a damaged file makes it fail (SpillError); the store stays usable.
   void reclaim();
+  // Drops every record, reading none (a damaged file included), and starts empty: for when nothing on
+  // disk is live any more.
+  void clear();
 
  private:
+  void open();
+  rocksdb::DB& db() const;  // SpillError when clear() could not open it again
   std::string failure(const std::string& what, const std::string& reason) const;
   void commit(rocksdb::WriteBatch& batch);  // without the WAL, then flushed
+
   std::shared_ptr<NodeDatabase> database_;
+  std::filesystem::path directory_;
+  // Shared by every use of db_, exclusive while clear() replaces it.
+  mutable std::shared_mutex db_mutex_;
+  std::unique_ptr<rocksdb::DB> db_;
 };
 
 }  // namespace tessera

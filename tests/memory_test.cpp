@@ -17,6 +17,8 @@
 #include <tessera/tessera.hpp>
 
 #include "actors/chunk_store.hpp"
+#include "storage/result_store.hpp"
+#include "storage/spill_store.hpp"
 #include "test_util.hpp"
 
 namespace memory_tasks {
@@ -176,10 +178,11 @@ TEST(ChunkStore, ADirectoryThatCannotBeWrittenIsAClearErrorAndNothingIsLost) {
     EXPECT_EQ(store.get({2, static_cast<std::uint32_t>(i)}).as_doubles().front(), i);
 }
 
-// Writes over the middle of every table file in `dir`, as a failing disk would; returns how many.
+// Damages the table files of every spill store under a node directory.
 int damage_table_files(const fs::path& dir) {
   int damaged = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  if (!fs::exists(dir / "spill")) return 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "spill")) {
     if (entry.path().extension() != ".sst") continue;
     const auto size = fs::file_size(entry.path());
     std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
@@ -205,6 +208,41 @@ TEST(ChunkStore, ADamagedRecordIsLostNotMisread) {
   EXPECT_THROW(store.get({1, 0}), tessera::ChunkLost);
   EXPECT_EQ(store.report().corrupt_records, 1u);
   EXPECT_FALSE(store.contains({1, 0}));  // gone: its producer must run again
+}
+
+// A compaction that reads a damaged file fails, and costs nothing else: spills go on in the same store,
+// the node's results store still takes writes, and clear() starts the store again without reading the
+// damaged file.
+TEST(SpillStore, ADamagedFileFailsItsCompactionOnlyAndClearDropsIt) {
+  TempDir dir;
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path);
+  tessera::ResultStore results(database);
+  tessera::SpillStore spills(database);
+  std::vector<std::pair<std::string, tessera::Value>> first;
+  for (int i = 0; i < 4; ++i) first.emplace_back("a" + std::to_string(i), megabytes_of(i, 1));
+  spills.write_values(first);
+  spills.erase({"a3"});  // garbage for the compaction to drop: it must read the rest
+  ASSERT_GT(damage_table_files(dir.path), 0);
+  EXPECT_THROW(spills.read("a0"), tessera::SpillCorrupt);
+  try {
+    spills.reclaim();
+    FAIL() << "a compaction over a damaged file succeeded";
+  } catch (const tessera::SpillError& e) {
+    EXPECT_NE(std::string(e.what()).find(spills.directory().string()), std::string::npos) << e.what();
+  }
+  std::vector<std::pair<std::string, tessera::Value>> second;
+  second.emplace_back("b0", megabytes_of(7, 1));
+  EXPECT_NO_THROW(spills.write_values(second));
+  EXPECT_EQ(spills.read("b0").as_doubles().front(), 7.0);
+  const auto stream = results.create_stream("after-damage");
+  EXPECT_EQ(results.put(stream, {{.id = 0, .value = tessera::Value(1.0)}}).size(), 1u);
+
+  spills.clear();
+  EXPECT_EQ(damage_table_files(dir.path), 0);  // every table file is gone
+  EXPECT_THROW(spills.read("b0"), tessera::SpillError);
+  EXPECT_NO_THROW(spills.write_values(second));
+  EXPECT_EQ(spills.read("b0").as_doubles().front(), 7.0);
+  EXPECT_NO_THROW(spills.reclaim());
 }
 
 // ---- Workloads four times the limit, against the unlimited run ----
@@ -344,10 +382,17 @@ TEST(MemoryLimit, ARetiringWorkerHandsOverItsSpilledResults) {
     EXPECT_EQ(totals[i], memory_tasks::block_total(memory_tasks::block(ids[i]))) << i;
 }
 
+// The bytes in the spill stores' table files under a node directory (RocksDB may delete one meanwhile).
 std::uint64_t table_bytes(const fs::path& dir) {
   std::uint64_t total = 0;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().extension() == ".sst") total += fs::file_size(entry.path());
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(dir / "spill", error), end; !error && it != end;
+       it.increment(error)) {
+    if (it->path().extension() != ".sst") continue;
+    std::error_code gone;
+    const auto size = fs::file_size(it->path(), gone);
+    if (!gone) total += size;
+  }
   return total;
 }
 
