@@ -54,6 +54,7 @@ struct Slot {
   bool stored : 1 = false;        // in the chunk store (else small, in `result`, counted there inline)
   bool report : 1 = true;         // the result goes back to the scheduler, not just the fact
   bool checkpoint : 1 = false;    // the result goes back to the scheduler to be stored, whatever `report`
+  bool chained : 1 = false;       // a continuation of a job in the pool: it may run there (see start_ready)
   std::uint16_t missing = 0;      // inputs still expected, once assigned
   Value result;                   // written by the compute thread that ran the task; then in the store
   std::unique_ptr<SlotExtra> extra;
@@ -80,8 +81,9 @@ struct LostArgument {
 // What a compute job reports back: which slots finished, which threw, and which could not start because
 // an input was lost (they wait for it again).
 struct RanReport {
-  std::vector<std::uint32_t> finished;
-  std::vector<TaskFailure> failures;  // TaskFailure::task holds the slot here
+  std::vector<std::uint32_t> finished;  // in the order they ran: a continuation after its producer
+  std::vector<std::uint32_t> chained;   // the job's continuations, run or not: no longer reserved
+  std::vector<TaskFailure> failures;    // TaskFailure::task holds the slot here
   std::vector<LostArgument> lost;
   double seconds = 0;
   double finished_at = 0;  // timeline_now() when it ended, for the dashboard's task stream
@@ -108,6 +110,10 @@ namespace {
 // A compute job should take about this long, so that tiny tasks share one job's overhead.
 constexpr double kTargetJobSeconds = 50e-6;
 constexpr std::size_t kMaxJobTasks = 4096;
+// A compute thread runs a finished task's continuations (see start_ready) while its job has run for less
+// than this: long enough that a chain of tiny tasks pays one round trip through this actor and the
+// scheduler per thousands of steps, short enough that results of longer tasks are still reported promptly.
+constexpr double kContinuationSeconds = 1e-3;
 
 struct OperationState {
   OperationActorArgs args;
@@ -271,6 +277,9 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
     }
     return;
   }
+  // Running (as a continuation, the input it waited for came straight from its producer; otherwise with
+  // every input here): a copy sent again is not taken while a compute thread reads them.
+  if (s.state.load() == SlotState::running) return;
   auto& extra = s.more();
   if (column >= st.args.op->columns().size()) return;  // not an argument of this operation
   if (extra.inputs.size() <= column) {
@@ -375,6 +384,109 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
   self->send(st.args.gpu, gpu_run_atom::value, std::move(job));
 }
 
+// One task of a compute job: a ready slot (after < 0), or a continuation of the job's step `after`, whose
+// result is its argument `column`.
+struct JobStep {
+  Slot* slot;
+  std::uint32_t index;
+  std::int32_t after;
+  std::uint16_t column;
+};
+
+// Continuations: a task of this operation on this worker that waits only for the result of the job's
+// last step runs right after it on the same compute thread, with that result as its argument, and so on
+// down the chain (up to kMaxJobTasks): a chain of dependent tasks then costs no trip through this actor's
+// mailbox per step. Each is reserved (`chained`) until the job reports; one the job did not get to (its
+// producer failed, it was cancelled, or the job ran past kContinuationSeconds) takes its input the usual
+// way when the report comes.
+void add_continuations(OperationState& st, std::vector<JobStep>& steps, std::vector<std::uint32_t>& chained) {
+  const std::size_t arity = st.args.op->columns().size();
+  for (std::size_t n = 0; n < kMaxJobTasks; ++n) {
+    const JobStep& last = steps.back();
+    const Slot& from = *last.slot;
+    if (!from.extra) return;
+    const Destination* next = nullptr;
+    for (const auto& to : from.extra->subscribers) {
+      if (to.worker != st.args.worker_id || to.op != st.id() || to.column >= arity ||
+          to.slot >= st.slots->size())
+        continue;
+      const Slot& candidate = (*st.slots)[to.slot];
+      if (!candidate.assigned || candidate.adopt || candidate.chained || candidate.missing != 1 ||
+          candidate.state.load() != SlotState::waiting)
+        continue;
+      if (candidate.extra && candidate.extra->arrived.size() > to.column &&
+          candidate.extra->arrived[to.column])
+        continue;
+      if (runs_on_gpu(st, candidate)) continue;
+      next = &to;
+      break;
+    }
+    if (!next) return;
+    Slot& slot = (*st.slots)[next->slot];
+    // Its extra exists before the compute thread reads it, so the actor never creates it meanwhile.
+    auto& extra = slot.more();
+    if (extra.inputs.size() < arity) {
+      extra.inputs.resize(arity);
+      extra.arrived.resize(arity);
+    }
+    slot.chained = true;
+    chained.push_back(next->slot);
+    steps.push_back(JobStep{&slot, next->slot, static_cast<std::int32_t>(steps.size() - 1), next->column});
+  }
+}
+
+// A compute job, on a pool thread: its ready tasks, each followed by the continuations that still may run.
+void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>& steps,
+             std::vector<std::uint32_t> chained, const caf::actor& me) {
+  const TaskFunction& fn = op.function();
+  const std::size_t arity = op.columns().size();
+  thread_local std::vector<Value> arguments;
+  thread_local std::vector<char> succeeded;
+  succeeded.assign(steps.size(), 0);
+  RanReport report;
+  report.finished.reserve(steps.size());
+  report.chained = std::move(chained);
+  const auto start = std::chrono::steady_clock::now();
+  const auto budget = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(kContinuationSeconds));
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const JobStep& step = steps[k];
+    Slot& s = *step.slot;
+    const bool continuation = step.after >= 0;
+    if (continuation && (!succeeded[static_cast<std::size_t>(step.after)] ||
+                         std::chrono::steady_clock::now() - start > budget))
+      continue;  // left for the actor: its input goes there with the report
+    SlotState expected = continuation ? SlotState::waiting : SlotState::ready;
+    if (!s.state.compare_exchange_strong(expected, SlotState::running)) continue;  // cancelled meanwhile
+    try {
+      // Memory above the pause fraction with nowhere to spill: failing now beats waiting for ever.
+      if (auto refusal = store.refusal()) throw std::runtime_error(*refusal);
+      if (continuation) {
+        // Its input, as if it had arrived (the actor leaves a running slot's inputs alone): should another
+        // input be lost, the task waits for that one only.
+        s.extra->inputs[step.column] = Input{steps[static_cast<std::size_t>(step.after)].slot->result};
+        s.extra->arrived[step.column] = true;
+      }
+      gather_arguments(op, store, s, arguments);
+      s.result = fn.invoke(arguments);
+      report.finished.push_back(step.index);
+      succeeded[k] = 1;
+    } catch (const InputLost& lost) {
+      report.lost.push_back(LostArgument{step.index, lost.column, lost.key});
+    } catch (const std::exception& e) {
+      report.failures.push_back(
+          TaskFailure{step.index, std::make_shared<TaskFailed>(fn.name, op.key(s.task), e.what(), false)});
+    } catch (...) {
+      report.failures.push_back(TaskFailure{
+          step.index, std::make_shared<TaskFailed>(fn.name, op.key(s.task), "unknown exception", false)});
+    }
+    for (std::size_t j = 0; j < arity; ++j) arguments[j] = Value{};
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.finished_at = timeline_now();
+  caf::anon_send(me, ran_atom::value, std::move(report));
+}
+
 // Hands the ready slots to the compute pool in jobs sized by the measured task duration (and GPU tasks to
 // the GPU device actor).
 void start_ready(OperationActor* self) {
@@ -401,44 +513,19 @@ void start_ready(OperationActor* self) {
   const caf::actor me = caf::actor_cast<caf::actor>(self);
   for (std::size_t begin = 0; begin < st.ready.size(); begin += per_job) {
     const std::size_t end = std::min(st.ready.size(), begin + per_job);
-    std::vector<std::uint32_t> indexes(st.ready.begin() + begin, st.ready.begin() + end);
-    st.queued.insert(st.queued.end(), indexes.begin(), indexes.end());
-    std::vector<Slot*> targets;
-    targets.reserve(indexes.size());
-    for (auto i : indexes) targets.push_back(&(*slots)[i]);
-    st.args.pool->submit([op, slots, store, me, indexes = std::move(indexes), targets = std::move(targets)] {
-      const TaskFunction& fn = op->function();
-      const std::size_t arity = op->columns().size();
-      thread_local std::vector<Value> arguments;
-      RanReport report;
-      report.finished.reserve(indexes.size());
-      const auto start = std::chrono::steady_clock::now();
-      for (std::size_t k = 0; k < targets.size(); ++k) {
-        Slot& s = *targets[k];
-        SlotState expected = SlotState::ready;
-        if (!s.state.compare_exchange_strong(expected, SlotState::running)) continue;  // cancelled meanwhile
-        try {
-          // Memory above the pause fraction with nowhere to spill: failing now beats waiting for ever.
-          if (auto refusal = store->refusal()) throw std::runtime_error(*refusal);
-          gather_arguments(*op, *store, s, arguments);
-          s.result = fn.invoke(arguments);
-          report.finished.push_back(indexes[k]);
-        } catch (const InputLost& lost) {
-          report.lost.push_back(LostArgument{indexes[k], lost.column, lost.key});
-        } catch (const std::exception& e) {
-          report.failures.push_back(TaskFailure{
-              indexes[k], std::make_shared<TaskFailed>(fn.name, op->key(s.task), e.what(), false)});
-        } catch (...) {
-          report.failures.push_back(TaskFailure{
-              indexes[k],
-              std::make_shared<TaskFailed>(fn.name, op->key(s.task), "unknown exception", false)});
-        }
-        for (std::size_t j = 0; j < arity; ++j) arguments[j] = Value{};
-      }
-      report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      report.finished_at = timeline_now();
-      caf::anon_send(me, ran_atom::value, std::move(report));
-    });
+    st.queued.insert(st.queued.end(), st.ready.begin() + begin, st.ready.begin() + end);
+    std::vector<JobStep> steps;
+    steps.reserve(end - begin);
+    std::vector<std::uint32_t> chained;
+    for (std::size_t k = begin; k < end; ++k) {
+      const std::uint32_t index = st.ready[k];
+      steps.push_back(JobStep{&(*slots)[index], index, -1, kAdoptColumn});
+      add_continuations(st, steps, chained);
+    }
+    st.args.pool->submit(
+        [op, slots, store, me, steps = std::move(steps), chained = std::move(chained)]() mutable {
+          run_job(*op, *store, steps, std::move(chained), me);
+        });
   }
   st.ready.clear();
 }
@@ -539,6 +626,7 @@ void on_ran(OperationActor* self, RanReport& report) {
     st.average_task_seconds =
         st.average_task_seconds < 0 ? per_task : 0.7 * st.average_task_seconds + 0.3 * per_task;
   }
+  for (auto index : report.chained) (*st.slots)[index].chained = false;
   DoneBatch done;
   done.worker = st.args.worker_id;
   done.op = st.args.op->id();

@@ -4,6 +4,8 @@
 Tessera side (binaries in <build-dir>/bin, one JSON object per stdout line):
   tessera-bench-tasks --mode map     --tasks 1000000  --workers 1 --threads 2   no-op tasks, client.map
   tessera-bench-tasks --mode delayed --tasks 1000000  --workers 1 --threads 2   no-op tasks, delayed API
+  tessera-bench-tasks --mode chain   --tasks 200000   --workers 1 --threads 2   dependent chain (continuations)
+  tessera-bench-tasks --mode tree    --tasks 1000000  --workers 1 --threads 2   pairwise reduction
   tessera-bench-tasks --mode map     --tasks 10000000 --workers 1 --threads 2   only with --big (peak RSS)
   tessera-bench-sims  --tasks 500 --workers 10 --threads 4 --max-sleep 0.05     embarrassingly parallel sims
 Dask side: bench/compare/dask_tasks.py, run with /usr/bin/python3 (see its docstring).
@@ -32,6 +34,8 @@ REPO = HERE.parents[1]
 SIMS_TARGET_S = 0.35
 REMOTE_RATE_TARGET = 200_000  # tasks/s across processes (issue 3)
 MAP_RATIO_TARGET = 100.0
+CHAIN_RATIO_TARGET = 37.0  # and >= 1,000,000 steps/s (issue 20)
+CHAIN_RATE_TARGET = 1_000_000
 
 
 def log(msg):
@@ -137,6 +141,8 @@ def main():
     ap.add_argument("--big-tasks", type=int, default=10_000_000, help="tasks for the --big Tessera map run")
     ap.add_argument("--big", action="store_true", help="also run Tessera map with --big-tasks (reports peak RSS)")
     ap.add_argument("--repeat", type=int, default=3, help="repetitions, passed to every benchmark")
+    ap.add_argument("--chain-tasks", type=int, default=200_000, help="dependent tasks in Tessera's chain")
+    ap.add_argument("--dask-chain-tasks", type=int, default=100_000, help="dependent tasks in Dask's chain")
     ap.add_argument("--dask-tasks", type=int, default=100_000, help="tasks for the dask threaded runs")
     ap.add_argument("--dask-distributed-tasks", type=int, default=5_000, help="tasks for the dask distributed run")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with dask + distributed")
@@ -161,6 +167,8 @@ def main():
     tessera = []
     tessera += run([tasks_bin, "--mode", "map", "--tasks", args.tasks, *cfg, *rep], args.timeout)
     tessera += run([tasks_bin, "--mode", "delayed", "--tasks", args.tasks, *cfg, *rep], args.timeout)
+    tessera += run([tasks_bin, "--mode", "chain", "--tasks", args.chain_tasks, *cfg, *rep], args.timeout)
+    tessera += run([tasks_bin, "--mode", "tree", "--tasks", args.tasks, *cfg, *rep], args.timeout)
     if args.big:
         tessera += run([tasks_bin, "--mode", "map", "--tasks", args.big_tasks, *cfg, *rep], args.timeout)
     # A client in one process and, on loopback, one tessera-node (scheduler + 2 worker threads), then a
@@ -173,11 +181,13 @@ def main():
     # Streams of parameter sets (issue 4): embedded, 1 worker x 2 threads; the remote run above streamed too.
     if streams_bin.exists():
         tessera += run([streams_bin, "--sets", args.tasks, "--workers", 1, "--threads", 2, *rep], args.timeout)
-    dask = run([args.python, peer, "--tasks", args.dask_tasks,
+    dask = run([args.python, peer, "--tasks", args.dask_tasks, "--chain-tasks", args.dask_chain_tasks,
                 "--distributed-tasks", args.dask_distributed_tasks, *rep], args.timeout)
 
     t_map = pick(tessera, bench="tasks", mode="map", tasks=args.tasks)
     t_delayed = pick(tessera, bench="tasks", mode="delayed", tasks=args.tasks)
+    t_chain = pick(tessera, bench="tasks", mode="chain", tasks=args.chain_tasks)
+    t_tree = pick(tessera, bench="tasks", mode="tree")
     t_big = pick(tessera, bench="tasks", mode="map", tasks=args.big_tasks) if args.big else None
     t_sims = {api: pick(tessera, bench="sims", api=api) for api in ("map", "delayed", "bag")}
     t_remote = pick(tessera, bench="remote_tasks", mode="map", topology="both")
@@ -191,6 +201,8 @@ def main():
     d_thr = pick(dask, bench="tasks_map", impl="dask-threaded", mode="map")
     d_graph = pick(dask, bench="tasks_map", impl="dask-threaded", mode="graph")
     d_dist = pick(dask, bench="tasks_map", impl="dask-distributed", mode="map")
+    d_chain = pick(dask, bench="tasks_map", impl="dask-threaded", mode="chain")
+    d_tree = pick(dask, bench="tasks_map", impl="dask-threaded", mode="tree")
     d_sims_map = pick(dask, bench="sims", impl="dask-distributed-map")
     d_bag = pick(dask, bench="sims", impl="dask-bag")
 
@@ -203,6 +215,16 @@ def main():
          *rate_ratio(t_map, d_dist)),
         ("no-op delayed, 1 worker x 2 threads", "delayed", t_delayed, "dask-threaded, delayed + compute", d_thr,
          *rate_ratio(t_delayed, d_thr)),
+    ]
+    chain_ratio, chain_verdict = rate_ratio(t_chain, d_chain, CHAIN_RATIO_TARGET)
+    if t_chain:
+        chain_verdict += (f"; >= {CHAIN_RATE_TARGET:,} steps/s: "
+                          f"{'pass' if t_chain['rate'] >= CHAIN_RATE_TARGET else 'FAIL'}")
+    rows += [
+        ("dependent chain, 1 worker x 2 threads", "delayed", t_chain, "dask-threaded, delayed chain", d_chain,
+         chain_ratio, chain_verdict),
+        ("pairwise tree reduction, 1 worker x 2 threads", "delayed", t_tree, "dask-threaded, delayed tree", d_tree,
+         *rate_ratio(t_tree, d_tree)),
     ]
     remote_verdict = "n/a" if not t_remote else ("pass" if t_remote["rate"] >= REMOTE_RATE_TARGET else "FAIL")
     rows.append(("no-op map, client + node process over loopback", "map", t_remote,

@@ -5,6 +5,8 @@ Prints one JSON object per measurement on stdout (progress goes to stderr):
 
   tasks_map / map   / dask-threaded     N no-op tasks via dask.delayed + dask.compute(scheduler="threads"), 2 threads
   tasks_map / graph / dask-threaded     N no-op tasks as a raw graph dict via dask.threaded.get, 2 threads
+  tasks_map / chain / dask-threaded     a chain of C dask.delayed calls, each on the previous one's result, 2 threads
+  tasks_map / tree  / dask-threaded     N leaves reduced pairwise (about 2N tasks), 2 threads
   tasks_map / map   / dask-distributed  client.map(noop, range(N), pure=False) on LocalCluster(2 procs x 1 thread)
   tasks_map / map   / dask-cluster      client.map(noop) on LocalCluster(2 procs x 2 threads), as tessera-bench-remote
   latency   /       / dask-cluster      one client.submit(noop).result(), p50/p99 (us), same cluster
@@ -40,6 +42,10 @@ def noop(x):
     return x
 
 
+def add(a, b):
+    return a + b
+
+
 def costly_simulation(p):
     time.sleep(random.random() * SIM_MAX_SLEEP)
     return sum(p)
@@ -71,7 +77,7 @@ def log(msg):
     print(f"[dask_tasks] {msg}", file=sys.stderr, flush=True)
 
 
-def bench_threaded(n, repeat):
+def bench_threaded(n, chain_tasks, repeat):
     def delayed_map():
         tasks = [dask.delayed(noop)(i) for i in range(n)]
         dask.compute(tasks, scheduler="threads", num_workers=2)
@@ -80,10 +86,37 @@ def bench_threaded(n, repeat):
         dsk = {("noop", i): (noop, i) for i in range(n)}
         dask.threaded.get(dsk, list(dsk), num_workers=2)
 
+    def chain():
+        x = dask.delayed(noop)(0)
+        for _ in range(1, chain_tasks):
+            x = dask.delayed(add)(x, 1)
+        if dask.compute(x, scheduler="threads", num_workers=2)[0] != chain_tasks - 1:
+            raise RuntimeError("chain: wrong result")
+
+    tree_tasks = [0]
+
+    def tree():
+        level = [dask.delayed(noop)(i) for i in range(n)]
+        tasks = n
+        while len(level) > 1:
+            nxt = [dask.delayed(add)(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+            if len(level) % 2:
+                nxt.append(level[-1])
+            tasks += len(level) // 2
+            level = nxt
+        tree_tasks[0] = tasks
+        if dask.compute(level[0], scheduler="threads", num_workers=2)[0] != n * (n - 1) // 2:
+            raise RuntimeError("tree: wrong result")
+
     log(f"threaded delayed map, {n} tasks")
     emit("tasks_map", "map", "dask-threaded", n, 1, 2, *timed(delayed_map, repeat))
     log(f"threaded raw graph, {n} tasks")
     emit("tasks_map", "graph", "dask-threaded", n, 1, 2, *timed(raw_graph, repeat))
+    log(f"threaded chain, {chain_tasks} dependent tasks")
+    emit("tasks_map", "chain", "dask-threaded", chain_tasks, 1, 2, *timed(chain, repeat))
+    log(f"threaded tree, {n} leaves")
+    seconds, runs = timed(tree, repeat)
+    emit("tasks_map", "tree", "dask-threaded", tree_tasks[0], 1, 2, seconds, runs)
 
 
 def local_cluster(n_workers, threads):
@@ -197,6 +230,7 @@ def bench_sims(repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=100_000, help="tasks for the threaded-scheduler runs")
+    ap.add_argument("--chain-tasks", type=int, default=100_000, help="dependent tasks in the threaded chain run")
     ap.add_argument("--distributed-tasks", type=int, default=5_000, help="tasks for the distributed map run")
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (after one warm-up)")
     ap.add_argument("--cluster-tasks", type=int, default=5_000, help="tasks for the 2 x 2 cluster map run")
@@ -209,7 +243,7 @@ def main():
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
     if "threaded" in groups:
-        bench_threaded(args.tasks, args.repeat)
+        bench_threaded(args.tasks, args.chain_tasks, args.repeat)
     if "distributed" in groups:
         bench_distributed(args.distributed_tasks, args.repeat)
     if "cluster" in groups:
