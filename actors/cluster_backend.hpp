@@ -35,6 +35,9 @@ class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
   virtual std::vector<CheckpointInfo> checkpoints(const std::string& function, std::size_t limit) = 0;
   virtual std::uint64_t drop_checkpoints(const CheckpointSelection& selection) = 0;
   virtual void cancel(std::vector<TaskRef> tasks) = 0;
+  // Whether the cluster may hold checkpoints a submission's tasks could be read from. Graphs are not
+  // fused then, so that each task keeps the key its checkpoint is stored under.
+  virtual bool may_hold_checkpoints() = 0;
 
   // Streams of parameter sets: opens one (the simulation's name is checked first; an unknown one is a
   // SubmissionError), returning its id and the simulation's arity when it declares one.
@@ -90,13 +93,14 @@ class LocalBackend final : public ClusterBackend {
   LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link, StreamOpener open_stream = {},
                std::function<std::shared_ptr<const ResultStore>()> store = {},
                std::function<std::shared_ptr<CheckpointStore>()> checkpoints = {},
-               StreamFinder find_stream = {})
+               StreamFinder find_stream = {}, std::function<bool()> holds_checkpoints = {})
       : scheduler_(std::move(scheduler)),
         link_(std::move(link)),
         open_stream_(std::move(open_stream)),
         store_(std::move(store)),
         checkpoints_(std::move(checkpoints)),
-        find_stream_(std::move(find_stream)) {}
+        find_stream_(std::move(find_stream)),
+        holds_checkpoints_(std::move(holds_checkpoints)) {}
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots, bool checkpoint = false) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
@@ -114,6 +118,7 @@ class LocalBackend final : public ClusterBackend {
   void cancel(std::vector<TaskRef> tasks) override {
     caf::anon_send(scheduler_, cancel_atom::value, CancelRequest{std::move(tasks)});
   }
+  bool may_hold_checkpoints() override { return holds_checkpoints_ && holds_checkpoints_(); }
   OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
     if (!open_stream_) throw std::logic_error("this cluster runs no streams");
     const auto& type = SimulationRegistry::global().get(settings.simulation);
@@ -188,6 +193,7 @@ class LocalBackend final : public ClusterBackend {
   std::function<std::shared_ptr<const ResultStore>()> store_;
   std::function<std::shared_ptr<CheckpointStore>()> checkpoints_;
   StreamFinder find_stream_;
+  std::function<bool()> holds_checkpoints_;
   std::mutex streams_mutex_;
   std::unordered_map<std::uint64_t, caf::actor> streams_;
 };

@@ -115,6 +115,11 @@ std::shared_ptr<CheckpointStore> EmbeddedCluster::checkpoints() {
   return checkpoints_;
 }
 
+bool EmbeddedCluster::may_hold_checkpoints() {
+  std::lock_guard lock(store_mutex_);
+  return checkpoints_ && checkpoints_->may_hold_any();
+}
+
 caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settings,
                                          std::shared_ptr<StreamSink> sink, bool resumed) {
   std::lock_guard lock(streams_mutex_);
@@ -277,7 +282,8 @@ std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
       },
       [self] { return std::shared_ptr<const ResultStore>(self->store()); },
       [self] { return self->checkpoints(); },
-      [self](std::uint64_t stream) { return self->stream_actor(stream); });
+      [self](std::uint64_t stream) { return self->stream_actor(stream); },
+      [self] { return self->may_hold_checkpoints(); });
 }
 
 }  // namespace tessera

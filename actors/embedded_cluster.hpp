@@ -65,6 +65,8 @@ class EmbeddedCluster {
   std::shared_ptr<NodeDatabase> database();
   // The checkpoints stored in it, opened on first use (at start when data_dir is set: it may hold some).
   std::shared_ptr<CheckpointStore> checkpoints();
+  // Whether checkpoints may be stored now (never opens the store: one never opened holds none).
+  bool may_hold_checkpoints();
   // Opens a stream on this cluster: its id in the store and its stream actor.
   std::pair<std::uint64_t, caf::actor> open_stream(const StreamSettings& settings,
                                                    std::shared_ptr<StreamSink> sink);

@@ -13,6 +13,7 @@
 #include "actors/held_results.hpp"
 #include "actors/outgoing_bytes.hpp"
 #include "graph/fetch_task.hpp"
+#include "graph/fused_task.hpp"
 #include "graph/stream_record.hpp"
 
 namespace tessera {
@@ -473,6 +474,14 @@ void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>&
       succeeded[k] = 1;
     } catch (const InputLost& lost) {
       report.lost.push_back(LostArgument{step.index, lost.column, lost.key});
+    } catch (const FusedStepFailed& e) {
+      report.failures.push_back(TaskFailure{
+          step.index, e.in_last_step()
+                          ? std::make_shared<TaskFailed>(e.function(), op.key(s.task), e.what(), false)
+                          : std::make_shared<TaskFailed>(e.last_function(), op.key(s.task),
+                                                         "its dependency (" + e.function() +
+                                                             ", fused into this task) failed: " + e.what(),
+                                                         true)});
     } catch (const std::exception& e) {
       report.failures.push_back(
           TaskFailure{step.index, std::make_shared<TaskFailed>(fn.name, op.key(s.task), e.what(), false)});

@@ -7,6 +7,8 @@
 #include "actors/result_sink.hpp"
 #include "client/local_cluster_access.hpp"
 #include "client/lower_delayed.hpp"
+#include "graph/fused_task.hpp"
+#include "graph/graph_passes.hpp"
 #include "nodes/remote_backend.hpp"
 
 namespace tessera {
@@ -29,13 +31,29 @@ std::vector<Watch> coalesce(const std::vector<TaskRef>& tasks) {
   }
   return watches;
 }
+
+FusionLimits fusion_limits(const GraphOptimizations& options) {
+  if (options.max_fused_tasks < 2)
+    throw SubmissionError("GraphOptimizations.max_fused_tasks must be at least 2, not " +
+                          std::to_string(options.max_fused_tasks));
+  if (options.max_diamond_width < 1)
+    throw SubmissionError("GraphOptimizations.max_diamond_width must be at least 1");
+  return FusionLimits{.linear = options.fuse,
+                      .diamonds = options.fuse_diamonds,
+                      .max_tasks = options.max_fused_tasks,
+                      .max_width = options.max_diamond_width,
+                      .max_inputs = static_cast<std::uint32_t>(kMaxFusedInputs)};
+}
 }  // namespace
 
 std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots,
                                                    PersistOptions options) {
   for (std::size_t i = 0; i < roots.size(); ++i)
     if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
-  detail::LoweredDelayed lowered = detail::lower_delayed(roots);
+  const FusionLimits limits = fusion_limits(optimizations_);
+  const bool fuse = (optimizations_.fuse || optimizations_.fuse_diamonds) && !options.checkpoint &&
+                    !defaults_.checkpoint && !backend_->may_hold_checkpoints();
+  detail::LoweredDelayed lowered = detail::lower_delayed(roots, fuse ? &limits : nullptr);
   auto watches = coalesce(lowered.roots);
   const auto slots = static_cast<std::uint32_t>(roots.size());
   return backend_->submit(std::move(lowered.operations), std::move(watches), slots,
@@ -165,7 +183,12 @@ std::vector<Future<Value>> Client::map_by_name(std::string_view name, std::vecto
 }
 
 std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::string>& keys) {
-  LoweredGraph lowered = lower(graph);
+  GraphSpec culled;
+  const GraphSpec* sent = &graph;
+  if (optimizations_.cull) sent = &(culled = cull(graph, keys));
+  const bool fused = (optimizations_.fuse || optimizations_.fuse_diamonds) && !defaults_.checkpoint &&
+                     !backend_->may_hold_checkpoints();
+  LoweredGraph lowered = fused ? lower(fuse(*sent, keys, fusion_limits(optimizations_))) : lower(*sent);
   std::vector<TaskRef> wanted;
   wanted.reserve(keys.size());
   for (const auto& key : keys) {

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "graph/fusion_plan.hpp"
 #include "graph/operation.hpp"
 #include "tessera/delayed.hpp"
 
@@ -13,6 +14,8 @@ struct LoweredDelayed {
   std::vector<OperationPtr> operations;
   std::vector<TaskRef> roots;
 };
-LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots);
+// With `fusion`, chains and small diamonds become one tessera.fused task each (fusion_plan.hpp); a root
+// is never fused into another task.
+LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots, const FusionLimits* fusion);
 
 }  // namespace tessera::detail

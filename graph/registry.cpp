@@ -3,6 +3,7 @@
 #include "graph/array_tasks.hpp"
 #include "graph/bag_tasks.hpp"
 #include "graph/fetch_task.hpp"
+#include "graph/fused_task.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -28,7 +29,8 @@ Registry& Registry::global() {
   static Registry registry;
   // Built-ins are there in every process, before any user registration.
   [[maybe_unused]] static const bool builtins =
-      (register_bag_tasks(registry), register_array_tasks(registry), register_fetch_task(registry), true);
+      (register_bag_tasks(registry), register_array_tasks(registry), register_fetch_task(registry),
+       register_fused_tasks(registry), true);
   return registry;
 }
 

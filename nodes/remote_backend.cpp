@@ -52,6 +52,7 @@ class RemoteBackend final : public ClusterBackend {
 
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots, bool checkpoint = false) override {
+    if (checkpoint) may_hold_checkpoints_ = true;
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
     sink->set_fetcher(fetcher());
     const std::uint64_t id = next_sink_id_++;
@@ -241,6 +242,19 @@ class RemoteBackend final : public ClusterBackend {
       if (!answer.getMore() || page.empty() || out.size() >= limit) return out;
       query.after = out.back().key;
     }
+  }
+  // Asked once, at the first graph submitted (a scheduler restarted from its data_dir may hold some);
+  // checkpoints this client asks for count from then on. Ones another client stores later are not
+  // seen: its graphs are still fused, and compute what those checkpoints hold again.
+  bool may_hold_checkpoints() override {
+    std::call_once(checkpoints_asked_, [this] {
+      try {
+        if (!checkpoints({}, 1).empty()) may_hold_checkpoints_ = true;
+      } catch (const std::exception&) {
+        // A scheduler that keeps no checkpoints says so: nothing to read then.
+      }
+    });
+    return may_hold_checkpoints_;
   }
   std::uint64_t drop_checkpoints(const CheckpointSelection& selection) override {
     wire::CheckpointsQuery query;
@@ -742,6 +756,8 @@ class RemoteBackend final : public ClusterBackend {
   std::map<std::uint64_t, OpenStream> streams_;
   std::unordered_map<std::uint64_t, std::promise<GlmFitted>> fitting_;  // GLM fits waiting, by request id
   std::atomic<std::uint64_t> next_request_{1};
+  std::once_flag checkpoints_asked_;
+  std::atomic<bool> may_hold_checkpoints_{false};
   std::shared_ptr<SchedulerLink> link_;
   std::mutex sinks_mutex_;
   std::map<std::uint64_t, Submitted> sinks_;  // in submission order, as they are sent again

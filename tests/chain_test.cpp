@@ -52,7 +52,8 @@ TESSERA_TASK(recorded_step);
 class ChainTest : public ::testing::Test {
  protected:
   tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
-  tessera::Client client{cluster};
+  // Continuations are what is tested here: fusion would run these chains as fused tasks instead.
+  tessera::Client client = tessera::Client{cluster}.with(tessera::GraphOptimizations{.fuse = false});
 };
 
 TEST_F(ChainTest, LargeResultsAlongAChainAreEachStepsOwn) {

@@ -60,6 +60,24 @@ struct PersistOptions {
   bool checkpoint = false;
 };
 
+// Passes over a graph before it is sent to the scheduler; each can be switched off, e.g.
+// client.with(tessera::GraphOptimizations{.fuse = false}).compute(values).
+struct GraphOptimizations {
+  // get(graph, keys) sends only the tasks the keys need (what nothing asked for depends on never runs,
+  // and is not checked either). Delayed, bag and array graphs hold only what their values need already.
+  bool cull = true;
+  // A task whose one consumer reads no other task runs inside that consumer's task (linear fusion:
+  // x = f(w); y = g(x); z = h(y) becomes one task). Never gives away parallelism.
+  bool fuse = true;
+  // A small fan-out-fan-in subgraph from one source to one sink (y = exp(x) - 1/x) runs as one task:
+  // its parallel branches run one after the other, which pays when tasks are small and there are many.
+  bool fuse_diamonds = true;
+  // The most tasks one fused task runs (at least 2; a chain longer than this becomes several).
+  std::uint32_t max_fused_tasks = 64;
+  // The most parallel branches of a fused diamond.
+  std::uint32_t max_diamond_width = 4;
+};
+
 class Client {
  public:
   // A client of a cluster in this process.
@@ -88,6 +106,12 @@ class Client {
   Client with(PersistOptions options) const {
     Client copy = *this;
     copy.defaults_ = options;
+    return copy;
+  }
+  // A client of the same cluster whose graph submissions go through `optimizations`.
+  Client with(GraphOptimizations optimizations) const {
+    Client copy = *this;
+    copy.optimizations_ = optimizations;
     return copy;
   }
   // The checkpoints the scheduler node stores (at most `limit`, in key order; of one function when
@@ -263,6 +287,7 @@ class Client {
 
   std::shared_ptr<ClusterBackend> backend_;
   PersistOptions defaults_{};
+  GraphOptimizations optimizations_{};
 };
 
 }  // namespace tessera

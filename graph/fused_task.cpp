@@ -1,0 +1,169 @@
+#include "graph/fused_task.hpp"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "graph/errors.hpp"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kFusedPrefix = "tessera.fused/";
+
+// A decoded program: each step's function and argument sources, and after which step each step's
+// result is no longer read (so a chain of large chunks holds two at a time, not all of them).
+struct Program {
+  struct Step {
+    const TaskFunction* function;
+    std::vector<std::int64_t> args;
+  };
+  std::vector<Step> steps;
+  std::vector<std::size_t> last_use;
+};
+
+[[noreturn]] void malformed(const std::string& what) {
+  throw TypeError("tessera.fused: malformed program: " + what);
+}
+
+std::int64_t int_at(const Value::List& code, std::size_t& at) {
+  if (at >= code.size()) malformed("it ends early");
+  const Value& v = code[at++];
+  if (v.kind() != ValueKind::integer) malformed("entry " + std::to_string(at - 1) + " is not an integer");
+  return v.as_int();
+}
+
+// Programs arrive from other processes: every index is checked before it is used.
+Program decode(const Value& encoded, std::size_t inputs) {
+  if (encoded.kind() != ValueKind::list || encoded.as_list().size() != 2) malformed("not a pair of lists");
+  const Value& names_value = encoded.as_list()[0];
+  const Value& code_value = encoded.as_list()[1];
+  if (names_value.kind() != ValueKind::list || code_value.kind() != ValueKind::list)
+    malformed("not a pair of lists");
+  std::vector<const TaskFunction*> functions;
+  for (const Value& name : names_value.as_list()) {
+    if (name.kind() != ValueKind::string) malformed("a function name is not text");
+    const TaskFunction& fn = Registry::global().get(name.as_string());
+    if (is_fused_function(fn)) malformed("a step is itself a fused task");
+    functions.push_back(&fn);
+  }
+  const Value::List& code = code_value.as_list();
+  Program program;
+  std::size_t at = 0;
+  while (at < code.size()) {
+    const std::int64_t fn_index = int_at(code, at);
+    if (fn_index < 0 || static_cast<std::size_t>(fn_index) >= functions.size())
+      malformed("step " + std::to_string(program.steps.size()) + " names function " +
+                std::to_string(fn_index));
+    const TaskFunction* fn = functions[static_cast<std::size_t>(fn_index)];
+    const std::int64_t count = int_at(code, at);
+    if (count < 0 || static_cast<std::size_t>(count) != fn->arity())
+      malformed("step " + std::to_string(program.steps.size()) + " gives " + fn->name + " " +
+                std::to_string(count) + " arguments, it takes " + std::to_string(fn->arity()));
+    Program::Step step{fn, {}};
+    for (std::int64_t j = 0; j < count; ++j) {
+      const std::int64_t source = int_at(code, at);
+      const bool known_input = source >= 0 && static_cast<std::size_t>(source) < inputs;
+      const bool earlier_step = source < 0 && static_cast<std::size_t>(-source - 1) < program.steps.size();
+      if (!known_input && !earlier_step)
+        malformed("step " + std::to_string(program.steps.size()) + " argument " + std::to_string(j) +
+                  " reads " + std::to_string(source));
+      step.args.push_back(source);
+    }
+    program.steps.push_back(std::move(step));
+  }
+  if (program.steps.empty()) malformed("it has no steps");
+  program.last_use.assign(program.steps.size(), 0);
+  for (std::size_t i = 0; i < program.steps.size(); ++i)
+    for (std::int64_t source : program.steps[i].args)
+      if (source < 0) program.last_use[static_cast<std::size_t>(-source - 1)] = i;
+  return program;
+}
+
+Value run(std::span<const Value> args) {
+  const std::size_t inputs = args.size() - 1;
+  const Program program = decode(args[0], inputs);
+  std::vector<Value> results(program.steps.size());
+  std::vector<Value> call;
+  for (std::size_t i = 0; i < program.steps.size(); ++i) {
+    const auto& step = program.steps[i];
+    call.clear();
+    for (std::int64_t source : step.args)
+      call.push_back(source >= 0 ? args[1 + static_cast<std::size_t>(source)]
+                                 : results[static_cast<std::size_t>(-source - 1)]);
+    try {
+      results[i] = step.function->invoke(call);
+    } catch (const std::exception& e) {
+      throw FusedStepFailed(step.function->name, e.what(), program.steps.back().function->name,
+                            i + 1 == program.steps.size());
+    }
+    for (std::int64_t source : step.args)
+      if (source < 0 && program.last_use[static_cast<std::size_t>(-source - 1)] == i)
+        results[static_cast<std::size_t>(-source - 1)] = Value{};
+  }
+  return std::move(results.back());
+}
+
+bool accepts_any(const Value&) {
+  return true;
+}
+
+}  // namespace
+
+Value encode_fused_program(const std::vector<FusedStep>& steps) {
+  Value::List names, code;
+  std::vector<const TaskFunction*> seen;
+  for (const FusedStep& step : steps) {
+    std::size_t index = 0;
+    while (index < seen.size() && seen[index] != step.function) ++index;
+    if (index == seen.size()) {
+      seen.push_back(step.function);
+      names.emplace_back(step.function->name);
+    }
+    code.emplace_back(static_cast<std::int64_t>(index));
+    code.emplace_back(static_cast<std::int64_t>(step.args.size()));
+    for (std::int64_t source : step.args) code.emplace_back(source);
+  }
+  return Value(Value::List{Value(std::move(names)), Value(std::move(code))});
+}
+
+const TaskFunction& fused_function(std::size_t inputs) {
+  static const std::array<const TaskFunction*, kMaxFusedInputs + 1> functions = [] {
+    std::array<const TaskFunction*, kMaxFusedInputs + 1> out{};
+    for (std::size_t n = 0; n <= kMaxFusedInputs; ++n)
+      out[n] = &Registry::global().get(kFusedPrefix + std::to_string(n));
+    return out;
+  }();
+  if (inputs > kMaxFusedInputs)
+    throw SubmissionError("a fused task takes at most " + std::to_string(kMaxFusedInputs) + " inputs, not " +
+                          std::to_string(inputs));
+  return *functions[inputs];
+}
+
+bool is_fused_function(const TaskFunction& fn) {
+  return fn.name.starts_with(kFusedPrefix);
+}
+
+bool fusible_call(const TaskFunction& fn, const Value* first) {
+  if (is_fused_function(fn) || fn.always_delivered) return false;
+  return !fn.runs_on_gpu || (first && !fn.runs_on_gpu(*first));
+}
+
+void register_fused_tasks(Registry& registry) {
+  for (std::size_t n = 0; n <= kMaxFusedInputs; ++n) {
+    TaskFunction fn;
+    fn.name = kFusedPrefix + std::to_string(n);
+    fn.argument_types.assign(n + 1, "Value");
+    fn.argument_accepts.assign(n + 1, &accepts_any);
+    fn.result_type = "Value";
+    fn.invoke = [n](std::span<const Value> args) -> Value {
+      if (args.size() != n + 1)
+        throw TypeError("tessera.fused/" + std::to_string(n) + " takes " + std::to_string(n + 1) +
+                        " arguments, got " + std::to_string(args.size()));
+      return run(args);
+    };
+    registry.add(std::move(fn), 0);
+  }
+}
+
+}  // namespace tessera
