@@ -4,7 +4,8 @@
 Tessera side (binaries in <build-dir>/bin, one JSON object per stdout line):
   tessera-bench-tasks --mode map     --tasks 1000000  --workers 1 --threads 2   no-op tasks, client.map
   tessera-bench-tasks --mode delayed --tasks 1000000  --workers 1 --threads 2   no-op tasks, delayed API
-  tessera-bench-tasks --mode chain   --tasks 200000   --workers 1 --threads 2   dependent chain (continuations)
+  tessera-bench-tasks --mode chain   --tasks 200000   --workers 1 --threads 2 --fusion off   dependent chain (continuations)
+  tessera-bench-tasks --mode chain   --tasks 200000   --workers 1 --threads 2 --fusion on    the same, fused
   tessera-bench-tasks --mode tree    --tasks 1000000  --workers 1 --threads 2   pairwise reduction
   tessera-bench-tasks --mode map     --tasks 10000000 --workers 1 --threads 2   only with --big (peak RSS)
   tessera-bench-sims  --tasks 500 --workers 10 --threads 4 --max-sleep 0.05     embarrassingly parallel sims
@@ -167,7 +168,9 @@ def main():
     tessera = []
     tessera += run([tasks_bin, "--mode", "map", "--tasks", args.tasks, *cfg, *rep], args.timeout)
     tessera += run([tasks_bin, "--mode", "delayed", "--tasks", args.tasks, *cfg, *rep], args.timeout)
-    tessera += run([tasks_bin, "--mode", "chain", "--tasks", args.chain_tasks, *cfg, *rep], args.timeout)
+    for fusion in ("off", "on"):
+        tessera += run([tasks_bin, "--mode", "chain", "--tasks", args.chain_tasks, "--fusion", fusion, *cfg, *rep],
+                       args.timeout)
     tessera += run([tasks_bin, "--mode", "tree", "--tasks", args.tasks, *cfg, *rep], args.timeout)
     if args.big:
         tessera += run([tasks_bin, "--mode", "map", "--tasks", args.big_tasks, *cfg, *rep], args.timeout)
@@ -186,7 +189,8 @@ def main():
 
     t_map = pick(tessera, bench="tasks", mode="map", tasks=args.tasks)
     t_delayed = pick(tessera, bench="tasks", mode="delayed", tasks=args.tasks)
-    t_chain = pick(tessera, bench="tasks", mode="chain", tasks=args.chain_tasks)
+    t_chain = pick(tessera, bench="tasks", mode="chain", tasks=args.chain_tasks, fusion=False)
+    t_chain_fused = pick(tessera, bench="tasks", mode="chain", tasks=args.chain_tasks, fusion=True)
     t_tree = pick(tessera, bench="tasks", mode="tree")
     t_big = pick(tessera, bench="tasks", mode="map", tasks=args.big_tasks) if args.big else None
     t_sims = {api: pick(tessera, bench="sims", api=api) for api in ("map", "delayed", "bag")}
@@ -221,8 +225,10 @@ def main():
         chain_verdict += (f"; >= {CHAIN_RATE_TARGET:,} steps/s: "
                           f"{'pass' if t_chain['rate'] >= CHAIN_RATE_TARGET else 'FAIL'}")
     rows += [
-        ("dependent chain, 1 worker x 2 threads", "delayed", t_chain, "dask-threaded, delayed chain", d_chain,
-         chain_ratio, chain_verdict),
+        ("dependent chain, 1 worker x 2 threads, continuations (fusion off)", "delayed", t_chain,
+         "dask-threaded, delayed chain", d_chain, chain_ratio, chain_verdict),
+        ("dependent chain, 1 worker x 2 threads, fused (the default)", "delayed", t_chain_fused,
+         "dask-threaded, delayed chain", d_chain, *rate_ratio(t_chain_fused, d_chain)),
         ("pairwise tree reduction, 1 worker x 2 threads", "delayed", t_tree, "dask-threaded, delayed tree", d_tree,
          *rate_ratio(t_tree, d_tree)),
     ]
