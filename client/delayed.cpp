@@ -75,31 +75,12 @@ LoweredDelayed lower_delayed(const std::vector<const DelayedNode*>& roots, const
           fusible_call(*order[i]->function, args.empty() ? nullptr : std::get_if<Value>(&args[0]));
     }
     for (const auto& group : plan_fusion(sources, *fusion)) {
-      std::unordered_map<std::uint32_t, std::size_t> step_of;
-      std::vector<FusedStep> steps;
-      std::vector<DelayedArg> inputs(1, DelayedArg{Value{}});  // the program goes first
-      for (std::uint32_t member : group) {
-        inside[member] = true;
-        FusedStep step{order[member]->function, {}};
-        const auto& args = order[member]->args;
-        for (std::size_t j = 0; j < args.size(); ++j) {
-          const std::int64_t source = sources.args[sources.first_arg[member] + j];
-          if (const auto it = source >= 0 ? step_of.find(static_cast<std::uint32_t>(source)) : step_of.end();
-              it != step_of.end()) {
-            step.args.push_back(FusedStep::step(it->second));
-          } else {
-            step.args.push_back(FusedStep::input(inputs.size() - 1));
-            inputs.push_back(args[j]);
-          }
-        }
-        step_of[member] = steps.size();
-        steps.push_back(std::move(step));
-      }
-      inputs[0] = encode_fused_program(steps);
-      const std::uint32_t sink = group.back();
-      inside[sink] = false;
-      const TaskFunction* function = &fused_function(inputs.size() - 1);
-      fused.emplace(sink, std::pair{function, std::move(inputs)});
+      for (std::uint32_t member : group) inside[member] = true;
+      inside[group.back()] = false;
+      auto call = make_fused_call<DelayedArg>(
+          sources, group, [&](std::uint32_t t) -> const std::vector<DelayedArg>& { return order[t]->args; },
+          [&](std::uint32_t t) { return order[t]->function; });
+      fused.emplace(group.back(), std::pair{call.function, std::move(call.args)});
     }
   }
   auto function_of = [&](std::uint32_t i) {

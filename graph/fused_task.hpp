@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "graph/fusion_plan.hpp"
 #include "graph/registry.hpp"
 
 namespace tessera {
@@ -62,5 +64,40 @@ bool is_fused_function(const TaskFunction& fn);
 bool fusible_call(const TaskFunction& fn, const Value* first);
 
 void register_fused_tasks(Registry& registry);
+
+// The task one group of plan_fusion runs as: its fused function and arguments (the program, then the
+// group's inputs: each argument of a member that does not read an earlier member, as given). `args_of(t)`
+// is task t's argument list (of Arg, which holds a Value) and `function_of(t)` its function.
+template <class Arg>
+struct FusedCall {
+  const TaskFunction* function;
+  std::vector<Arg> args;
+};
+template <class Arg, class ArgsOf, class FunctionOf>
+FusedCall<Arg> make_fused_call(const FusionGraph& graph, const std::vector<std::uint32_t>& group,
+                               ArgsOf&& args_of, FunctionOf&& function_of) {
+  std::unordered_map<std::uint32_t, std::size_t> step_of;
+  std::vector<FusedStep> steps;
+  std::vector<Arg> inputs(1, Arg{Value{}});  // the program goes first
+  for (std::uint32_t member : group) {
+    FusedStep step{function_of(member), {}};
+    const auto& args = args_of(member);
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      const std::int64_t source = graph.args[graph.first_arg[member] + j];
+      if (const auto it = source >= 0 ? step_of.find(static_cast<std::uint32_t>(source)) : step_of.end();
+          it != step_of.end()) {
+        step.args.push_back(FusedStep::step(it->second));
+      } else {
+        step.args.push_back(FusedStep::input(inputs.size() - 1));
+        inputs.push_back(args[j]);
+      }
+    }
+    step_of[member] = steps.size();
+    steps.push_back(std::move(step));
+  }
+  inputs[0] = encode_fused_program(steps);
+  const TaskFunction* function = &fused_function(inputs.size() - 1);
+  return {function, std::move(inputs)};
+}
 
 }  // namespace tessera

@@ -99,29 +99,12 @@ GraphSpec fuse(const GraphSpec& graph, const std::vector<std::string>& keys, con
   std::vector<bool> fused(order.size(), false);
   GraphSpec out;
   for (const auto& group : groups) {
-    std::unordered_map<std::uint32_t, std::size_t> step_of;
-    std::vector<FusedStep> steps;
-    std::vector<SpecArg> inputs(1, SpecArg{Value{}});  // the program goes first
-    for (std::uint32_t member : group) {
-      fused[member] = true;
-      const TaskSpec& task = tasks.at(*order[member]);
-      FusedStep step{functions[member], {}};
-      for (std::size_t j = 0; j < task.args.size(); ++j) {
-        const std::int64_t source = plan_input.args[plan_input.first_arg[member] + j];
-        if (const auto it = source >= 0 ? step_of.find(static_cast<std::uint32_t>(source)) : step_of.end();
-            it != step_of.end()) {
-          step.args.push_back(FusedStep::step(it->second));
-        } else {
-          step.args.push_back(FusedStep::input(inputs.size() - 1));
-          inputs.push_back(task.args[j]);
-        }
-      }
-      step_of[member] = steps.size();
-      steps.push_back(std::move(step));
-    }
-    inputs[0] = encode_fused_program(steps);
-    const std::string& function = fused_function(inputs.size() - 1).name;
-    out.add(*order[group.back()], function, std::move(inputs));
+    for (std::uint32_t member : group) fused[member] = true;
+    auto call = make_fused_call<SpecArg>(
+        plan_input, group,
+        [&](std::uint32_t t) -> const std::vector<SpecArg>& { return tasks.at(*order[t]).args; },
+        [&](std::uint32_t t) { return functions[t]; });
+    out.add(*order[group.back()], call.function->name, std::move(call.args));
   }
   for (std::size_t i = 0; i < order.size(); ++i)
     if (!fused[i]) out.add(*order[i], tasks.at(*order[i]).function, tasks.at(*order[i]).args);
