@@ -185,7 +185,9 @@ TEST_F(ClusterProcess, CliListsWorkersAsTextAndJson) {
 
 TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
   tessera::Client client(scheduler.endpoint());
-  std::vector<std::int64_t> xs(400);
+  // 2,000 x 10 ms on 2 x 2 threads: 5 s of work, so the worker is killed mid-way even when each status
+  // poll (a CLI process) takes a second on a loaded machine.
+  std::vector<std::int64_t> xs(2000);
   std::iota(xs.begin(), xs.end(), 0);
   // A map and a layer that reads it: results held on the killed worker are needed again.
   auto squares = client.map(plugin_tasks::slow_square, xs);
@@ -194,7 +196,7 @@ TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
       tessera::testing::eventually([&] { return status_field(scheduler.endpoint(), "tasks_done") >= 100; }));
   second->kill_hard();
   const auto values = client.gather(sums);
-  for (std::int64_t i = 0; i < 400; ++i) ASSERT_EQ(values[i], i * i + i);
+  for (std::int64_t i = 0; i < 2000; ++i) ASSERT_EQ(values[i], i * i + i);
   EXPECT_EQ(status_field(scheduler.endpoint(), "workers_lost"), 1u);
   EXPECT_EQ(status_field(scheduler.endpoint(), "workers"), 1u);
   EXPECT_GT(status_field(scheduler.endpoint(), "tasks_recomputed"), 0u);
@@ -204,7 +206,7 @@ TEST_F(ClusterProcess, KilledWorkerTasksAreRecomputedAndAWorkerRejoins) {
   EXPECT_EQ(status_field(scheduler.endpoint(), "workers"), 2u);
   EXPECT_NE(cli(scheduler.endpoint(), "workers").find("beta-again"), std::string::npos);
   auto more = client.gather(client.map(plugin_tasks::square, xs));
-  EXPECT_EQ(more[399], 399 * 399);
+  EXPECT_EQ(more[1999], 1999 * 1999);
 }
 
 // A worker killed in the middle of a GLM fit fails the fit at once (not after a round timeout), naming

@@ -60,7 +60,7 @@ TESSERA_TASK(slow_square);
 
 // Slow enough that a scheduler can be killed while a layer of them runs.
 std::int64_t slower_square(std::int64_t x) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   return x * x;
 }
 TESSERA_TASK(slower_square);
