@@ -336,7 +336,8 @@ TEST_F(SchedulerRestart, AGraphResubmittedAfterAKillComputesOnlyWhatWasNotCheckp
   auto first = client.with({.checkpoint = true}).map(plugin_tasks::square, xs);
   client.gather(first);
   ASSERT_EQ(status_field(endpoint, "checkpoints_stored"), std::uint64_t(n));
-  auto second = client.map(plugin_tasks::slower_square, first);  // 40 x 300 ms on 4 threads: a 3 s window for the kill
+  auto second =
+      client.map(plugin_tasks::slower_square, first);  // 40 x 300 ms on 4 threads: a 3 s window for the kill
   ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(endpoint, "tasks_done") >= n + 4; },
                                            std::chrono::seconds(30)));
   restart();
