@@ -44,6 +44,12 @@ FusionLimits fusion_limits(const GraphOptimizations& options) {
                       .max_width = options.max_diamond_width,
                       .max_inputs = static_cast<std::uint32_t>(kMaxFusedInputs)};
 }
+
+// Whether a submission is fused: not when it stores checkpoints, nor while the cluster may hold some
+// (a fused task would not find those stored under its tasks' own keys).
+bool fusing(const GraphOptimizations& options, bool checkpoint, ClusterBackend& backend) {
+  return (options.fuse || options.fuse_diamonds) && !checkpoint && !backend.may_hold_checkpoints();
+}
 }  // namespace
 
 std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const DelayedNode*>& roots,
@@ -51,8 +57,7 @@ std::shared_ptr<ResultSink> Client::submit_delayed(const std::vector<const Delay
   for (std::size_t i = 0; i < roots.size(); ++i)
     if (!roots[i]) throw SubmissionError("compute: value " + std::to_string(i) + " is an empty Delayed");
   const FusionLimits limits = fusion_limits(optimizations_);
-  const bool fuse = (optimizations_.fuse || optimizations_.fuse_diamonds) && !options.checkpoint &&
-                    !defaults_.checkpoint && !backend_->may_hold_checkpoints();
+  const bool fuse = fusing(optimizations_, options.checkpoint || defaults_.checkpoint, *backend_);
   detail::LoweredDelayed lowered = detail::lower_delayed(roots, fuse ? &limits : nullptr);
   auto watches = coalesce(lowered.roots);
   const auto slots = static_cast<std::uint32_t>(roots.size());
@@ -186,9 +191,9 @@ std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::st
   GraphSpec culled;
   const GraphSpec* sent = &graph;
   if (optimizations_.cull) sent = &(culled = cull(graph, keys));
-  const bool fused = (optimizations_.fuse || optimizations_.fuse_diamonds) && !defaults_.checkpoint &&
-                     !backend_->may_hold_checkpoints();
-  LoweredGraph lowered = fused ? lower(fuse(*sent, keys, fusion_limits(optimizations_))) : lower(*sent);
+  LoweredGraph lowered = fusing(optimizations_, defaults_.checkpoint, *backend_)
+                             ? lower(fuse(*sent, keys, fusion_limits(optimizations_)))
+                             : lower(*sent);
   std::vector<TaskRef> wanted;
   wanted.reserve(keys.size());
   for (const auto& key : keys) {
