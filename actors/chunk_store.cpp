@@ -1,6 +1,5 @@
 #include "actors/chunk_store.hpp"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <stdexcept>
 #include <utility>
+
+#include "actors/allocator_policy.hpp"
 
 namespace tessera {
 namespace {
@@ -17,7 +18,6 @@ std::atomic<std::uint64_t> g_instances{0};
 // them started (what a program held before its cluster started is not charged to its workers).
 std::atomic<std::uint64_t> g_process_limit{0};
 std::atomic<std::uint64_t> g_baseline_rss{0};
-std::once_flag g_malloc_once;
 
 std::uint64_t resident_bytes() {
   std::FILE* f = std::fopen("/proc/self/statm", "r");
@@ -44,10 +44,9 @@ void put_be(std::string& out, std::uint64_t value, int bytes) {
 ChunkStore::ChunkStore(MemoryOptions options, std::shared_ptr<ComputePool> pool)
     : options_(std::move(options)), pool_(std::move(pool)), instance_(++g_instances) {
   if (options_.limit > 0) {
-    // Chunks of a megabyte or more get their own mappings and go back to the kernel when freed: glibc's
-    // adaptive threshold would otherwise serve them from heaps that never shrink, and RSS would keep
-    // the high-water mark of every spilled chunk.
-    std::call_once(g_malloc_once, [] { ::mallopt(M_MMAP_THRESHOLD, 1 << 20); });
+    // glibc's adaptive threshold would otherwise serve large chunks from heaps that never shrink, and RSS
+    // would keep the high-water mark of every spilled chunk.
+    return_large_blocks();
     std::uint64_t expected = 0;
     g_baseline_rss.compare_exchange_strong(expected, resident_bytes());
     g_process_limit += options_.limit;

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "actors/actor_threads.hpp"
+#include "actors/allocator_policy.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/generator.hpp"
 
@@ -30,6 +32,9 @@ void check_memory_options(const ClusterOptions& options) {
   if (options.memory_limit > (1ull << 50))
     throw std::invalid_argument("ClusterOptions::memory_limit must be at most 1 PiB, got " +
                                 std::to_string(options.memory_limit));
+  if (options.keep_freed_memory > kMaxKeptFreedMemory)
+    throw std::invalid_argument("ClusterOptions::keep_freed_memory must be at most 1 GiB, got " +
+                                std::to_string(options.keep_freed_memory));
 }
 
 EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
@@ -49,7 +54,8 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   if (options_.threads_per_worker == 0) options_.threads_per_worker = cores();
   if (options_.actor_threads == 0) options_.actor_threads = std::max(2u, cores());
   config_ = std::make_unique<caf::actor_system_config>();
-  config_->set("scheduler.max-threads", static_cast<size_t>(options_.actor_threads));
+  configure_actor_threads(*config_, options_.actor_threads, options_.scheduler.idle_threads);
+  if (options_.memory_limit == 0) keep_freed_memory(options_.keep_freed_memory);
   system_ = std::make_unique<caf::actor_system>(*config_);
   CheckpointAccess checkpoint_access{nullptr, [this] { return checkpoints(); }};
   // A data_dir may hold checkpoints of an earlier run. One that cannot be opened is not fatal here: the

@@ -43,6 +43,7 @@ int main(int argc, char** argv) try {
       .text("client-config", "", "with --scheduler: the client's CURVE keys (as tessera --client-config)")
       .integer("expect-workers", 2, 0, 1024,
                "with --scheduler: worker processes it has (2 or more: the chunk transfers run)")
+      .choice("idle-threads", "wait", {"wait", "poll"}, "the nodes' scheduler.idle_threads")
       .text("node", TESSERA_NODE_BINARY, "the tessera-node binary")
       .text("plugin", TESSERA_BENCH_PLUGIN, "the benchmark plugin the nodes load");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
@@ -50,6 +51,7 @@ int main(int argc, char** argv) try {
   if (topology != "processes" && topology != "both")
     throw std::runtime_error("--topology must be processes or both, not " + topology);
   const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
+  const std::string idle = "idle_threads = \"" + flags.str("idle-threads") + "\"\n";
   std::unique_ptr<tessera::bench::Node> scheduler;
   std::vector<std::unique_ptr<tessera::bench::Node>> workers;
   const std::string existing = flags.str("scheduler");
@@ -58,29 +60,29 @@ int main(int argc, char** argv) try {
   } else if (topology == "both") {
     scheduler = std::make_unique<tessera::bench::Node>(
         flags.str("node"),
-        "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
-        "[worker]\nworkers = " +
-            std::to_string(flags.integer("workers")) +
+        "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" + idle +
+            "[worker]\nworkers = " + std::to_string(flags.integer("workers")) +
             "\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins);
   } else {
     scheduler = std::make_unique<tessera::bench::Node>(
         flags.str("node"),
         "[node]\nname = \"bench-scheduler\"\nrole = "
         "\"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
-            plugins);
+            idle + plugins);
     for (long long i = 0; i < flags.integer("worker-processes"); ++i)
       workers.push_back(std::make_unique<tessera::bench::Node>(
-          flags.str("node"), "[node]\nname = \"bench-worker-" + std::to_string(i) +
-                                 "\"\nrole = \"worker\"\n[worker]\nscheduler = \"" + scheduler->endpoint() +
-                                 "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) +
-                                 "\n" + plugins));
+          flags.str("node"),
+          "[node]\nname = \"bench-worker-" + std::to_string(i) + "\"\nrole = \"worker\"\n[scheduler]\n" +
+              idle + "[worker]\nscheduler = \"" + scheduler->endpoint() +
+              "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins));
   }
   const std::size_t worker_processes =
       existing.empty() ? workers.size() : static_cast<std::size_t>(flags.integer("expect-workers"));
-  const std::string shape =
-      "\"topology\":\"" + (existing.empty() ? topology : std::string("existing")) +
-      "\",\"worker_processes\":" + std::to_string(worker_processes) +
-      (existing.empty() ? ",\"threads\":" + std::to_string(flags.integer("threads")) : std::string());
+  const std::string shape = "\"topology\":\"" + (existing.empty() ? topology : std::string("existing")) +
+                            "\",\"worker_processes\":" + std::to_string(worker_processes) +
+                            (existing.empty() ? ",\"threads\":" + std::to_string(flags.integer("threads")) +
+                                                    ",\"idle_threads\":\"" + flags.str("idle-threads") + "\""
+                                              : std::string());
   tessera::cli::KeyOptions keys;
   keys.client_config = flags.str("client-config");
   tessera::Client client(existing.empty() ? scheduler->endpoint() : existing,

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "actors/allocator_policy.hpp"
 #include "dashboard/listen_address.hpp"
 #include "dashboard/token_file.hpp"
 #include "graph/printable.hpp"
@@ -431,6 +432,17 @@ const std::vector<KeySpec>& key_specs() {
                   "how long a disconnected client's futures are kept"),
       seconds_key("scheduler.progress_timeout", &NodeConfig::progress_timeout_seconds, 0.1, 604800, true,
                   "300", "a worker holding work without progress this long has it re-run elsewhere"),
+      {"scheduler.idle_threads", "\"wait\" | \"poll\"", "\"wait\"",
+       "how this node's actor threads idle (read by every role: each process has its own). wait: after a "
+       "brief spin a thread blocks and the next message wakes it, so a message from the network or a "
+       "compute thread is handled within ~20 us and an idle node uses no CPU. poll: CAF's stock policy, "
+       "sleeping 50 us between polls for ~25 ms before blocking: idle threads steal queued work sooner, but "
+       "each message from outside waits out a sleep (a submit + result through one node: ~450 us p50 "
+       "against ~270 us with wait, bench/RESULTS.md)",
+       [](auto& n, auto& c, auto& cx, std::string_view) {
+         c.idle_threads = read_choice<IdleThreads>(
+             n, cx, "scheduler.idle_threads", {{"wait", IdleThreads::wait}, {"poll", IdleThreads::poll}});
+       }},
       {"streams.isolation", "\"thread\" | \"process\"", "\"thread\"",
        "where the simulation instances of a stream that does not say (StreamOptions::isolation, tessera "
        "stream push --isolation) run: on the workers' compute threads (the fastest; a crash takes the "
@@ -494,6 +506,12 @@ const std::vector<KeySpec>& key_specs() {
        "spill to data_dir and come back when needed, past memory_pause_fraction (of resident memory) the "
        "worker starts no new task until back under. No worker is killed for memory",
        store(&NodeConfig::memory_limit_bytes, size_in(0, PiB))},
+      {"worker.keep_freed_memory", size_type(0, kMaxKeptFreedMemory), "\"1GiB\"",
+       "without a memory_limit: freed memory up to this size stays with the process's allocator for the next "
+       "graph instead of going back to the kernel (a million-task graph frees hundreds of MiB per "
+       "submission, and faulting them in again took half of a million-step chain's time). Up to this much "
+       "freed memory stays resident. 0: glibc's defaults. With a memory_limit, large blocks always go back",
+       store(&NodeConfig::keep_freed_memory, size_in(0, kMaxKeptFreedMemory))},
       {"worker.memory_target_fraction", "number in (0, 1]", "0.6",
        "managed memory above this fraction of memory_limit spills, least recently used first",
        store(&NodeConfig::memory_target_fraction, fraction_in_unit())},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/stream_record.hpp"
+#include "scheduling/scheduler_options.hpp"
 
 namespace tessera {
 
@@ -54,6 +55,7 @@ struct NodeConfig {
   double client_grace_seconds = 30.0;               // scheduler.client_grace
   double progress_timeout_seconds = 300.0;          // scheduler.progress_timeout (0: off)
   Isolation stream_isolation = Isolation::thread;   // streams.isolation
+  IdleThreads idle_threads = IdleThreads::wait;     // scheduler.idle_threads
   std::string scheduler_address;                    // worker.scheduler (required for role = "worker")
   std::string worker_listen = "tcp://127.0.0.1:0";  // worker.listen: peers fetch results here
   std::uint32_t workers = 1;                        // worker.workers
@@ -62,6 +64,7 @@ struct NodeConfig {
   std::uint64_t memory_limit_bytes = 0;             // worker.memory_limit (0: no limit)
   double memory_target_fraction = 0.6;              // worker.memory_target_fraction
   double memory_pause_fraction = 0.8;               // worker.memory_pause_fraction
+  std::uint64_t keep_freed_memory = 1ull << 30;     // worker.keep_freed_memory
   std::string data_dir;                             // node.data_dir or worker.data_dir (absolute once parsed)
   std::string node_data_dir;                        // node.data_dir as given (absolute once parsed)
   std::vector<std::string> plugins;                 // plugins.paths (absolute once parsed)

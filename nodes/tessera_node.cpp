@@ -238,6 +238,8 @@ int main(int argc, char** argv) {
               .memory_limit = config.memory_limit_bytes,
               .memory_target_fraction = config.memory_target_fraction,
               .memory_pause_fraction = config.memory_pause_fraction,
+              .keep_freed_memory = config.keep_freed_memory,
+              .idle_threads = config.idle_threads,
               .open_database = open_database,
               .curve = keys,
               .scheduler_public_key = config.scheduler_public_key,
@@ -269,6 +271,8 @@ int main(int argc, char** argv) {
       options.memory_limit = config.memory_limit_bytes;
       options.memory_target_fraction = config.memory_target_fraction;
       options.memory_pause_fraction = config.memory_pause_fraction;
+      options.keep_freed_memory = config.keep_freed_memory;
+      options.scheduler.idle_threads = config.idle_threads;
       options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
       options.stream_isolation = config.stream_isolation;
       options.gpus = config.gpus;

@@ -11,6 +11,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "actors/actor_threads.hpp"
+#include "actors/allocator_policy.hpp"
 #include "actors/messages.hpp"
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
@@ -289,7 +291,8 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
     };
   }
   st.options = std::move(options);
-  st.config.set("scheduler.max-threads", static_cast<size_t>(std::max(2u, cores)));
+  configure_actor_threads(st.config, std::max(2u, cores), st.options.idle_threads);
+  if (st.options.memory_limit == 0) keep_freed_memory(st.options.keep_freed_memory);
   st.system = std::make_unique<caf::actor_system>(st.config);
   transport::ServerOptions server;
   server.listen = st.options.listen;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nodes/transport.hpp"
+#include "scheduling/scheduler_options.hpp"
 #include "storage/node_database.hpp"
 
 namespace tessera {
@@ -29,6 +30,8 @@ struct WorkerNodeOptions {
   std::uint64_t memory_limit = 0;  // worker.memory_limit: past its target fraction, results spill
   double memory_target_fraction = 0.6;
   double memory_pause_fraction = 0.8;
+  std::uint64_t keep_freed_memory = 1ull << 30;  // worker.keep_freed_memory (without a memory limit)
+  IdleThreads idle_threads = IdleThreads::wait;  // scheduler.idle_threads
   // The node's database, where results spill (opened on the first spill). Empty: a temporary directory of
   // this worker's, removed with it.
   std::function<std::shared_ptr<NodeDatabase>()> open_database{};

@@ -55,10 +55,10 @@ TEST(NodeConfig, ShippedConfigsAreValid) {
 }
 
 TEST(NodeConfig, UnknownKeyNamesFileLineAndKnownKeys) {
-  EXPECT_EQ(
-      refusal("[node]\nname = \"a\"\nrole = \"both\"\n\n[worker]\nthreads = 4\n"),
-      "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, workers, "
-      "threads_per_worker, gpus, memory_limit, memory_target_fraction, memory_pause_fraction, data_dir)");
+  EXPECT_EQ(refusal("[node]\nname = \"a\"\nrole = \"both\"\n\n[worker]\nthreads = 4\n"),
+            "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, workers, "
+            "threads_per_worker, gpus, memory_limit, keep_freed_memory, memory_target_fraction, "
+            "memory_pause_fraction, data_dir)");
   EXPECT_EQ(refusal("[nod]\nname = \"a\"\n").find("bad.toml:1: unknown section 'nod'"), 0u)
       << refusal("[nod]\n");
 }
@@ -87,6 +87,26 @@ TEST(NodeConfig, StreamsIsolationIsTheDefaultItNames) {
   EXPECT_EQ(
       tessera::parse_node_config("[node]\nname = \"a\"\nrole = \"both\"\n", "good.toml").stream_isolation,
       tessera::Isolation::thread);
+}
+
+TEST(NodeConfig, IdleThreadsAndKeptFreedMemoryAreReadAndCheckedByKey) {
+  const auto defaults = tessera::parse_node_config(kBoth, "good.toml");
+  EXPECT_EQ(defaults.idle_threads, tessera::IdleThreads::wait);
+  EXPECT_EQ(defaults.keep_freed_memory, 1ull << 30);
+  const auto config = tessera::parse_node_config(
+      kBoth + "[scheduler]\nidle_threads = \"poll\"\n[worker]\nkeep_freed_memory = \"256MiB\"\n",
+      "good.toml");
+  EXPECT_EQ(config.idle_threads, tessera::IdleThreads::poll);
+  EXPECT_EQ(config.keep_freed_memory, 256ull << 20);
+  EXPECT_EQ(
+      tessera::parse_node_config(kBoth + "[worker]\nkeep_freed_memory = 0\n", "good.toml").keep_freed_memory,
+      0u);
+  EXPECT_EQ(refusal(kBoth + "[scheduler]\nidle_threads = \"spin\"\n"),
+            "bad.toml:5: key 'scheduler.idle_threads' must be one of wait, poll, got \"spin\"");
+  for (const char* bad : {"\"2GiB\"", "-1", "inf", "nan", "\"lots\""}) {
+    const auto why = refusal(kBoth + "[worker]\nkeep_freed_memory = " + bad + "\n");
+    EXPECT_EQ(why.find("bad.toml:5: key 'worker.keep_freed_memory'"), 0u) << why;
+  }
 }
 
 TEST(NodeConfig, GpusAreDistinctOrdinalsAndTheirErrorsNameTheElement) {

@@ -29,6 +29,10 @@ struct ClusterOptions {
   std::uint64_t memory_limit = 0;
   double memory_target_fraction = 0.6;
   double memory_pause_fraction = 0.8;
+  // Without a memory limit: freed memory up to this many bytes stays with the process's allocator for
+  // the next graph instead of going back to the kernel (worker.keep_freed_memory; see
+  // actors/allocator_policy.hpp). Process-wide, like malloc itself. 0: glibc's defaults. Default 1 GiB.
+  std::uint64_t keep_freed_memory = 1ull << 30;
   // Where the simulation instances of a stream that does not say (StreamOptions::isolation) run.
   Isolation stream_isolation = Isolation::thread;
   // The GPU devices (CUDA ordinals) workers hand to simulations that declare gpus. Empty: every device
