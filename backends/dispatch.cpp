@@ -13,7 +13,13 @@ namespace tessera::backends {
 
 struct Dispatch::Impl {
   mutable std::shared_mutex mutex;
-  std::map<std::pair<std::string, Backend>, Kernel, std::less<>> kernels;
+  struct Entry {
+    Kernel kernel;
+    BlasThreads blas = BlasThreads::shared;
+  };
+  std::map<std::pair<std::string, Backend>, Entry, std::less<>> kernels;
+
+  const Entry& entry(std::string_view operation, Backend backend) const;
   std::array<Availability, 3> availability{};
 };
 
@@ -33,9 +39,9 @@ Dispatch& Dispatch::global() {
   return *table;
 }
 
-void Dispatch::add(std::string_view operation, Backend backend, Kernel kernel) {
+void Dispatch::add(std::string_view operation, Backend backend, Kernel kernel, BlasThreads blas) {
   std::unique_lock lock(impl_->mutex);
-  impl_->kernels[{std::string(operation), backend}] = std::move(kernel);
+  impl_->kernels[{std::string(operation), backend}] = Impl::Entry{std::move(kernel), blas};
 }
 
 bool Dispatch::has(std::string_view operation, Backend backend) const {
@@ -43,50 +49,63 @@ bool Dispatch::has(std::string_view operation, Backend backend) const {
   return impl_->kernels.count(std::pair<std::string, Backend>{std::string(operation), backend}) > 0;
 }
 
-const Kernel& Dispatch::get(std::string_view operation, Backend backend) const {
-  std::shared_lock lock(impl_->mutex);
-  auto it = impl_->kernels.find(std::pair<std::string, Backend>{std::string(operation), backend});
-  if (it == impl_->kernels.end())
+const Dispatch::Impl::Entry& Dispatch::Impl::entry(std::string_view operation, Backend backend) const {
+  std::shared_lock lock(mutex);
+  auto it = kernels.find(std::pair<std::string, Backend>{std::string(operation), backend});
+  if (it == kernels.end())
     throw KernelError("operation '" + std::string(operation) + "' has no kernel for the " +
                       std::string(backend_name(backend)) + " backend");
   return it->second;  // entries are never removed, so the reference outlives the lock
 }
 
+const Kernel& Dispatch::get(std::string_view operation, Backend backend) const {
+  return impl_->entry(operation, backend).kernel;
+}
+
 namespace {
 
 // BLAS threads follow the number of kernels running in this process: a kernel running alone (the SVD of
-// R at the root of TSQR, say) gets every core; as soon as a second starts, each gets one. The count
-// changes between BLAS calls, so cores are shared only for the rest of a call already under way.
+// R at the root of TSQR, say) gets every core; as soon as a second starts, each gets one. A kernel of
+// many small BLAS calls (BlasThreads::one) never gets more: its calls are too small to share, and
+// OpenBLAS's idle threads would spin beside the other compute threads. The count changes between BLAS
+// calls, so cores are shared only for the rest of a call already under way.
 class BlasThreadPolicy {
  public:
   static BlasThreadPolicy& instance() {
     static BlasThreadPolicy policy;
     return policy;
   }
-  void enter() {
+  void enter(BlasThreads blas) {
     std::lock_guard lock(mutex_);
-    if (++running_ == 1)
-      set_blas_threads(cores_);
-    else if (running_ == 2)
-      set_blas_threads(1);
+    ++running_;
+    if (blas == BlasThreads::shared) ++sharing_;
+    apply();
   }
-  void leave() {
+  void leave(BlasThreads blas) {
     std::lock_guard lock(mutex_);
-    if (--running_ == 1) set_blas_threads(cores_);
+    --running_;
+    if (blas == BlasThreads::shared) --sharing_;
+    apply();
   }
 
  private:
   BlasThreadPolicy() : cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+  void apply() {
+    const int threads = running_ == 1 && sharing_ == 1 ? cores_ : 1;
+    if (threads != current_) set_blas_threads(current_ = threads);
+  }
   std::mutex mutex_;
-  int running_ = 0;
+  int running_ = 0, sharing_ = 0;
   int cores_;
+  int current_ = 0;  // unknown: the first kernel sets it
 };
 
 struct RunningKernel {
-  RunningKernel() { BlasThreadPolicy::instance().enter(); }
-  ~RunningKernel() { BlasThreadPolicy::instance().leave(); }
+  explicit RunningKernel(BlasThreads blas) : blas(blas) { BlasThreadPolicy::instance().enter(blas); }
+  ~RunningKernel() { BlasThreadPolicy::instance().leave(blas); }
   RunningKernel(const RunningKernel&) = delete;
   RunningKernel& operator=(const RunningKernel&) = delete;
+  BlasThreads blas;
 };
 
 }  // namespace
@@ -94,16 +113,16 @@ struct RunningKernel {
 Chunks Dispatch::run(std::string_view operation, std::span<const ChunkPtr> inputs, const Params& params,
                      Backend backend) const {
   if (!inputs.empty()) backend = inputs.front()->backend();
-  const Kernel& kernel = get(operation, backend);
+  const auto& entry = impl_->entry(operation, backend);
   // Composite kernels call run() again: only the outermost call counts as a running kernel.
   thread_local int depth = 0;
-  if (depth > 0) return kernel(inputs, params);
+  if (depth > 0) return entry.kernel(inputs, params);
   ++depth;
   struct Depth {
     ~Depth() { --depth; }
   } restore_depth;
-  RunningKernel running;
-  return kernel(inputs, params);
+  RunningKernel running(entry.blas);
+  return entry.kernel(inputs, params);
 }
 
 void Dispatch::set_availability(Backend backend, Availability availability) {

@@ -32,12 +32,17 @@ struct Availability {
   std::string reason;
 };
 
+// Whether a kernel's BLAS calls may use every core when it runs alone (shared), or always one thread
+// (one: many small calls, which BLAS threads would only slow down).
+enum class BlasThreads : std::uint8_t { shared, one };
+
 class Dispatch {
  public:
   // The table with every built-in backend's kernels registered.
   static Dispatch& global();
 
-  void add(std::string_view operation, Backend backend, Kernel kernel);
+  void add(std::string_view operation, Backend backend, Kernel kernel,
+           BlasThreads blas = BlasThreads::shared);
   bool has(std::string_view operation, Backend backend) const;
   // Throws KernelError naming the operation and the backend when no kernel is registered.
   const Kernel& get(std::string_view operation, Backend backend) const;

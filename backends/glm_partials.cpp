@@ -80,6 +80,23 @@ template <class Vector, class YMatrix>
 void add_rows(Family family, const Vector& eta, const YMatrix& y, Eigen::Index first, Eigen::Index count,
               double intercept, Partials& out, Vector& residual, Vector& weight) {
   using T = typename Vector::Scalar;
+  if (family == Family::logistic) {
+    // The block at once, in Eigen's vectorised exp and log: one scalar exp and log1p per row took a third
+    // of an evaluation. log(1 + e) for log1p(e): e is in (0, 1], where they differ by at most one
+    // rounding of 1 + e (1e-16 absolute, in the loss only).
+    thread_local Eigen::ArrayXd z, e, inverse, mu, r;
+    const auto labels = y.middleRows(first, count).col(0).template cast<double>().array();
+    z = eta.head(count).template cast<double>().array() + intercept;
+    e = (-z.abs()).exp();
+    inverse = (1 + e).inverse();
+    mu = (z >= 0).select(inverse, e * inverse);
+    out.loss += (z.max(0.0) + (1 + e).log() - labels * z).sum();
+    r = mu - labels;
+    out.gradient[0] += r.sum();
+    residual.head(count) = r.template cast<T>().matrix();
+    weight.head(count) = (mu * (1 - mu)).template cast<T>().matrix();
+    return;
+  }
   for (Eigen::Index i = 0; i < count; ++i) {
     const RowTerms t =
         row_terms(family, static_cast<double>(eta[i]) + intercept, static_cast<double>(y(first + i, 0)));
@@ -287,32 +304,40 @@ Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::Ve
   return out;
 }
 
-std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Family family,
-                                           std::int64_t first_row) {
-  auto where = [&](const char* what, std::int64_t row, std::int64_t col, double value) {
-    std::string text = std::string(what) + " at row " + std::to_string(first_row + row);
-    if (col >= 0) text += ", column " + std::to_string(col);
-    text += " (" + std::to_string(value) + ")";
-    return text;
-  };
-  // Shared pointers that do not own: the chunks outlive this call.
-  const ChunkPtr x_ref(std::shared_ptr<const Chunk>{}, &x);
+namespace {
+
+std::string at_row(const char* what, std::int64_t row, std::int64_t col, double value) {
+  std::string text = std::string(what) + " at row " + std::to_string(row);
+  if (col >= 0) text += ", column " + std::to_string(col);
+  text += " (" + std::to_string(value) + ")";
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> check_labels(const Chunk& y, Family family, std::int64_t first_row) {
+  // A shared pointer that does not own: the chunk outlives this call.
   const ChunkPtr y_ref(std::shared_ptr<const Chunk>{}, &y);
   const Eigen::MatrixXd labels = host_matrix(y_ref);
   for (Eigen::Index i = 0; i < labels.rows(); ++i) {
     const double v = labels(i, 0);
-    if (!std::isfinite(v)) return where("y has a non-finite value", i, -1, v);
+    if (!std::isfinite(v)) return at_row("y has a non-finite value", first_row + i, -1, v);
     if (family == Family::logistic && v != 0 && v != 1)
-      return where("y has a label other than 0 or 1 (logistic regression)", i, -1, v);
+      return at_row("y has a label other than 0 or 1 (logistic regression)", first_row + i, -1, v);
     if (family == Family::poisson && v < 0)
-      return where("y has a negative count (Poisson regression)", i, -1, v);
+      return at_row("y has a negative count (Poisson regression)", first_row + i, -1, v);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_values(const Chunk& x, std::int64_t first_row) {
   if (x.backend() == Backend::sparse) {
     return visit_sparse(x, [&](const auto& m) -> std::optional<std::string> {
       for (Eigen::Index j = 0; j < m.outerSize(); ++j)
         for (typename std::decay_t<decltype(m)>::InnerIterator it(m, j); it; ++it)
           if (!std::isfinite(static_cast<double>(it.value())))
-            return where("X has a non-finite value", it.row(), j, static_cast<double>(it.value()));
+            return at_row("X has a non-finite value", first_row + it.row(), j,
+                          static_cast<double>(it.value()));
       return std::nullopt;
     });
   }
@@ -322,11 +347,17 @@ std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Famil
     for (Eigen::Index j = 0; j < values.cols(); ++j)
       for (Eigen::Index i = 0; i < values.rows(); ++i)
         if (!std::isfinite(static_cast<double>(values(i, j))))
-          return where("X has a non-finite value", i, j, static_cast<double>(values(i, j)));
+          return at_row("X has a non-finite value", first_row + i, j, static_cast<double>(values(i, j)));
     return std::nullopt;
   };
   if (x.backend() == Backend::cpu) return visit_dense(x, scan);
-  return scan(host_matrix(x_ref));
+  return scan(host_matrix(ChunkPtr(std::shared_ptr<const Chunk>{}, &x)));
+}
+
+std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Family family,
+                                           std::int64_t first_row) {
+  if (auto problem = check_labels(y, family, first_row)) return problem;
+  return check_values(x, first_row);
 }
 
 Eigen::VectorXd local_solve(const ChunkPtr& x, const ChunkPtr& y, Family family, double scale, double rho,
@@ -373,8 +404,9 @@ Eigen::VectorXd local_solve(const ChunkPtr& x, const ChunkPtr& y, Family family,
 }
 
 void register_glm_kernels(Dispatch& dispatch) {
-  dispatch.add(ops::glm_partials, Backend::cpu, cpu_partials);
-  dispatch.add(ops::glm_partials, Backend::sparse, sparse_partials_kernel);
+  // 1024-row blocks: products far too small for BLAS's threads.
+  dispatch.add(ops::glm_partials, Backend::cpu, cpu_partials, BlasThreads::one);
+  dispatch.add(ops::glm_partials, Backend::sparse, sparse_partials_kernel, BlasThreads::one);
 }
 
 }  // namespace tessera::backends::glm

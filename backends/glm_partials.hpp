@@ -45,6 +45,9 @@ Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::Ve
 // non-finite value in x or y, a label other than 0 or 1 (logistic), a negative count (Poisson).
 std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Family family,
                                            std::int64_t first_row);
+// Its two halves: the labels (a pass over y), and X's values (a pass over X, as long as a fit's round).
+std::optional<std::string> check_labels(const Chunk& y, Family family, std::int64_t first_row);
+std::optional<std::string> check_values(const Chunk& x, std::int64_t first_row);
 
 // ADMM's local step: argmin_b scale * loss_sum(b) + rho / 2 * ||b - target||^2 by damped Newton from
 // `start`. Without an intercept, b[0] stays 0.

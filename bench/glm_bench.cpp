@@ -119,13 +119,14 @@ int main(int argc, char** argv) try {
       "seconds\":%.4f,"
       "\"iterations\":%lld,\"converged\":%s,\"evaluations\":%lld,\"rounds\":%lld,\"overhead_us_per_round\":%."
       "1f,"
-      "\"objective\":%.12g}\n",
+      "\"solver_seconds\":%.4f,\"round_seconds\":%.4f,\"worker_seconds\":%.4f,\"objective\":%.12g}\n",
       family.c_str(), o.solver.c_str(), o.regularizer.c_str(), o.lambda, static_cast<long long>(x.rows()),
       static_cast<long long>(x.cols()), flags.integer("chunk-rows"), cluster ? "embedded" : "processes",
       flags.str("backend").c_str(), bench::median(times), *std::min_element(times.begin(), times.end()),
       static_cast<long long>(report.iterations), report.converged ? "true" : "false",
       static_cast<long long>(report.evaluations), static_cast<long long>(report.rounds),
-      report.overhead_per_round() * 1e6, report.objective);
+      report.overhead_per_round() * 1e6, report.seconds, report.round_seconds, report.worker_seconds,
+      report.objective);
   if (const std::string out = flags.str("out"); !out.empty()) {
     Eigen::VectorXd all(model->coef().size() + 1);
     all << model->intercept(), model->coef();

@@ -1,6 +1,7 @@
 #include "actors/glm/partition_actor.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 
@@ -127,13 +128,21 @@ void accept(PartitionActor* self, GlmPartOutcome& out) {
   if (--r.pending == 0) finish_round(self);
 }
 
-// Checks the partitions (non-finite values, labels the family cannot take): the round that answers `loaded`.
+// Checks the partitions' labels: the round that answers `loaded`. X is not read here: a non-finite value
+// in it makes every result computed from it non-finite (0 * inf and 0 * nan are nan), so X is scanned only
+// when a partition's result is, to name the value (see finite_or_named) — a whole pass over X saved.
 void start_load(PartitionActor* self) {
   const auto family = self->state.args.spec.family;
   start_round(self, GlmKind::load, 0, [family](const GlmPartition& part, GlmPartOutcome& out) {
-    if (auto problem = backends::glm::check_partition(*part.x, *part.y, family, part.first_row))
-      out.error = *problem;
+    if (auto problem = backends::glm::check_labels(*part.y, family, part.first_row)) out.error = *problem;
   });
+}
+
+// A result that is not finite may come from X: then the fit fails naming X's first non-finite value (a
+// loss that overflows on finite data is the solver's to handle).
+void finite_or_named(bool finite, const GlmPartition& part, GlmPartOutcome& out) {
+  if (finite) return;
+  if (auto problem = backends::glm::check_values(*part.x, part.first_row)) out.error = *problem;
 }
 
 void handle(PartitionActor* self, GlmMessage& message) {
@@ -145,6 +154,9 @@ void handle(PartitionActor* self, GlmMessage& message) {
     start_round(self, GlmKind::evaluate, evaluate->round,
                 [family, order, beta](const GlmPartition& part, GlmPartOutcome& out) {
                   out.partials = backends::glm::evaluate(part.x, part.y, *beta, family, order);
+                  finite_or_named(std::isfinite(out.partials.loss) && out.partials.gradient.allFinite() &&
+                                      out.partials.hessian.allFinite(),
+                                  part, out);
                 });
   } else if (auto* solve = std::get_if<GlmSolve>(&message.body)) {
     // Targets and starts by partition index.
@@ -161,6 +173,7 @@ void handle(PartitionActor* self, GlmMessage& message) {
                     throw std::invalid_argument("no target for partition " + std::to_string(part.index));
                   out.solution = backends::glm::local_solve(part.x, part.y, family, scale, rho,
                                                             it->second.first, it->second.second, intercept);
+                  finite_or_named(out.solution.allFinite(), part, out);
                 });
   }
 }

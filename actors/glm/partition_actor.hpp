@@ -29,7 +29,7 @@ struct GlmPartitionArgs {
   std::vector<GlmPartition> partitions;
 };
 
-// Checks the partitions (non-finite values, labels the family cannot take) and answers `loaded`; then
+// Checks the partitions' labels and answers `loaded` (X is checked when a result is not finite); then
 // answers each evaluate or solve.
 caf::actor spawn_glm_partitions(caf::actor_system& system, GlmPartitionArgs args);
 

@@ -58,7 +58,8 @@ class GeneralizedLinearModel {
  public:
   // Throws SubmissionError for bad input found here: shapes, unknown names, settings out of range. Data
   // the family cannot take (non-finite values, labels other than 0/1, negative counts) is a FitError
-  // raised before the solver starts.
+  // naming the row (and column): labels are checked before the solver starts, X's values when the first
+  // round's results are not finite (a pass over X saved on good data).
   GeneralizedLinearModel& fit(Client& client, const Array& x, const Array& y);
   GeneralizedLinearModel& fit(Client& client, const Eigen::MatrixXd& x, const Eigen::VectorXd& y);
 
