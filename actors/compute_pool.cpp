@@ -1,5 +1,7 @@
 #include "actors/compute_pool.hpp"
 
+#include <pthread.h>
+
 #include "backends/dispatch.hpp"
 
 #include <chrono>
@@ -17,7 +19,11 @@ ComputePool::ComputePool(std::size_t threads) {
   // Chunks run in parallel on these threads; BLAS's own threads would only oversubscribe the cores.
   backends::set_blas_threads(1);
   threads_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+  for (std::size_t i = 0; i < threads; ++i)
+    threads_.emplace_back([this] {
+      ::pthread_setname_np(::pthread_self(), "tessera-compute");  // as perf, top -H and gdb show it
+      run();
+    });
 }
 
 ComputePool::~ComputePool() {

@@ -1,5 +1,7 @@
 #include "nodes/remote_backend.hpp"
 
+#include <pthread.h>
+
 #include <zmq_addon.hpp>
 
 #include <algorithm>
@@ -30,7 +32,10 @@ class RemoteBackend final : public ClusterBackend {
         connection_(std::make_shared<transport::Connection>(connection_options(options_.handshake_timeout))) {
     link_ = std::make_shared<SchedulerLink>();
     link_->released = [this](const std::shared_ptr<ResultSink>& sink) { send_release(*sink); };
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "tessera-client");
+      run();
+    });
   }
 
   ~RemoteBackend() override {

@@ -1,5 +1,7 @@
 #include "nodes/transport.hpp"
 
+#include <pthread.h>
+
 #include "actors/outgoing_bytes.hpp"
 
 #include "nodes/wire_table.hpp"
@@ -145,7 +147,11 @@ Server::Server(ServerOptions options, Handler handler)
 }
 
 void Server::start() {
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (!thread_.joinable())
+    thread_ = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "tessera-server");
+      run();
+    });
 }
 
 Server::~Server() {

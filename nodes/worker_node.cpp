@@ -1,5 +1,7 @@
 #include "nodes/worker_node.hpp"
 
+#include <pthread.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -312,7 +314,10 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
   st.advertised = advertised_endpoint(st.peer_server->endpoint(), st.options.scheduler);
   st.peer_server->start();
   st.first_connection = st.connect();  // throws ConnectionRefused: the node stops with the reason
-  st.thread = std::thread([raw] { raw->run(); });
+  st.thread = std::thread([raw] {
+    ::pthread_setname_np(::pthread_self(), "tessera-worker");
+    raw->run();
+  });
 }
 
 WorkerNode::~WorkerNode() {
