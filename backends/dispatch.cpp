@@ -90,14 +90,11 @@ class BlasThreadPolicy {
 
  private:
   BlasThreadPolicy() : cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
-  void apply() {
-    const int threads = running_ == 1 && sharing_ == 1 ? cores_ : 1;
-    if (threads != current_) set_blas_threads(current_ = threads);
-  }
+  // Set each time, not only on a change: a compute pool that starts sets one thread behind this count.
+  void apply() { set_blas_threads(running_ == 1 && sharing_ == 1 ? cores_ : 1); }
   std::mutex mutex_;
   int running_ = 0, sharing_ = 0;
   int cores_;
-  int current_ = 0;  // unknown: the first kernel sets it
 };
 
 struct RunningKernel {
