@@ -354,12 +354,6 @@ std::optional<std::string> check_values(const Chunk& x, std::int64_t first_row) 
   return scan(host_matrix(ChunkPtr(std::shared_ptr<const Chunk>{}, &x)));
 }
 
-std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Family family,
-                                           std::int64_t first_row) {
-  if (auto problem = check_labels(y, family, first_row)) return problem;
-  return check_values(x, first_row);
-}
-
 Eigen::VectorXd local_solve(const ChunkPtr& x, const ChunkPtr& y, Family family, double scale, double rho,
                             const Eigen::VectorXd& target, Eigen::VectorXd start, bool fit_intercept) {
   Eigen::VectorXd b = std::move(start);

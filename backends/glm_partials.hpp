@@ -41,11 +41,10 @@ Partials evaluate(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& b
 Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& beta, Family family,
                            int order);
 
-// The first value the family cannot take, named by its global row (first_row + local) and column: a
-// non-finite value in x or y, a label other than 0 or 1 (logistic), a negative count (Poisson).
-std::optional<std::string> check_partition(const Chunk& x, const Chunk& y, Family family,
-                                           std::int64_t first_row);
-// Its two halves: the labels (a pass over y), and X's values (a pass over X, as long as a fit's round).
+// The first value the family cannot take, named by its global row (first_row + local) and column: in y,
+// a non-finite value, a label other than 0 or 1 (logistic), a negative count (Poisson) — a pass over y;
+// in X, a non-finite value — a pass over X, as long as a fit's round, so fits run it only when a result
+// is not finite.
 std::optional<std::string> check_labels(const Chunk& y, Family family, std::int64_t first_row);
 std::optional<std::string> check_values(const Chunk& x, std::int64_t first_row);
 

@@ -43,7 +43,10 @@ class OperationBuilder {
       last_ = it->second;
     }
     Group& group = groups_[last_];
-    for (std::size_t j = 0; j < args.size() && j < group.columns.size(); ++j) {
+    if (args.size() != group.columns.size())
+      throw SubmissionError(function->signature() + " takes " + std::to_string(group.columns.size()) +
+                            " arguments, got " + std::to_string(args.size()));
+    for (std::size_t j = 0; j < args.size(); ++j) {
       const DelayedArg& arg = args[j];
       if (const Value* literal = std::get_if<Value>(&arg)) {
         group.columns[j].emplace_back(*literal);
