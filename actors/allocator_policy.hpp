@@ -7,7 +7,8 @@
 namespace tessera {
 
 // No memory limit: blocks up to `bytes` come from malloc's heap, which is trimmed only past `bytes` of free
-// space, instead of fresh mappings that go back to the kernel when freed. A graph of a million tasks
+// space (threads' heaps too: they are no longer unmapped when all free), instead of fresh mappings that go
+// back to the kernel when freed. A graph of a million tasks
 // allocates and frees hundreds of MiB per submission; handing them back means faulting every page in again
 // for the next one (half the time of a million-step chain here). The cost: up to `bytes` of freed memory
 // stays resident. 0 leaves glibc's defaults. At most kMaxKeptFreedMemory; ignored once return_large_blocks
