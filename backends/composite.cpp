@@ -50,16 +50,25 @@ double condition_number(const ChunkPtr& s_chunk) {
   });
 }
 
+// X Vt^T S^-1, with V S^-1 formed first (n x k, small): U is then one product, with no pass over it
+// afterwards.
+ChunkPtr project(const ChunkPtr& x, const ChunkPtr& s, const ChunkPtr& vt) {
+  const ChunkPtr v_scaled =
+      run1(ops::scale_columns, {run1(ops::transpose, {vt}), s}, ScaleColumnsParams{true}.to_params());
+  return run1(ops::matmul, {x, v_scaled}, MatmulParams{false, false}.to_params());
+}
+
+Chunks gram_left(std::span<const ChunkPtr> in, const Params&) {
+  if (in.size() != 3)
+    throw KernelError("gram_left needs X, S and Vt, got " + std::to_string(in.size()) + " inputs");
+  return {project(in[0], in[1], in[2])};
+}
+
 Chunks svd_left(std::span<const ChunkPtr> in, const Params& params) {
   if (in.size() < 6) throw KernelError("svd_left needs X, S, Vt, U_R and the root's factor");
   const auto p = SvdLeftParams::from(params);
   const ChunkPtr &x = in[0], &s = in[1], &vt = in[2], &u_r = in[3], &root_packed = in[4], &root_tau = in[5];
-  if (condition_number(s) <= p.max_condition) {
-    // V S^-1 first (n x k, small): U is then one product, with no pass over it afterwards.
-    const ChunkPtr v_scaled =
-        run1(ops::scale_columns, {run1(ops::transpose, {vt}), s}, ScaleColumnsParams{true}.to_params());
-    return {run1(ops::matmul, {x, v_scaled}, MatmulParams{false, false}.to_params())};
-  }
+  if (condition_number(s) <= p.max_condition) return {project(x, s, vt)};
   const ChunkPtr c = run1(ops::qr_apply, {root_packed, root_tau, u_r});
   return {descend(c, in.subspan(6), p.levels)};
 }
@@ -72,8 +81,10 @@ void register_composite_kernels(Dispatch& dispatch) {
         dispatch.has(ops::assemble, b) && dispatch.has(ops::qr_apply, b) && dispatch.has(ops::transpose, b);
     if (!has_parts) continue;
     dispatch.add(ops::qr_descend, b, qr_descend);
-    if (dispatch.has(ops::matmul, b) && dispatch.has(ops::scale_columns, b))
+    if (dispatch.has(ops::matmul, b) && dispatch.has(ops::scale_columns, b)) {
       dispatch.add(ops::svd_left, b, svd_left);
+      dispatch.add(ops::gram_left, b, gram_left);
+    }
   }
 }
 

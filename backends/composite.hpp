@@ -16,6 +16,9 @@ inline constexpr const char* qr_descend = "qr_descend";
 // Gives the leaf's rows of U = Q U_R. When S's condition number is at most the limit this is X Vt^T S^-1
 // (half the flops, accurate to rounding times the condition number); otherwise it is the descent.
 inline constexpr const char* svd_left = "svd_left";
+// gram_left: X (rows of the input), S (k x 1), Vt (k x n) -> X Vt^T S^-1, those rows of U when S and Vt come
+// from gram_svd (which accepts them only when that is accurate).
+inline constexpr const char* gram_left = "gram_left";
 }  // namespace ops
 
 // Registers the composite operations for every backend that has their parts.

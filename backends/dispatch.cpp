@@ -1,6 +1,7 @@
 #include "backends/dispatch.hpp"
 
 #include "backends/composite.hpp"
+#include "backends/conditional.hpp"
 #include "backends/glm_partials.hpp"
 
 #include <array>
@@ -34,6 +35,7 @@ Dispatch& Dispatch::global() {
     register_cuda_kernels(*d);
     glm::register_glm_kernels(*d);
     register_composite_kernels(*d);  // after the backends: composites exist where their parts do
+    register_conditional_kernels(*d);
     return d;
   }();
   return *table;

@@ -326,6 +326,49 @@ SvdLeftParams SvdLeftParams::from(const Params& params) {
   return SvdLeftParams{read_levels(f, params), f.real_or(0, 0.0)};
 }
 
+Params GramSvdParams::to_params() const {
+  return Params{{}, {}, {max_condition}};
+}
+
+GramSvdParams GramSvdParams::from(const Params& params) {
+  const Fields f(operation, params);
+  const double limit = f.real(0, "max_condition");
+  if (!(limit >= 1)) f.fail("max_condition must be at least 1, got " + std::to_string(limit));
+  return GramSvdParams{limit};
+}
+
+Params GatedParams::to_params() const {
+  if (!inner.name.empty())
+    throw KernelError(std::string(operation) + ": " + inner_operation +
+                      " takes a name, which gated cannot carry");
+  Params out{inner_operation, {run_when_set ? 1 : 0, outputs}, inner.reals};
+  out.ints.insert(out.ints.end(), inner.ints.begin(), inner.ints.end());
+  return out;
+}
+
+GatedParams GatedParams::from(const Params& params) {
+  const Fields f(operation, params);
+  GatedParams p;
+  p.inner_operation = f.name("inner operation");
+  if (p.inner_operation == operation) f.fail("cannot gate itself");
+  p.run_when_set = f.flag(0, "run_when_set");
+  const auto outputs = f.integer(1, "outputs");
+  if (outputs < 0 || outputs > 16) f.fail("outputs must be in [0, 16], got " + std::to_string(outputs));
+  p.outputs = static_cast<int>(outputs);
+  p.inner.ints.assign(params.ints.begin() + 2, params.ints.end());
+  p.inner.reals = params.reals;
+  return p;
+}
+
+Params ChooseParams::to_params() const {
+  return Params{{}, {offset, rows}, {}};
+}
+
+ChooseParams ChooseParams::from(const Params& params) {
+  const Fields f(operation, params);
+  return ChooseParams{f.integer_or(0, 0), f.integer_or(1, -1)};
+}
+
 Params GlmPartialsParams::to_params() const {
   return Params{{}, {static_cast<std::int64_t>(family), order}, {}};
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/composite.hpp"
+#include "backends/conditional.hpp"
 #include "backends/dispatch.hpp"
 #include "backends/glm_partials.hpp"
 #include "backends/operations.hpp"
@@ -171,6 +172,32 @@ struct SvdLeftParams {
   double max_condition = 0;          // S's condition number up to which U is X Vt^T S^-1
   Params to_params() const;          // ints as qr_descend's, reals {max_condition}
   static SvdLeftParams from(const Params& params);
+};
+
+struct GramSvdParams {
+  static constexpr const char* operation = ops::gram_svd;
+  double max_condition = 0;  // S's condition number up to which the result is accepted
+  Params to_params() const;  // reals {max_condition}
+  static GramSvdParams from(const Params& params);
+};
+
+// gated: another operation's call, run only when the flag agrees.
+struct GatedParams {
+  static constexpr const char* operation = ops::gated;
+  std::string inner_operation;  // an operation without a name parameter
+  bool run_when_set = true;
+  int outputs = 1;  // the inner operation's result count (as many empty chunks when it does not run)
+  Params inner;
+  Params to_params()
+      const;  // name {inner_operation}, ints {run_when_set, outputs, inner ints}, reals inner's
+  static GatedParams from(const Params& params);
+};
+
+struct ChooseParams {
+  static constexpr const char* operation = ops::choose;
+  std::int64_t offset = 0, rows = -1;  // B's rows taken when the flag is clear (rows -1: all)
+  Params to_params() const;            // ints {offset, rows}
+  static ChooseParams from(const Params& params);
 };
 
 struct GlmPartialsParams {

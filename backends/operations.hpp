@@ -67,6 +67,9 @@ inline constexpr const char* qr_q = "qr_q";
 inline constexpr const char* qr_apply = "qr_apply";
 // svd: A (m x n) -> {U (m x k), S (k x 1), Vt (k x n)}, k = min(m, n), S descending.
 inline constexpr const char* svd = "svd";
+// gram_svd: G = X^T X (n x n) -> {S (n x 1, descending), Vt (n x n), accepted (1 x 1: 1 when S's condition
+//           number is at most reals {max condition}, else 0)}: X's singular values and right vectors.
+inline constexpr const char* gram_svd = "gram_svd";
 // scale_columns: A, s (n x 1) -> A * diag(s); ints {1 to divide instead}.
 inline constexpr const char* scale_columns = "scale_columns";
 

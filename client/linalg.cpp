@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "backends/composite.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 #include "client/array_graph.hpp"
 #include "graph/array_tasks.hpp"
@@ -26,24 +27,49 @@ struct Tree {
   std::vector<TreeNode> nodes;  // leaves first, root last
   std::vector<int> leaves;      // node index of each leaf, in row order
   std::vector<std::int64_t> leaf_rows;
-  std::vector<DelayedArg> leaf_chunks;  // the rows each leaf factored
+  std::vector<DelayedArg> leaf_chunks;                           // the rows each leaf factored
+  std::vector<std::pair<std::size_t, std::size_t>> leaf_groups;  // each leaf's input chunks [first, last)
   Backend backend = Backend::cpu;
   std::int64_t n = 0;
   int root() const { return static_cast<int>(nodes.size()) - 1; }
 };
 
-DelayedArg packed_r(const TreeNode& node, Backend backend) {
-  return kernel(backends::ops::qr_r, backend, {}, {node.packed});
+// Builds tasks either plainly or gated on a flag, so that a graph holding two ways to one result runs only
+// the one the flag picks (the tasks of the other give empty chunks at once).
+struct Tasks {
+  const DelayedArg* gate = nullptr;  // when set, these tasks run only if this flag is clear
+  std::size_t max_inputs() const { return max_kernel_inputs - (gate ? 1 : 0); }
+  DelayedArg operator()(std::string_view operation, Backend backend, const Params& params,
+                        std::vector<DelayedArg> inputs, int outputs = 1) const {
+    if (!gate) return kernel(operation, backend, params, std::move(inputs));
+    inputs.insert(inputs.begin(), *gate);
+    return kernel(backend, backends::GatedParams{std::string(operation), false, outputs, params},
+                  std::move(inputs));
+  }
+  template <class OperationParams>
+  DelayedArg operator()(Backend backend, const OperationParams& params,
+                        std::vector<DelayedArg> inputs) const {
+    return (*this)(OperationParams::operation, backend, params.to_params(), std::move(inputs));
+  }
+};
+
+DelayedArg packed_r(const TreeNode& node, Backend backend, const Tasks& tasks = {}) {
+  return tasks(backends::ops::qr_r, backend, {}, {node.packed});
+}
+
+Array one_column_of_chunks(const Array& a) {
+  return ArrayAccess::data(a)->grid_cols() == 1
+             ? a
+             : regrid(a, 0, 0, ArrayAccess::data(a)->row_chunks, {a.cols()});
 }
 
 // Factors a one-column-of-chunks array: leaves (groups of adjacent chunks), then stacks of R up to the root.
-Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
+Tree factor(const Array& a_in, const TsqrOptions& options, const char* what, const Tasks& tasks = {}) {
   if (a_in.ndim() != 2)
     throw SubmissionError(std::string(what) + ": needs a 2-D array, got " + a_in.describe());
   if (options.fan_in < 2) throw SubmissionError(std::string(what) + ": fan_in must be at least 2");
-  const Array a = ArrayAccess::data(a_in)->grid_cols() == 1
-                      ? a_in
-                      : regrid(a_in, 0, 0, ArrayAccess::data(a_in)->row_chunks, {a_in.cols()});
+  const Array a = one_column_of_chunks(a_in);
+  const std::size_t max_inputs = tasks.max_inputs();
   const auto& d = *ArrayAccess::data(a);
   Tree tree;
   tree.backend = d.meta.backend;
@@ -58,7 +84,7 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
   const std::int64_t total_rows = d.rows();
   std::size_t leaf_count = static_cast<std::size_t>(std::max<std::int64_t>(1, total_rows / leaf_target));
   leaf_count = std::min(leaf_count, d.grid_rows());
-  leaf_count = std::max(leaf_count, (d.grid_rows() + max_kernel_inputs - 1) / max_kernel_inputs);
+  leaf_count = std::max(leaf_count, (d.grid_rows() + max_inputs - 1) / max_inputs);
   std::vector<std::pair<std::size_t, std::size_t>> groups;
   {
     const auto offsets = chunk_offsets(d.row_chunks);
@@ -67,12 +93,12 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
       const std::int64_t boundary =
           total_rows * static_cast<std::int64_t>(g) / static_cast<std::int64_t>(leaf_count);
       std::size_t last = first + 1;
-      while (last < d.grid_rows() && offsets[last] < boundary && last - first < max_kernel_inputs) ++last;
+      while (last < d.grid_rows() && offsets[last] < boundary && last - first < max_inputs) ++last;
       if (g == leaf_count) last = d.grid_rows();
       if (first >= d.grid_rows()) break;
       // A group past the kernel's input limit (very uneven chunks) is split.
-      for (std::size_t begin = first; begin < last; begin += max_kernel_inputs)
-        groups.emplace_back(begin, std::min(last, begin + max_kernel_inputs));
+      for (std::size_t begin = first; begin < last; begin += max_inputs)
+        groups.emplace_back(begin, std::min(last, begin + max_inputs));
       first = last;
     }
   }
@@ -88,19 +114,21 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
         assemble.blocks.push_back({0, 0, d.row_chunks[i], tree.n, offsets[i] - offsets[first], 0});
         parts.push_back(d.block(i, 0));
       }
-      leaf = kernel(tree.backend, assemble, std::move(parts));
+      leaf = tasks(tree.backend, assemble, std::move(parts));
     }
-    const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {leaf});
+    const DelayedArg f = tasks(backends::ops::qr_factor, tree.backend, {}, {leaf}, 2);
     tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(rows, tree.n)});
     tree.leaves.push_back(static_cast<int>(tree.nodes.size()) - 1);
+    tree.leaf_groups.emplace_back(first, last);
     tree.leaf_rows.push_back(rows);
     tree.leaf_chunks.push_back(leaf);
     level.push_back(static_cast<int>(tree.nodes.size()) - 1);
   }
+  const std::size_t fan_in = std::min(options.fan_in, max_inputs);
   while (level.size() > 1) {
     std::vector<int> next;
-    for (std::size_t g = 0; g < level.size(); g += options.fan_in) {
-      const std::size_t end = std::min(level.size(), g + options.fan_in);
+    for (std::size_t g = 0; g < level.size(); g += fan_in) {
+      const std::size_t end = std::min(level.size(), g + fan_in);
       if (end - g == 1) {
         next.push_back(level[g]);
         continue;
@@ -111,14 +139,14 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what) {
       for (std::size_t k = g; k < end; ++k) {
         auto& child = tree.nodes[static_cast<std::size_t>(level[k])];
         assemble.blocks.push_back({0, 0, child.r_rows, tree.n, stacked, 0});
-        rs.push_back(packed_r(child, tree.backend));
+        rs.push_back(packed_r(child, tree.backend, tasks));
         child.offset_in_parent = stacked;
         child.parent = static_cast<int>(tree.nodes.size());
         stacked += child.r_rows;
       }
       assemble.rows = stacked;
-      const DelayedArg stack = kernel(tree.backend, assemble, std::move(rs));
-      const DelayedArg f = kernel(backends::ops::qr_factor, tree.backend, {}, {stack});
+      const DelayedArg stack = tasks(tree.backend, assemble, std::move(rs));
+      const DelayedArg f = tasks(backends::ops::qr_factor, tree.backend, {}, {stack}, 2);
       tree.nodes.push_back(TreeNode{pick(f, 0), pick(f, 1), std::min(stacked, tree.n)});
       next.push_back(static_cast<int>(tree.nodes.size()) - 1);
     }
@@ -211,6 +239,94 @@ QR qr(const Array& a) {
           single_chunk(kernel(backends::ops::qr_r, backend, {}, {packed}), a.rows(), a.cols(), meta)};
 }
 
+namespace {
+
+// The largest condition number for which U = X V S^-1 is accurate enough (rounding times its square).
+double max_condition(DType dtype) {
+  return dtype == DType::float64 ? 100.0 : 4.0;
+}
+
+// The TSQR SVD: the stable path, accurate whatever the condition number. With a gate its tasks run only
+// when the gate is clear. U is chunked by the tree's leaves.
+struct TsqrSvd {
+  Tree tree;
+  Array u;
+  DelayedArg s, vt;
+};
+
+TsqrSvd tsqr_svd(const Array& a, const TsqrOptions& options, const Tasks& tasks) {
+  Tree tree = factor(a, options, "svd", tasks);
+  require_kernel(backends::ops::svd, tree.backend, "svd");
+  require_kernel(backends::ops::svd_left, tree.backend, "svd");
+  const Meta meta{tree.backend, a.meta().dtype};
+  const auto& root = tree.nodes.back();
+  const std::int64_t k = a.cols();
+  const DelayedArg small =
+      tasks(backends::ops::svd, tree.backend, {}, {packed_r(root, tree.backend, tasks)}, 3);
+  const DelayedArg u_r = pick(small, 0), s = pick(small, 1), vt = pick(small, 2);
+  // U keeps the leaves' chunks: splitting them back into the input's chunks would copy U once more.
+  Array u = leaf_array(
+      tree, nullptr, k,
+      [&](std::size_t i) {
+        std::vector<DelayedArg> inputs{tree.leaf_chunks[i], s, vt, u_r, root.packed, root.tau};
+        backends::SvdLeftParams left{{}, max_condition(a.meta().dtype)};
+        path_below_root(tree, tree.leaves[i], inputs, left.levels);
+        return tasks(tree.backend, left, std::move(inputs));
+      },
+      meta);
+  return TsqrSvd{std::move(tree), std::move(u), s, vt};
+}
+
+// The Gram path: X^T X summed over the chunks, its eigendecomposition, U = X V S^-1: half TSQR's flops and
+// all of them in matrix products. Accepted only when S's condition number is at most max_condition: the
+// small singular values then keep relative accuracy of rounding times its square (1e-12 for float64). The
+// graph also holds the TSQR path, gated on the same flag: it runs only when the Gram path is refused, and
+// per output a choose task passes on the result of the path that ran.
+bool gram_path_available(const Array& a) {
+  const Backend backend = a.meta().backend;
+  auto& dispatch = backends::Dispatch::global();
+  return a.meta().dtype == DType::float64 && dispatch.has(backends::ops::gram_svd, backend) &&
+         dispatch.has(backends::ops::gram_left, backend) && dispatch.has(backends::ops::matmul, backend) &&
+         dispatch.has(backends::ops::combine, backend);
+}
+
+SVD svd_with_gram_path(const Array& a_in, const TsqrOptions& options) {
+  const Array a = one_column_of_chunks(a_in);
+  const auto& d = *ArrayAccess::data(a);
+  const Backend backend = d.meta.backend;
+  const Meta meta{backend, a.meta().dtype};
+  std::vector<DelayedArg> grams;
+  for (std::size_t i = 0; i < d.grid_rows(); ++i)
+    grams.push_back(kernel(backend, backends::MatmulParams{true, false}, {d.block(i, 0), d.block(i, 0)}));
+  const DelayedArg gram = combine_tree("sum", -1, std::move(grams), backend);
+  const DelayedArg eig = kernel(backend, backends::GramSvdParams{max_condition(DType::float64)}, {gram});
+  const DelayedArg s_gram = pick(eig, 0), vt_gram = pick(eig, 1), accepted = pick(eig, 2);
+
+  const Tasks when_refused{&accepted};
+  const TsqrSvd stable = tsqr_svd(a, options, when_refused);
+  const auto& stable_u = *ArrayAccess::data(stable.u);
+
+  // U in the input's row chunks: each from the Gram path, or its rows of the stable path's leaf.
+  const auto offsets = chunk_offsets(d.row_chunks);
+  std::vector<DelayedArg> u_blocks;
+  for (std::size_t leaf = 0; leaf < stable.tree.leaf_groups.size(); ++leaf) {
+    const auto [first, last] = stable.tree.leaf_groups[leaf];
+    for (std::size_t i = first; i < last; ++i) {
+      const DelayedArg u_gram = kernel(backend, backends::GatedParams{backends::ops::gram_left, true, 1, {}},
+                                       {accepted, d.block(i, 0), s_gram, vt_gram});
+      u_blocks.push_back(kernel(backend, backends::ChooseParams{offsets[i] - offsets[first], d.row_chunks[i]},
+                                {accepted, u_gram, stable_u.block(leaf, 0)}));
+    }
+  }
+  const std::int64_t k = a.cols();
+  Array u = make_array(2, d.row_chunks, {k}, meta, std::move(u_blocks));
+  const DelayedArg s = kernel(backend, backends::ChooseParams{}, {accepted, s_gram, stable.s});
+  const DelayedArg vt = kernel(backend, backends::ChooseParams{}, {accepted, vt_gram, stable.vt});
+  return {std::move(u), single_chunk(s, k, 1, meta, 1), single_chunk(vt, k, a.cols(), meta)};
+}
+
+}  // namespace
+
 SVD svd(const Array& a, const TsqrOptions& options) {
   if (a.ndim() != 2) throw SubmissionError("svd: needs a 2-D array, got " + a.describe());
   if (a.rows() < a.cols()) {
@@ -219,28 +335,12 @@ SVD svd(const Array& a, const TsqrOptions& options) {
             options);
     return {t.vt.T(), t.s, t.u.T()};
   }
-  const Tree tree = factor(a, options, "svd");
-  require_kernel(backends::ops::svd, tree.backend, "svd");
-  require_kernel(backends::ops::svd_left, tree.backend, "svd");
-  const Meta meta{tree.backend, a.meta().dtype};
-  const auto& root = tree.nodes.back();
+  if (gram_path_available(a)) return svd_with_gram_path(a, options);
+  TsqrSvd stable = tsqr_svd(a, options, {});
+  const Meta meta{stable.tree.backend, a.meta().dtype};
   const std::int64_t k = a.cols();
-  const DelayedArg small = kernel(backends::ops::svd, tree.backend, {}, {packed_r(root, tree.backend)});
-  const DelayedArg u_r = pick(small, 0), s = pick(small, 1), vt = pick(small, 2);
-  // Half the flops when R is well conditioned: U = X V S^-1 then loses orthogonality only at rounding
-  // times the condition number squared.
-  const double limit = a.meta().dtype == DType::float64 ? 100.0 : 4.0;
-  // U keeps the leaves' chunks: splitting them back into the input's chunks would copy U once more.
-  Array u = leaf_array(
-      tree, nullptr, k,
-      [&](std::size_t i) {
-        std::vector<DelayedArg> inputs{tree.leaf_chunks[i], s, vt, u_r, root.packed, root.tau};
-        backends::SvdLeftParams left{{}, limit};
-        path_below_root(tree, tree.leaves[i], inputs, left.levels);
-        return kernel(tree.backend, left, std::move(inputs));
-      },
-      meta);
-  return {std::move(u), single_chunk(s, k, 1, meta, 1), single_chunk(vt, k, a.cols(), meta)};
+  return {std::move(stable.u), single_chunk(stable.s, k, 1, meta, 1),
+          single_chunk(stable.vt, k, a.cols(), meta)};
 }
 
 SVD svd_compressed(const Array& a, std::int64_t k, const SvdCompressedOptions& options) {

@@ -118,6 +118,52 @@ TEST(LinalgTest, IllConditionedFullRankTakesTheDescentAndStaysOrthonormal) {
   EXPECT_LT((u * s.col(0).asDiagonal() * vt - m).cwiseAbs().maxCoeff(), 1e-13);
 }
 
+// Columns graded from 1 to 1 / condition, so the singular values span about that range.
+Eigen::MatrixXd graded(std::int64_t rows, std::int64_t cols, double condition, std::uint64_t seed) {
+  Eigen::MatrixXd m = random_matrix(rows, cols, seed);
+  for (std::int64_t j = 0; j < cols; ++j)
+    m.col(j) *= std::pow(condition, -static_cast<double>(j) / static_cast<double>(cols - 1));
+  return m;
+}
+
+// Each singular value within 1e-10 of LAPACK's, relative to itself, on either side of the Gram path's limit
+// (condition number 100): below it the Gram path runs; above it the graph's TSQR path does.
+TEST(LinalgTest, EverySingularValueKeepsRelativeAccuracyOnBothPaths) {
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  for (double condition : {1.0, 30.0, 300.0, 1e6}) {
+    const Eigen::MatrixXd m = graded(600, 25, condition, 43);
+    auto f = linalg::svd(Array::from_eigen(m, chunked({110})));
+    auto [u, s, vt] = tessera::compute(client, f.u, f.s, f.vt);
+    const Eigen::VectorXd reference = lapack_singular_values(m);
+    for (Eigen::Index i = 0; i < reference.size(); ++i)
+      EXPECT_NEAR(s(i, 0), reference(i), 1e-10 * reference(i))
+          << "condition " << condition << ", value " << i;
+    EXPECT_LT(orthonormality_error(u), 1e-12) << condition;
+    EXPECT_LT(orthonormality_error(vt.transpose()), 1e-12) << condition;
+    EXPECT_LT((u * s.col(0).asDiagonal() * vt - m).cwiseAbs().maxCoeff(), 1e-13) << condition;
+  }
+}
+
+TEST(LinalgTest, ANanInTheMatrixIsNamedWhicheverPathRuns) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  Eigen::MatrixXd m = random_matrix(300, 10, 44);
+  m(123, 4) = std::numeric_limits<double>::quiet_NaN();
+  auto f = linalg::svd(Array::from_eigen(m, chunked({100})));
+  try {
+    tessera::compute(client, f.u, f.s, f.vt);
+    ADD_FAILURE() << "an SVD of a matrix holding NaN gave a result";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("NaN"), std::string::npos) << e.what();
+  }
+  // The cluster keeps working.
+  const Eigen::MatrixXd fine = random_matrix(300, 10, 45);
+  auto g = linalg::svd(Array::from_eigen(fine, chunked({100})));
+  EXPECT_NEAR(g.s.compute(client)(0, 0), lapack_singular_values(fine)(0),
+              1e-10 * lapack_singular_values(fine)(0));
+}
+
 TEST(LinalgTest, TsqrGivesOrthonormalQAndUpperTriangularR) {
   tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 2}};
   tessera::Client client{cluster};

@@ -39,6 +39,13 @@ inline lapack_int gesdd(lapack_int m, lapack_int n, float* a, lapack_int lda, fl
                         lapack_int ldu, float* vt, lapack_int ldvt) {
   return LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', m, n, a, lda, s, u, ldu, vt, ldvt);
 }
+// Eigenvalues (ascending) and, in place of a, the eigenvectors of a symmetric matrix (its lower triangle).
+inline lapack_int syevd(lapack_int n, double* a, lapack_int lda, double* w) {
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', n, a, lda, w);
+}
+inline lapack_int syevd(lapack_int n, float* a, lapack_int lda, float* w) {
+  return LAPACKE_ssyevd(LAPACK_COL_MAJOR, 'V', 'L', n, a, lda, w);
+}
 
 inline void check(lapack_int info, const char* routine) {
   if (info != 0)

@@ -2,6 +2,7 @@
 // LAPACKE (OpenBLAS's LAPACK).
 #include "backends/cpu/dense_util.hpp"
 #include "backends/cpu/lapack.hpp"
+#include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
 namespace tessera::backends::cpu {
@@ -48,9 +49,19 @@ Chunks matmul(std::span<const ChunkPtr> in, const Params& params) {
   const bool ta = p.transpose_a, tb = p.transpose_b;
   check_matmul_pairs(in, ta, tb);
   const std::size_t k = in.size() / 2;
+  // A^T A summed (Gram matrices, as the SVD's Gram path asks for): symmetric rank updates do half the flops.
+  bool gram = ta && !tb;
+  for (std::size_t i = 0; gram && i < k; ++i) gram = in[i] == in[k + i] && in[i]->backend() == Backend::cpu;
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
     DenseMatrix<T> out;
+    if (gram) {
+      out.setZero(in[0]->cols(), in[0]->cols());
+      for (std::size_t i = 0; i < k; ++i)
+        out.template selfadjointView<Eigen::Lower>().rankUpdate(in[i]->dense<T>().transpose());
+      out.template triangularView<Eigen::StrictlyUpper>() = out.transpose();
+      return Chunk::dense<T>(std::move(out));
+    }
     for (std::size_t i = 0; i < k; ++i) accumulate_product<T>(out, i == 0, *in[i], *in[k + i], ta, tb);
     return Chunk::dense<T>(std::move(out));
   })};
@@ -63,10 +74,15 @@ Chunks qr_factor(std::span<const ChunkPtr> in, const Params&) {
     DenseMatrix<T> a = in[0]->dense<T>();
     const auto m = a.rows(), n = a.cols();
     DenseMatrix<T> tau(std::min(m, n), 1);
-    if (m > 0 && n > 0)
-      lapack::check(lapack::geqrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), a.data(),
-                                  static_cast<lapack_int>(std::max<Eigen::Index>(1, m)), tau.data()),
-                    "geqrf");
+    if (m > 0 && n > 0) {
+      const lapack_int info =
+          lapack::geqrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), a.data(),
+                        static_cast<lapack_int>(std::max<Eigen::Index>(1, m)), tau.data());
+      // LAPACKE refuses a matrix holding NaN as a bad fourth argument: say what is wrong with it.
+      if (info == -4 && !a.allFinite())
+        throw KernelError("qr_factor: the " + in[0]->describe() + " matrix holds NaN or infinity");
+      lapack::check(info, "geqrf");
+    }
     return {Chunk::dense<T>(std::move(a)), Chunk::dense<T>(std::move(tau))};
   });
 }
@@ -140,6 +156,36 @@ Chunks svd(std::span<const ChunkPtr> in, const Params&) {
   });
 }
 
+// The SVD of X from G = X^T X: S = sqrt(eigenvalues), V = eigenvectors, descending. Whether it is accepted
+// (a 1 x 1 chunk, 1 or 0) is S's condition number against the limit: the eigenvalues carry rounding of
+// the largest one, so a small singular value loses accuracy as the condition number squared.
+Chunks gram_svd(std::span<const ChunkPtr> in, const Params& params) {
+  require_inputs("gram_svd", in, 1);
+  const double max_condition = GramSvdParams::from(params).max_condition;
+  return with_dtype(in[0]->dtype(), [&](auto t) -> Chunks {
+    using T = decltype(t);
+    DenseMatrix<T> v = in[0]->dense<T>();
+    const auto n = v.rows();
+    if (v.cols() != n) throw KernelError("gram_svd: the Gram matrix " + in[0]->describe() + " is not square");
+    DenseMatrix<T> w(n, 1), s(n, 1), accepted(1, 1);
+    accepted(0, 0) = 0;
+    // A non-finite Gram matrix (overflow, or NaN in X) is left to the stable path, which names it; LAPACK's
+    // eigensolvers are not promised to return on NaN.
+    if (n > 0 && v.allFinite() &&
+        lapack::syevd(static_cast<lapack_int>(n), v.data(), static_cast<lapack_int>(n), w.data()) == 0) {
+      const T largest = w(n - 1, 0), smallest = w(0, 0);
+      const bool ok = smallest > 0 && static_cast<double>(largest) <=
+                                          max_condition * max_condition * static_cast<double>(smallest);
+      accepted(0, 0) = ok ? 1 : 0;
+    }
+    // Descending, as svd gives them: V's columns in reverse are Vt's rows.
+    const DenseMatrix<T> vt = v.rowwise().reverse().transpose();
+    for (Eigen::Index i = 0; i < n; ++i) s(i, 0) = std::sqrt(std::max<T>(w(n - 1 - i, 0), 0));
+    return {Chunk::dense<T>(std::move(s)), Chunk::dense<T>(std::move(vt)),
+            Chunk::dense<T>(std::move(accepted))};
+  });
+}
+
 Chunks scale_columns(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("scale_columns", in, 2);
   const bool divide = ScaleColumnsParams::from(params).divide;
@@ -167,6 +213,7 @@ void register_linalg(Dispatch& d) {
   d.add(ops::qr_apply, Backend::cpu, qr_apply);
   d.add(ops::svd, Backend::cpu, svd);
   d.add(ops::scale_columns, Backend::cpu, scale_columns);
+  d.add(ops::gram_svd, Backend::cpu, gram_svd);
 }
 
 }  // namespace tessera::backends::cpu

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-TARGET_SECONDS = 1.0
+TARGET_SECONDS = 0.6  # issue 20
 
 
 def log(msg):
