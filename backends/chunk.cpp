@@ -41,7 +41,9 @@ std::string to_string(const Meta& meta) {
 std::int64_t Chunk::rows() const {
   return std::visit(
       [](const auto& s) -> std::int64_t {
-        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, DeviceBlock>) {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, Chunk::DeviceBlock> || std::is_same_v<S, Chunk::Adopted<double>> ||
+                      std::is_same_v<S, Chunk::Adopted<float>>) {
           return s.rows;
         } else {
           return s.rows();
@@ -53,7 +55,9 @@ std::int64_t Chunk::rows() const {
 std::int64_t Chunk::cols() const {
   return std::visit(
       [](const auto& s) -> std::int64_t {
-        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, DeviceBlock>) {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, Chunk::DeviceBlock> || std::is_same_v<S, Chunk::Adopted<double>> ||
+                      std::is_same_v<S, Chunk::Adopted<float>>) {
           return s.cols;
         } else {
           return s.cols();
@@ -66,9 +70,11 @@ DType Chunk::dtype() const {
   switch (storage_.index()) {
     case 0:
     case 2:
+    case 5:
       return DType::float64;
     case 1:
     case 3:
+    case 6:
       return DType::float32;
     default:
       return std::get<DeviceBlock>(storage_).dtype;
@@ -79,6 +85,8 @@ Backend Chunk::backend() const {
   switch (storage_.index()) {
     case 0:
     case 1:
+    case 5:
+    case 6:
       return Backend::cpu;
     case 2:
     case 3:

@@ -53,6 +53,10 @@ class DeviceStorage {
 class Chunk;
 using ChunkPtr = std::shared_ptr<const Chunk>;
 
+// A dense chunk's elements as kernels read them: over the chunk's own matrix, or over memory it adopted.
+template <class T>
+using DenseView = Eigen::Map<const DenseMatrix<T>>;
+
 class Chunk {
  public:
   template <class T>
@@ -68,6 +72,13 @@ class Chunk {
                          DType dtype) {
     return std::make_shared<const Chunk>(Private{}, DeviceBlock{std::move(storage), rows, cols, dtype});
   }
+  // A dense chunk over rows x cols elements (column-major) that `owner` keeps alive, which are not copied:
+  // a received message's frame becomes the chunk's storage.
+  template <class T>
+  static ChunkPtr adopt_dense(std::shared_ptr<const void> owner, const T* data, std::int64_t rows,
+                              std::int64_t cols) {
+    return std::make_shared<const Chunk>(Private{}, Adopted<T>{std::move(owner), data, rows, cols});
+  }
 
   std::int64_t rows() const;
   std::int64_t cols() const;
@@ -79,12 +90,18 @@ class Chunk {
   std::size_t bytes() const;
   std::string describe() const;  // e.g. "cpu float64 1000x1000"
 
-  // Typed access; each throws KernelError naming what was expected and what the chunk is.
+  // Typed access; each throws KernelError naming what was expected and what the chunk is. dense() is a view
+  // into the chunk (its matrix, or adopted memory): `auto m = chunk->dense<T>()` does not copy, so keep
+  // the chunk alive while m is used.
   template <class T>
-  const DenseMatrix<T>& dense() const {
-    if (auto* m = std::get_if<DenseMatrix<T>>(&storage_)) return *m;
+  DenseView<T> dense() const {
+    if (auto* m = std::get_if<DenseMatrix<T>>(&storage_))
+      return DenseView<T>(m->data(), m->rows(), m->cols());
+    if (auto* a = std::get_if<Adopted<T>>(&storage_)) return DenseView<T>(a->data, a->rows, a->cols);
     throw_access(std::is_same_v<T, double> ? "cpu float64" : "cpu float32");
   }
+  // Whether the elements are adopted memory (a received frame) rather than the chunk's own matrix.
+  bool adopted() const { return storage_.index() >= 5; }
   template <class T>
   const SparseMatrix<T>& sparse() const {
     if (auto* m = std::get_if<SparseMatrix<T>>(&storage_)) return *m;
@@ -100,13 +117,21 @@ class Chunk {
     std::int64_t rows, cols;
     DType dtype;
   };
+  template <class T>
+  struct Adopted {
+    std::shared_ptr<const void> owner;
+    const T* data;
+    std::int64_t rows, cols;
+  };
   template <class S>
   Chunk(Private, S storage) : storage_(std::move(storage)) {}
 
  private:
   [[noreturn]] void throw_access(const char* expected) const;
+  // The order is dtype()'s and backend()'s: cpu float64, cpu float32, sparse, sparse, cuda, then adopted cpu
+  // float64 and float32.
   std::variant<DenseMatrix<double>, DenseMatrix<float>, SparseMatrix<double>, SparseMatrix<float>,
-               DeviceBlock>
+               DeviceBlock, Adopted<double>, Adopted<float>>
       storage_;
 };
 

@@ -46,6 +46,28 @@ inline std::int64_t crossed_bytes(const std::vector<double>& a, const std::vecto
 }
 TESSERA_TASK(crossed_bytes);
 
+// The same as array chunks (what arrays move between workers): 1024 x 1024 float64, stamped likewise.
+inline tessera::Value stamped_array_chunk(std::int64_t i) {
+  Eigen::MatrixXd chunk = Eigen::MatrixXd::Ones(1024, 1024);
+  chunk(0, 0) = static_cast<double>(getpid());
+  chunk(1, 0) = static_cast<double>(i);
+  return tessera::Value(tessera::backends::Chunk::dense<double>(std::move(chunk)));
+}
+TESSERA_TASK(stamped_array_chunk);
+
+inline std::int64_t crossed_chunk_bytes(const tessera::Value& a, const tessera::Value& b) {
+  std::int64_t crossed = 0;
+  for (const auto* value : {&a, &b}) {
+    const auto chunk = value->as_chunk()->dense<double>();
+    if (chunk(0, 0) == static_cast<double>(getpid())) continue;
+    const double sum = chunk.sum() - chunk(0, 0) - chunk(1, 0);
+    if (sum != static_cast<double>(chunk.size() - 2)) return -1;
+    crossed += static_cast<std::int64_t>(chunk.size() * sizeof(double));
+  }
+  return crossed;
+}
+TESSERA_TASK(crossed_chunk_bytes);
+
 }  // namespace bench_tasks
 
 namespace bench_tasks {

@@ -36,6 +36,9 @@ int main(int argc, char** argv) try {
       .integer("repeat", 3, 1, 1000, "repetitions (the median is reported)")
       .integer("latency-samples", 2000, 1, 10000000, "submits timed one at a time")
       .integer("chunks", 64, 1, 100000, "8 MiB chunks moved between worker processes")
+      .choice("transfer", "chunk", {"chunk", "vector"},
+              "what the 8 MiB moved are: array chunks (a received one keeps its frame), or "
+              "std::vector<double> values (copied out of the frame)")
       .integer("stream-sets", 1000000, 1, 100000000, "parameter sets of the remote stream")
       .text("scheduler", "",
             "measure an existing cluster at this address instead of starting nodes (e.g. one across "
@@ -119,17 +122,31 @@ int main(int argc, char** argv) try {
     const auto chunks = flags.integer("chunks");
     std::vector<std::int64_t> ids(static_cast<std::size_t>(chunks));
     std::iota(ids.begin(), ids.end(), 0);
-    auto made = client.map(bench_tasks::stamped_chunk, ids);
-    for (auto& f : made) f.wait();
-    std::vector<tessera::Future<std::vector<double>>> firsts, seconds;
-    for (std::size_t i = 0; i < made.size(); ++i) {
-      firsts.push_back(made[i]);
-      seconds.push_back(made[(i + made.size() / 2 + 1) % made.size()]);
+    const bool as_chunks = flags.str("transfer") == "chunk";
+    // Each consumer reads made[i] and made[i + n/2 + 1].
+    const auto pair_up = [](const auto& made, auto& firsts, auto& seconds) {
+      for (std::size_t i = 0; i < made.size(); ++i) {
+        firsts.push_back(made[i]);
+        seconds.push_back(made[(i + made.size() / 2 + 1) % made.size()]);
+      }
+    };
+    std::vector<tessera::Future<std::vector<double>>> vector_firsts, vector_seconds;
+    std::vector<tessera::Future<tessera::Value>> chunk_firsts, chunk_seconds;
+    if (as_chunks) {
+      auto made = client.map(bench_tasks::stamped_array_chunk, ids);
+      for (auto& f : made) f.wait();
+      pair_up(made, chunk_firsts, chunk_seconds);
+    } else {
+      auto made = client.map(bench_tasks::stamped_chunk, ids);
+      for (auto& f : made) f.wait();
+      pair_up(made, vector_firsts, vector_seconds);
     }
     std::vector<double> rates, crossed_totals, transfer_times;
     for (long long r = 0; r < flags.integer("repeat"); ++r) {
       const auto start = std::chrono::steady_clock::now();
-      auto crossed = client.gather(client.map(bench_tasks::crossed_bytes, firsts, seconds));
+      auto crossed =
+          as_chunks ? client.gather(client.map(bench_tasks::crossed_chunk_bytes, chunk_firsts, chunk_seconds))
+                    : client.gather(client.map(bench_tasks::crossed_bytes, vector_firsts, vector_seconds));
       const double elapsed = tessera::bench::seconds_since(start);
       std::int64_t total = 0;
       for (auto c : crossed) {
@@ -140,8 +157,8 @@ int main(int argc, char** argv) try {
       crossed_totals.push_back(static_cast<double>(total));
       transfer_times.push_back(elapsed);
     }
-    std::cout << "{\"bench\":\"chunk_transfer\"," << shape << ",\"chunk_bytes\":" << (8 << 20)
-              << ",\"consumers\":" << chunks
+    std::cout << "{\"bench\":\"chunk_transfer\"," << shape << ",\"transfer\":\"" << flags.str("transfer")
+              << "\",\"chunk_bytes\":" << (8 << 20) << ",\"consumers\":" << chunks
               << ",\"crossed_bytes\":" << tessera::bench::median(crossed_totals)
               << ",\"seconds\":" << tessera::bench::median(transfer_times)
               << ",\"gib_per_s\":" << tessera::bench::median(rates) << "}" << std::endl;

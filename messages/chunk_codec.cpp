@@ -25,8 +25,8 @@ void encode_blob(const void* data, std::size_t bytes, const tessera::Value& owne
 }
 
 // The blob's bytes, checked to be exactly `expected` long.
-std::span<const std::byte> blob_bytes(Blob::Reader in, std::span<const std::span<const std::byte>> frames,
-                                      std::size_t expected, const char* what) {
+std::span<const std::byte> blob_bytes(Blob::Reader in, const Frames& frames, std::size_t expected,
+                                      const char* what) {
   std::span<const std::byte> bytes;
   if (in.isInline()) {
     auto data = in.getInline();
@@ -45,6 +45,32 @@ std::span<const std::byte> blob_bytes(Blob::Reader in, std::span<const std::span
   return bytes;
 }
 
+// Blobs from this size up are adopted rather than copied, when their frame has an owner: below it a copy
+// costs less than keeping a received message alive for one small chunk.
+constexpr std::size_t kAdoptBytes = std::size_t{64} << 10;
+
+// The owner of the blob's frame when the decoded chunk may keep it as its storage: an attachment of at
+// least kAdoptBytes, with an owner, whose bytes are aligned for T.
+template <class T>
+std::shared_ptr<const void> adoptable(Blob::Reader in, const Frames& frames,
+                                      std::span<const std::byte> bytes) {
+  if (in.isInline() || bytes.size() < kAdoptBytes) return nullptr;
+  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(T) != 0) return nullptr;
+  return frames.owner(in.getAttachment());
+}
+
+template <class T>
+backends::ChunkPtr decode_dense(Chunk::Reader in, const Frames& frames, std::int64_t rows, std::int64_t cols,
+                                std::size_t elements) {
+  const auto bytes = blob_bytes(in.getValues(), frames, elements * sizeof(T), "values");
+  if (auto owner = adoptable<T>(in.getValues(), frames, bytes))
+    return backends::Chunk::adopt_dense<T>(std::move(owner), reinterpret_cast<const T*>(bytes.data()), rows,
+                                           cols);
+  backends::DenseMatrix<T> m(rows, cols);
+  if (elements) std::memcpy(m.data(), bytes.data(), bytes.size());  // the frame may be unaligned
+  return backends::Chunk::dense<T>(std::move(m));
+}
+
 template <class T>
 std::vector<T> copy_out(std::span<const std::byte> bytes) {
   std::vector<T> out(bytes.size() / sizeof(T));
@@ -60,8 +86,8 @@ std::size_t checked_product(std::uint64_t a, std::uint64_t b, const char* what) 
 }
 
 template <class T>
-backends::ChunkPtr decode_sparse(Chunk::Reader in, std::span<const std::span<const std::byte>> frames,
-                                 std::int64_t rows, std::int64_t cols) {
+backends::ChunkPtr decode_sparse(Chunk::Reader in, const Frames& frames, std::int64_t rows,
+                                 std::int64_t cols) {
   const auto outer = copy_out<std::int64_t>(
       blob_bytes(in.getOuterStarts(), frames, (static_cast<std::size_t>(cols) + 1) * 8, "outer starts"));
   const std::int64_t nonzeros = outer.back();
@@ -127,7 +153,7 @@ void encode_chunk(const backends::ChunkPtr& chunk_in, Chunk::Builder out, Attach
   });
 }
 
-backends::ChunkPtr decode_chunk(Chunk::Reader in, std::span<const std::span<const std::byte>> frames) {
+backends::ChunkPtr decode_chunk(Chunk::Reader in, const Frames& frames) {
   const std::uint64_t rows = in.getRows(), cols = in.getCols();
   if (rows > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()) ||
       cols > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
@@ -143,15 +169,9 @@ backends::ChunkPtr decode_chunk(Chunk::Reader in, std::span<const std::span<cons
     chunk = dtype == DType::float64 ? decode_sparse<double>(in, frames, r, c)
                                     : decode_sparse<float>(in, frames, r, c);
   } else if (dtype == DType::float64) {
-    auto bytes = blob_bytes(in.getValues(), frames, elements * 8, "values");
-    backends::DenseMatrix<double> m(r, c);
-    if (elements) std::memcpy(m.data(), bytes.data(), bytes.size());
-    chunk = backends::Chunk::dense<double>(std::move(m));
+    chunk = decode_dense<double>(in, frames, r, c, elements);
   } else {
-    auto bytes = blob_bytes(in.getValues(), frames, elements * 4, "values");
-    backends::DenseMatrix<float> m(r, c);
-    if (elements) std::memcpy(m.data(), bytes.data(), bytes.size());
-    chunk = backends::Chunk::dense<float>(std::move(m));
+    chunk = decode_dense<float>(in, frames, r, c, elements);
   }
   // A cuda chunk goes back onto this process's GPU; without one it stays a host chunk (same values).
   if (backend == Backend::cuda && backends::Dispatch::global().availability(Backend::cuda).available)

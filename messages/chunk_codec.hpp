@@ -12,6 +12,6 @@ namespace tessera::wire {
 
 void encode_chunk(const backends::ChunkPtr& chunk, Chunk::Builder out, Attachments& attachments,
                   const EncodeOptions& options);
-backends::ChunkPtr decode_chunk(Chunk::Reader in, std::span<const std::span<const std::byte>> frames);
+backends::ChunkPtr decode_chunk(Chunk::Reader in, const Frames& frames);
 
 }  // namespace tessera::wire

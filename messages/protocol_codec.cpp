@@ -27,7 +27,7 @@ void encode(const SubmitMessage& message, Submit::Builder out, Attachments& atta
   }
 }
 
-SubmitMessage decode(Submit::Reader in, std::span<const std::span<const std::byte>> frames,
+SubmitMessage decode(Submit::Reader in, const Frames& frames,
                      const IdMap& map_id, const DecodeLimits& limits) {
   SubmitMessage out;
   out.sink_id = in.getSinkId();
@@ -86,7 +86,7 @@ void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliver
 }
 
 std::vector<tessera::Delivery> decode(Results::Reader in,
-                                      std::span<const std::span<const std::byte>> frames) {
+                                      const Frames& frames) {
   std::vector<tessera::Delivery> out;
   out.reserve(in.getDeliveries().size());
   for (auto d : in.getDeliveries()) {

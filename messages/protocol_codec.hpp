@@ -20,7 +20,7 @@ struct SubmitMessage {
 
 void encode(const SubmitMessage& message, Submit::Builder out, Attachments& attachments);
 // `map_id` gives the sender's operation ids the receiver's numbers (see IdMap).
-SubmitMessage decode(Submit::Reader in, std::span<const std::span<const std::byte>> frames,
+SubmitMessage decode(Submit::Reader in, const Frames& frames,
                      const IdMap& map_id, const DecodeLimits& limits = {});
 
 void encode(const tessera::TaskFailed& error, TaskFailure::Builder out);
@@ -28,6 +28,6 @@ std::shared_ptr<const tessera::TaskFailed> decode(TaskFailure::Reader in);
 
 void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliveries, Results::Builder out,
             Attachments& attachments);
-std::vector<tessera::Delivery> decode(Results::Reader in, std::span<const std::span<const std::byte>> frames);
+std::vector<tessera::Delivery> decode(Results::Reader in, const Frames& frames);
 
 }  // namespace tessera::wire

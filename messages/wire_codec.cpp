@@ -26,7 +26,7 @@ void encode_doubles(const double* data, std::size_t count, const tessera::Value&
   for (std::size_t i = 0; i < count; ++i) list.set(static_cast<unsigned>(i), data[i]);
 }
 
-std::vector<double> decode_doubles(Doubles::Reader in, std::span<const std::span<const std::byte>> frames,
+std::vector<double> decode_doubles(Doubles::Reader in, const Frames& frames,
                                    const char* where) {
   const std::uint64_t count = in.getCount();
   if (in.isInline()) {
@@ -53,7 +53,7 @@ std::vector<double> decode_doubles(Doubles::Reader in, std::span<const std::span
   return out;
 }
 
-tessera::Value decode_value(Value::Reader in, std::span<const std::span<const std::byte>> frames) {
+tessera::Value decode_value(Value::Reader in, const Frames& frames) {
   switch (in.which()) {
     case Value::NONE:
       return tessera::Value{};
@@ -124,7 +124,7 @@ void encode_arg(const tessera::Value* literal, const tessera::TaskRef* ref, wire
   }
 }
 
-tessera::Arg decode_arg(wire::Arg::Reader in, std::span<const std::span<const std::byte>> frames,
+tessera::Arg decode_arg(wire::Arg::Reader in, const Frames& frames,
                         const IdMap& map_id) {
   if (in.isReference()) {
     const OpId op = in.getReference().getOp();
@@ -207,7 +207,7 @@ void encode(const tessera::Value& value, Value::Builder out, Attachments& attach
   }
 }
 
-tessera::Value decode(Value::Reader in, std::span<const std::span<const std::byte>> frames) {
+tessera::Value decode(Value::Reader in, const Frames& frames) {
   return guarded("value", [&] { return decode_value(in, frames); });
 }
 
@@ -242,7 +242,7 @@ void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachme
   }
 }
 
-tessera::OperationPtr decode(wire::Operation::Reader in, std::span<const std::span<const std::byte>> frames,
+tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames,
                              const DecodeLimits& limits, const IdMap& map_id) {
   return guarded("operation", [&]() -> tessera::OperationPtr {
     auto name_text = in.getFunction();
@@ -328,7 +328,7 @@ Encoded encode_value_message(const tessera::Value& value, const EncodeOptions& o
 }
 
 tessera::Value decode_value_message(std::span<const std::byte> header,
-                                    std::span<const std::span<const std::byte>> frames,
+                                    const Frames& frames,
                                     const DecodeLimits& limits) {
   HeaderReader reader(header, limits);
   return guarded("value", [&] { return decode_value(reader.root<Value>(), frames); });

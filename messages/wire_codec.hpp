@@ -17,6 +17,7 @@
 
 #include "graph/operation.hpp"
 #include "graph/value.hpp"
+#include "messages/frames.hpp"
 #include "messages/values.capnp.h"
 
 namespace tessera::wire {
@@ -49,7 +50,7 @@ struct DecodeLimits {
 
 void encode(const tessera::Value& value, Value::Builder out, Attachments& attachments,
             const EncodeOptions& options = {});
-tessera::Value decode(Value::Reader in, std::span<const std::span<const std::byte>> frames);
+tessera::Value decode(Value::Reader in, const Frames& frames);
 
 void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachments& attachments,
             const EncodeOptions& options = {});
@@ -58,7 +59,7 @@ using IdMap = std::function<OpId(OpId)>;
 
 // Resolves the function by name in this process's registry; an unknown name is a WireError naming it.
 // `map_id` renames the operation's id and the ids its references point to (identity when empty).
-tessera::OperationPtr decode(wire::Operation::Reader in, std::span<const std::span<const std::byte>> frames,
+tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames,
                              const DecodeLimits& limits = {}, const IdMap& map_id = {});
 
 // A whole message as it goes on the wire: the flat Cap'n Proto header and its attachments.
@@ -91,7 +92,7 @@ class HeaderReader {
 
 Encoded encode_value_message(const tessera::Value& value, const EncodeOptions& options = {});
 tessera::Value decode_value_message(std::span<const std::byte> header,
-                                    std::span<const std::span<const std::byte>> frames,
+                                    const Frames& frames,
                                     const DecodeLimits& limits = {});
 
 }  // namespace tessera::wire

@@ -5,7 +5,6 @@
 namespace tessera::wire {
 namespace {
 
-using Frames = std::span<const std::span<const std::byte>>;
 
 unsigned count(std::size_t n) {
   return static_cast<unsigned>(n);
@@ -267,7 +266,7 @@ void encode(const tessera::GlmMessage& message, GlmMessage::Builder out, Attachm
   std::visit(BodyEncoder{out, attachments}, message.body);
 }
 
-tessera::GlmMessage decode(GlmMessage::Reader in, Frames frames) {
+tessera::GlmMessage decode(GlmMessage::Reader in, const Frames& frames) {
   try {
     return tessera::GlmMessage{in.getSession(), decode_body(in, frames)};
   } catch (const kj::Exception& e) {

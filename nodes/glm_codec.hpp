@@ -11,6 +11,6 @@
 namespace tessera::wire {
 
 void encode(const tessera::GlmMessage& message, GlmMessage::Builder out, Attachments& attachments);
-tessera::GlmMessage decode(GlmMessage::Reader in, std::span<const std::span<const std::byte>> frames);
+tessera::GlmMessage decode(GlmMessage::Reader in, const Frames& frames);
 
 }  // namespace tessera::wire

@@ -292,7 +292,7 @@ struct SchedulerGateway::State {
   }
 
   void open_stream(const transport::PeerInfo& peer, Client& client, wire::StreamOpen::Reader open,
-                   std::span<const std::span<const std::byte>> frames) {
+                   const wire::Frames& frames) {
     const std::string simulation = open.getSimulation();
     if (!options.open_stream)
       return answer_open(peer, open.getRequestId(), 0, "this node runs no streams", 0);

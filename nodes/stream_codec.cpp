@@ -23,7 +23,7 @@ void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachm
 }
 
 std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in,
-                                     std::span<const std::span<const std::byte>> frames) {
+                                     const Frames& frames) {
   auto config = std::make_shared<Config>();
   for (auto entry : in) config->set(entry.getKey(), decode(entry.getValue(), frames));
   return config;
@@ -56,7 +56,7 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
 }
 
 std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
-                                          std::span<const std::span<const std::byte>> frames) {
+                                          const Frames& frames) {
   std::vector<tessera::StreamRecord> out;
   out.reserve(in.size());
   for (auto r : in) {
@@ -125,7 +125,7 @@ void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attach
   }
 }
 
-SimulationJob decode(Simulate::Reader in, std::span<const std::span<const std::byte>> frames,
+SimulationJob decode(Simulate::Reader in, const Frames& frames,
                      caf::actor stream) {
   if (in.getIds().size() != in.getParameters().size())
     throw WireError("a simulate message with " + std::to_string(in.getIds().size()) + " ids and " +

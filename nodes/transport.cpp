@@ -87,8 +87,13 @@ Received::Received(std::vector<zmq::message_t> parts, std::size_t header_index,
                    const wire::DecodeLimits& limits)
     : parts_(std::move(parts)) {
   if (parts_.size() <= header_index) throw wire::WireError("message without a header frame");
-  for (std::size_t i = header_index + 1; i < parts_.size(); ++i)
-    frames_.emplace_back(static_cast<const std::byte*>(parts_[i].data()), parts_[i].size());
+  for (std::size_t i = header_index + 1; i < parts_.size(); ++i) {
+    // Each frame moves into a message of its own, shared: the bytes stay where ZeroMQ received them.
+    auto frame = std::make_shared<zmq::message_t>(std::move(parts_[i]));
+    frames_.emplace_back(static_cast<const std::byte*>(frame->data()), frame->size());
+    owners_.push_back(std::move(frame));
+  }
+  parts_.resize(header_index + 1);
   const auto& header = parts_[header_index];
   reader_.emplace(std::span<const std::byte>(static_cast<const std::byte*>(header.data()), header.size()),
                   limits);

@@ -56,11 +56,14 @@ class Received {
   Received(std::vector<zmq::message_t> parts, std::size_t header_index,
            const wire::DecodeLimits& limits = {});
   wire::Envelope::Reader envelope() { return envelope_; }
-  std::span<const std::span<const std::byte>> frames() const { return frames_; }
+  // The frames beside the header, each with an owner: a chunk decoded from one may keep it as its storage,
+  // past this object's life.
+  wire::Frames frames() const { return wire::Frames(frames_, owners_); }
 
  private:
-  std::vector<zmq::message_t> parts_;
+  std::vector<zmq::message_t> parts_;  // the envelope and header
   std::vector<std::span<const std::byte>> frames_;
+  std::vector<std::shared_ptr<const void>> owners_;  // owners_[i] holds the message of frames_[i]
   std::optional<wire::HeaderReader> reader_;
   wire::Envelope::Reader envelope_;
 };

@@ -23,7 +23,7 @@ struct EncodeContext {
 };
 
 struct DecodeContext {
-  std::span<const std::span<const std::byte>> frames;
+  Frames frames;
   std::uint32_t sender_worker = 0;       // the scheduler's id for the worker that sent it
   OperationTable* operations = nullptr;  // a worker process's known operations (assignments)
   caf::actor stream_stand_in{};          // a worker process: where simulation answers go

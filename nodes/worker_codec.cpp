@@ -39,7 +39,7 @@ void encode(const AssignBatch& batch, const std::function<bool(OpId)>& first_tim
   }
 }
 
-AssignBatch decode(Assign::Reader in, std::span<const std::span<const std::byte>> frames,
+AssignBatch decode(Assign::Reader in, const Frames& frames,
                    OperationTable& known, const DecodeLimits& limits) {
   for (auto op : in.getOperations()) {
     auto decoded = decode(op, frames, limits);
@@ -133,7 +133,7 @@ void encode(const DoneBatch& batch, Done::Builder out, Attachments& attachments)
   }
 }
 
-DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> frames, std::uint32_t worker) {
+DoneBatch decode(Done::Reader in, const Frames& frames, std::uint32_t worker) {
   DoneBatch batch;
   batch.worker = worker;
   batch.op = in.getOp();
@@ -206,7 +206,7 @@ void encode(std::uint32_t worker, const InputBatch& batch, Inputs::Builder out, 
   }
 }
 
-InputBatch decode(Inputs::Reader in, std::span<const std::span<const std::byte>> frames) {
+InputBatch decode(Inputs::Reader in, const Frames& frames) {
   InputBatch batch;
   batch.inputs.reserve(in.getInputs().size());
   for (auto i : in.getInputs())

@@ -18,7 +18,7 @@ using OperationTable = std::unordered_map<OpId, OperationPtr>;
 // `first_time(op)` says whether the receiver still needs the operation's definition (and records it).
 void encode(const AssignBatch& batch, const std::function<bool(OpId)>& first_time, Assign::Builder out,
             Attachments& attachments);
-AssignBatch decode(Assign::Reader in, std::span<const std::span<const std::byte>> frames,
+AssignBatch decode(Assign::Reader in, const Frames& frames,
                    OperationTable& known, const DecodeLimits& limits = {});
 
 void encode(const SubscribeBatch& batch, Subscribe::Builder out);
@@ -29,7 +29,7 @@ SlotBatch decode(Slots::Reader in);
 
 // `worker` is the sender's id as the scheduler knows its connection, not what the message claims.
 void encode(const DoneBatch& batch, Done::Builder out, Attachments& attachments);
-DoneBatch decode(Done::Reader in, std::span<const std::span<const std::byte>> frames, std::uint32_t worker);
+DoneBatch decode(Done::Reader in, const Frames& frames, std::uint32_t worker);
 
 void encode(const StolenBatch& batch, Stolen::Builder out);
 StolenBatch decode(Stolen::Reader in, std::uint32_t worker);
@@ -39,6 +39,6 @@ void encode(const ::tessera::LostInputs& lost, wire::LostInputs::Builder out);
 ::tessera::LostInputs decode(wire::LostInputs::Reader in, std::uint32_t worker);
 
 void encode(std::uint32_t worker, const InputBatch& batch, Inputs::Builder out, Attachments& attachments);
-InputBatch decode(Inputs::Reader in, std::span<const std::span<const std::byte>> frames);
+InputBatch decode(Inputs::Reader in, const Frames& frames);
 
 }  // namespace tessera::wire

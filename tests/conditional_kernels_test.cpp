@@ -52,13 +52,13 @@ TEST(ConditionalKernels, GramProductsOfOneChunkWithItselfEqualTheGeneralProduct)
   const Eigen::MatrixXd x1 = Eigen::MatrixXd::Random(50, 7), x2 = Eigen::MatrixXd::Random(30, 7);
   const ChunkPtr c1 = dense(x1), c2 = dense(x2);
   const b::Params transpose_a = b::MatmulParams{true, false}.to_params();
-  const auto gram = run(b::ops::matmul, {c1, c2, c1, c2}, transpose_a).front()->dense<double>();
+  const Eigen::MatrixXd gram = run(b::ops::matmul, {c1, c2, c1, c2}, transpose_a).front()->dense<double>();
   const Eigen::MatrixXd expected = x1.transpose() * x1 + x2.transpose() * x2;
   EXPECT_LT((gram - expected).cwiseAbs().maxCoeff(), 1e-12);
   EXPECT_EQ(gram, gram.transpose());  // both triangles filled
   // A pair of two different chunks keeps the general product.
   const Eigen::MatrixXd y = Eigen::MatrixXd::Random(50, 7);
-  const auto mixed = run(b::ops::matmul, {c1, c1, c1, dense(y)}, transpose_a).front()->dense<double>();
+  const Eigen::MatrixXd mixed = run(b::ops::matmul, {c1, c1, c1, dense(y)}, transpose_a).front()->dense<double>();
   EXPECT_LT((mixed - (x1.transpose() * x1 + x1.transpose() * y)).cwiseAbs().maxCoeff(), 1e-12);
 }
 

@@ -78,6 +78,28 @@ TEST(Transport, HandshakeAndMessagesBothWays) {
   EXPECT_TRUE(eventually([&] { return s.logged("client 'client' connected as peer 1"); }));
 }
 
+// A received chunk of 64 KiB or more keeps the ZeroMQ frame it arrived in as its storage (no copy); it
+// outlives the message it came in (`echo` returns after the answer is gone), and the echo server sends an
+// adopted chunk on again. Smaller ones are copied out.
+TEST(Transport, LargeReceivedChunksAdoptTheirFrameAndOutliveTheMessage) {
+  namespace backends = tessera::backends;
+  EchoServer s;
+  transport::Connection c(to(s));
+  const Eigen::MatrixXd big = Eigen::MatrixXd::Random(1024, 1024);  // 8 MiB
+  const auto back = echo(c, Value(backends::Chunk::dense<double>(big))).as_chunk();
+  EXPECT_TRUE(back->adopted());
+  EXPECT_EQ(back->describe(), "cpu float64 1024x1024");
+  EXPECT_EQ(back->dense<double>(), big);
+  const Eigen::MatrixXf big32 = Eigen::MatrixXf::Random(300, 100);  // 117 KiB
+  const auto back32 = echo(c, Value(backends::Chunk::dense<float>(big32))).as_chunk();
+  EXPECT_TRUE(back32->adopted());
+  EXPECT_EQ(back32->dense<float>(), big32);
+  const Eigen::MatrixXd small = Eigen::MatrixXd::Random(30, 20);
+  const auto back_small = echo(c, Value(backends::Chunk::dense<double>(small))).as_chunk();
+  EXPECT_FALSE(back_small->adopted());
+  EXPECT_EQ(back_small->dense<double>(), small);
+}
+
 TEST(Transport, AnotherProtocolVersionIsRefusedOnBothSides) {
   EchoServer s;
   auto options = to(s);

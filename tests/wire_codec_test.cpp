@@ -6,6 +6,7 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 
+#include <cstring>
 #include <random>
 #include <tessera/tessera.hpp>
 
@@ -165,6 +166,42 @@ TEST(WireCodec, ChunksRoundTripDenseAndSparseInBothTypes) {
   auto empty = round_trip(Value(backends::Chunk::dense<double>(Eigen::MatrixXd(0, 5)))).as_chunk();
   EXPECT_EQ(empty->rows(), 0);
   EXPECT_EQ(empty->cols(), 5);
+}
+
+// Frames with owners: a large dense chunk keeps its frame (and the owner) instead of copying it; without an
+// owner, or at an address not aligned for its elements, it is copied; below 64 KiB too (the echo test in
+// transport_test).
+TEST(WireCodec, LargeChunksAdoptFramesThatHaveOwners) {
+  const Eigen::MatrixXd m = Eigen::MatrixXd::Random(200, 100);  // 160,000 bytes
+  auto encoded = wire::encode_value_message(Value(backends::Chunk::dense<double>(m)), {});
+  ASSERT_EQ(encoded.attachments.frames.size(), 1u);
+  const auto frame = encoded.attachments.frames[0];
+  // The frame's bytes twice in one owned buffer: at an address aligned for doubles, and one past it.
+  auto buffer = std::make_shared<std::vector<std::byte>>(2 * frame.size() + 2 * sizeof(double));
+  std::byte* aligned = buffer->data();
+  std::byte* odd = buffer->data() + frame.size() + sizeof(double) + 1;
+  std::memcpy(aligned, frame.data(), frame.size());
+  std::memcpy(odd, frame.data(), frame.size());
+  const std::vector<std::shared_ptr<const void>> owners{buffer};
+  const std::vector<std::span<const std::byte>> at_aligned{{aligned, frame.size()}},
+      at_odd{{odd, frame.size()}};
+  const auto decode = [&](const wire::Frames& frames) {
+    return wire::decode_value_message(encoded.header_bytes(), frames).as_chunk();
+  };
+
+  const long owners_before = buffer.use_count();
+  const auto adopted = decode(wire::Frames(at_aligned, owners));
+  EXPECT_TRUE(adopted->adopted());
+  EXPECT_EQ(static_cast<const void*>(adopted->dense<double>().data()), static_cast<const void*>(aligned));
+  EXPECT_EQ(buffer.use_count(), owners_before + 1);  // the chunk holds the owner
+  const auto copied = decode(wire::Frames(at_aligned));
+  EXPECT_FALSE(copied->adopted());
+  const auto moved = decode(wire::Frames(at_odd, owners));
+  EXPECT_FALSE(moved->adopted());
+  buffer.reset();  // the adopted chunk keeps the frame alive
+  EXPECT_EQ(adopted->dense<double>(), m);
+  EXPECT_EQ(copied->dense<double>(), m);
+  EXPECT_EQ(moved->dense<double>(), m);
 }
 
 TEST(WireCodec, HostileChunksAreRefused) {

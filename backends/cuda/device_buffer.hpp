@@ -68,7 +68,7 @@ const T* device_data(const Chunk& chunk, std::string_view op) {
 // Copies a dense host matrix to a new chunk on the stream's device (enqueued; the caller synchronizes before
 // the host matrix may be freed: from pageable memory the copy need not have read it all on return).
 template <class T>
-ChunkPtr enqueue_upload(const KernelStream& stream, const DenseMatrix<T>& matrix) {
+ChunkPtr enqueue_upload(const KernelStream& stream, DenseView<T> matrix) {
   DeviceOutput<T> out(stream, matrix.rows(), matrix.cols());
   if (matrix.size() > 0)
     check_cuda(cudaMemcpyAsync(out.data(), matrix.data(), static_cast<std::size_t>(matrix.size()) * sizeof(T),

@@ -53,8 +53,10 @@ py::array view(const T* data, std::vector<py::ssize_t> shape, std::vector<py::ss
   return out;
 }
 
-template <class T>
-py::array dense_view(const backends::DenseMatrix<T>& m, const Value& owner) {
+// A column-major matrix or a chunk's DenseView, its elements kept alive by `owner`.
+template <class Matrix>
+py::array dense_view(const Matrix& m, const Value& owner) {
+  using T = typename Matrix::Scalar;
   const auto item = static_cast<py::ssize_t>(sizeof(T));
   return view<T>(m.data(), {m.rows(), m.cols()}, {item, item * m.rows()}, owner);
 }
