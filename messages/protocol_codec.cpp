@@ -27,8 +27,8 @@ void encode(const SubmitMessage& message, Submit::Builder out, Attachments& atta
   }
 }
 
-SubmitMessage decode(Submit::Reader in, const Frames& frames,
-                     const IdMap& map_id, const DecodeLimits& limits) {
+SubmitMessage decode(Submit::Reader in, const Frames& frames, const IdMap& map_id,
+                     const DecodeLimits& limits) {
   SubmitMessage out;
   out.sink_id = in.getSinkId();
   out.slots = in.getSlots();
@@ -85,8 +85,7 @@ void encode(std::uint64_t sink_id, const std::vector<tessera::Delivery>& deliver
   }
 }
 
-std::vector<tessera::Delivery> decode(Results::Reader in,
-                                      const Frames& frames) {
+std::vector<tessera::Delivery> decode(Results::Reader in, const Frames& frames) {
   std::vector<tessera::Delivery> out;
   out.reserve(in.getDeliveries().size());
   for (auto d : in.getDeliveries()) {

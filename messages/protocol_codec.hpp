@@ -20,8 +20,8 @@ struct SubmitMessage {
 
 void encode(const SubmitMessage& message, Submit::Builder out, Attachments& attachments);
 // `map_id` gives the sender's operation ids the receiver's numbers (see IdMap).
-SubmitMessage decode(Submit::Reader in, const Frames& frames,
-                     const IdMap& map_id, const DecodeLimits& limits = {});
+SubmitMessage decode(Submit::Reader in, const Frames& frames, const IdMap& map_id,
+                     const DecodeLimits& limits = {});
 
 void encode(const tessera::TaskFailed& error, TaskFailure::Builder out);
 std::shared_ptr<const tessera::TaskFailed> decode(TaskFailure::Reader in);

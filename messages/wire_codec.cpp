@@ -26,8 +26,7 @@ void encode_doubles(const double* data, std::size_t count, const tessera::Value&
   for (std::size_t i = 0; i < count; ++i) list.set(static_cast<unsigned>(i), data[i]);
 }
 
-std::vector<double> decode_doubles(Doubles::Reader in, const Frames& frames,
-                                   const char* where) {
+std::vector<double> decode_doubles(Doubles::Reader in, const Frames& frames, const char* where) {
   const std::uint64_t count = in.getCount();
   if (in.isInline()) {
     auto list = in.getInline();
@@ -124,8 +123,7 @@ void encode_arg(const tessera::Value* literal, const tessera::TaskRef* ref, wire
   }
 }
 
-tessera::Arg decode_arg(wire::Arg::Reader in, const Frames& frames,
-                        const IdMap& map_id) {
+tessera::Arg decode_arg(wire::Arg::Reader in, const Frames& frames, const IdMap& map_id) {
   if (in.isReference()) {
     const OpId op = in.getReference().getOp();
     return tessera::TaskRef{map_id ? map_id(op) : op, in.getReference().getIndex()};
@@ -242,8 +240,8 @@ void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachme
   }
 }
 
-tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames,
-                             const DecodeLimits& limits, const IdMap& map_id) {
+tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames, const DecodeLimits& limits,
+                             const IdMap& map_id) {
   return guarded("operation", [&]() -> tessera::OperationPtr {
     auto name_text = in.getFunction();
     const std::string name(name_text.begin(), name_text.end());
@@ -327,8 +325,7 @@ Encoded encode_value_message(const tessera::Value& value, const EncodeOptions& o
   return out;
 }
 
-tessera::Value decode_value_message(std::span<const std::byte> header,
-                                    const Frames& frames,
+tessera::Value decode_value_message(std::span<const std::byte> header, const Frames& frames,
                                     const DecodeLimits& limits) {
   HeaderReader reader(header, limits);
   return guarded("value", [&] { return decode_value(reader.root<Value>(), frames); });

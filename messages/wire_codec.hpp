@@ -91,8 +91,7 @@ class HeaderReader {
 };
 
 Encoded encode_value_message(const tessera::Value& value, const EncodeOptions& options = {});
-tessera::Value decode_value_message(std::span<const std::byte> header,
-                                    const Frames& frames,
+tessera::Value decode_value_message(std::span<const std::byte> header, const Frames& frames,
                                     const DecodeLimits& limits = {});
 
 }  // namespace tessera::wire

@@ -5,7 +5,6 @@
 namespace tessera::wire {
 namespace {
 
-
 unsigned count(std::size_t n) {
   return static_cast<unsigned>(n);
 }

@@ -22,8 +22,7 @@ void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachm
   }
 }
 
-std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in,
-                                     const Frames& frames) {
+std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in, const Frames& frames) {
   auto config = std::make_shared<Config>();
   for (auto entry : in) config->set(entry.getKey(), decode(entry.getValue(), frames));
   return config;
@@ -55,8 +54,7 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
   }
 }
 
-std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
-                                          const Frames& frames) {
+std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames) {
   std::vector<tessera::StreamRecord> out;
   out.reserve(in.size());
   for (auto r : in) {
@@ -125,8 +123,7 @@ void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attach
   }
 }
 
-SimulationJob decode(Simulate::Reader in, const Frames& frames,
-                     caf::actor stream) {
+SimulationJob decode(Simulate::Reader in, const Frames& frames, caf::actor stream) {
   if (in.getIds().size() != in.getParameters().size())
     throw WireError("a simulate message with " + std::to_string(in.getIds().size()) + " ids and " +
                     std::to_string(in.getParameters().size()) + " parameter sets");

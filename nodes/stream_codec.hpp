@@ -11,13 +11,11 @@
 namespace tessera::wire {
 
 void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachments& attachments);
-std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in,
-                                     const Frames& frames);
+std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in, const Frames& frames);
 
 capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std::size_t count);
 void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments);
-std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in,
-                                          const Frames& frames);
+std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames);
 
 // Per-set timeouts off the wire: as many as `sets`, or none; each a number of seconds in
 // [0, StreamSettings::kMaxTimeoutSeconds]. A WireError naming `where` otherwise.
@@ -25,7 +23,6 @@ std::vector<double> decode_timeouts(capnp::List<double>::Reader in, std::size_t 
                                     const std::string& where);
 void encode(const SimulationJob& job, Simulate::Builder out, Attachments& attachments);
 // The job's answers go to `stream` (in a worker process: the scheduler's stand-in).
-SimulationJob decode(Simulate::Reader in, const Frames& frames,
-                     caf::actor stream);
+SimulationJob decode(Simulate::Reader in, const Frames& frames, caf::actor stream);
 
 }  // namespace tessera::wire

@@ -39,8 +39,8 @@ void encode(const AssignBatch& batch, const std::function<bool(OpId)>& first_tim
   }
 }
 
-AssignBatch decode(Assign::Reader in, const Frames& frames,
-                   OperationTable& known, const DecodeLimits& limits) {
+AssignBatch decode(Assign::Reader in, const Frames& frames, OperationTable& known,
+                   const DecodeLimits& limits) {
   for (auto op : in.getOperations()) {
     auto decoded = decode(op, frames, limits);
     known[decoded->id()] = std::move(decoded);

@@ -18,8 +18,8 @@ using OperationTable = std::unordered_map<OpId, OperationPtr>;
 // `first_time(op)` says whether the receiver still needs the operation's definition (and records it).
 void encode(const AssignBatch& batch, const std::function<bool(OpId)>& first_time, Assign::Builder out,
             Attachments& attachments);
-AssignBatch decode(Assign::Reader in, const Frames& frames,
-                   OperationTable& known, const DecodeLimits& limits = {});
+AssignBatch decode(Assign::Reader in, const Frames& frames, OperationTable& known,
+                   const DecodeLimits& limits = {});
 
 void encode(const SubscribeBatch& batch, Subscribe::Builder out);
 SubscribeBatch decode(Subscribe::Reader in);

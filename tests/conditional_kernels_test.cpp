@@ -58,7 +58,8 @@ TEST(ConditionalKernels, GramProductsOfOneChunkWithItselfEqualTheGeneralProduct)
   EXPECT_EQ(gram, gram.transpose());  // both triangles filled
   // A pair of two different chunks keeps the general product.
   const Eigen::MatrixXd y = Eigen::MatrixXd::Random(50, 7);
-  const Eigen::MatrixXd mixed = run(b::ops::matmul, {c1, c1, c1, dense(y)}, transpose_a).front()->dense<double>();
+  const Eigen::MatrixXd mixed =
+      run(b::ops::matmul, {c1, c1, c1, dense(y)}, transpose_a).front()->dense<double>();
   EXPECT_LT((mixed - (x1.transpose() * x1 + x1.transpose() * y)).cwiseAbs().maxCoeff(), 1e-12);
 }
 
