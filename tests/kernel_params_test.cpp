@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/kernel_params.hpp"
+#include "expect_error.hpp"
 
 namespace {
 
@@ -16,12 +17,7 @@ using b::Params;
 // `make` throws a KernelError whose message contains `expected`.
 template <class F>
 void expect_kernel_error(F&& make, const std::string& expected) {
-  try {
-    make();
-    ADD_FAILURE() << "no error; expected one mentioning '" << expected << "'";
-  } catch (const b::KernelError& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
+  tessera::testing::expect_error<b::KernelError>(std::forward<F>(make), expected);
 }
 
 void expect_layout(const Params& p, const std::string& name, const std::vector<std::int64_t>& ints,
