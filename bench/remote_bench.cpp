@@ -47,6 +47,9 @@ int main(int argc, char** argv) try {
       .integer("expect-workers", 2, 0, 1024,
                "with --scheduler: worker processes it has (2 or more: the chunk transfers run)")
       .choice("idle-threads", "wait", {"wait", "poll"}, "the nodes' scheduler.idle_threads")
+      .choice("worker-listen", "tcp", {"tcp", "ipc"},
+              "(topology processes) the worker processes' worker.listen, where peers send them chunks: "
+              "tcp://127.0.0.1 or an ipc:// socket file in the temporary directory")
       .text("node", TESSERA_NODE_BINARY, "the tessera-node binary")
       .text("plugin", TESSERA_BENCH_PLUGIN, "the benchmark plugin the nodes load");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
@@ -55,6 +58,14 @@ int main(int argc, char** argv) try {
     throw std::runtime_error("--topology must be processes or both, not " + topology);
   const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
   const std::string idle = "idle_threads = \"" + flags.str("idle-threads") + "\"\n";
+  // Declared before the nodes so that the socket files go after the nodes that listen on them.
+  struct SocketFiles {
+    std::vector<std::filesystem::path> paths;
+    ~SocketFiles() {
+      std::error_code ignored;
+      for (const auto& path : paths) std::filesystem::remove(path, ignored);
+    }
+  } socket_files;
   std::unique_ptr<tessera::bench::Node> scheduler;
   std::vector<std::unique_ptr<tessera::bench::Node>> workers;
   const std::string existing = flags.str("scheduler");
@@ -72,20 +83,30 @@ int main(int argc, char** argv) try {
         "[node]\nname = \"bench-scheduler\"\nrole = "
         "\"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
             idle + plugins);
-    for (long long i = 0; i < flags.integer("worker-processes"); ++i)
+    for (long long i = 0; i < flags.integer("worker-processes"); ++i) {
+      const std::string name = "bench-worker-" + std::to_string(i);
+      std::string listen = "tcp://127.0.0.1:0";
+      if (flags.str("worker-listen") == "ipc") {
+        socket_files.paths.push_back(std::filesystem::temp_directory_path() /
+                                     ("tessera-" + name + "-" + std::to_string(getpid()) + ".sock"));
+        listen = "ipc://" + socket_files.paths.back().string();
+      }
       workers.push_back(std::make_unique<tessera::bench::Node>(
           flags.str("node"),
-          "[node]\nname = \"bench-worker-" + std::to_string(i) + "\"\nrole = \"worker\"\n[scheduler]\n" +
-              idle + "[worker]\nscheduler = \"" + scheduler->endpoint() +
+          "[node]\nname = \"" + name + "\"\nrole = \"worker\"\n[scheduler]\n" + idle +
+              "[worker]\nscheduler = \"" + scheduler->endpoint() + "\"\nlisten = \"" + listen +
               "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins));
+    }
   }
   const std::size_t worker_processes =
       existing.empty() ? workers.size() : static_cast<std::size_t>(flags.integer("expect-workers"));
-  const std::string shape = "\"topology\":\"" + (existing.empty() ? topology : std::string("existing")) +
-                            "\",\"worker_processes\":" + std::to_string(worker_processes) +
-                            (existing.empty() ? ",\"threads\":" + std::to_string(flags.integer("threads")) +
-                                                    ",\"idle_threads\":\"" + flags.str("idle-threads") + "\""
-                                              : std::string());
+  const std::string shape =
+      "\"topology\":\"" + (existing.empty() ? topology : std::string("existing")) +
+      "\",\"worker_processes\":" + std::to_string(worker_processes) +
+      (existing.empty() ? ",\"threads\":" + std::to_string(flags.integer("threads")) +
+                              ",\"idle_threads\":\"" + flags.str("idle-threads") + "\"" +
+                              ",\"worker_listen\":\"" + flags.str("worker-listen") + "\""
+                        : std::string());
   tessera::cli::KeyOptions keys;
   keys.client_config = flags.str("client-config");
   tessera::Client client(existing.empty() ? scheduler->endpoint() : existing,
