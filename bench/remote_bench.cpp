@@ -49,7 +49,7 @@ int main(int argc, char** argv) try {
       .choice("idle-threads", "wait", {"wait", "poll"}, "the nodes' scheduler.idle_threads")
       .choice("worker-listen", "tcp", {"tcp", "ipc"},
               "(topology processes) the worker processes' worker.listen, where peers send them chunks: "
-              "tcp://127.0.0.1 or an ipc:// socket file in the temporary directory")
+              "tcp://127.0.0.1:0 or ipc://* (a socket file of its own in the temporary directory)")
       .text("node", TESSERA_NODE_BINARY, "the tessera-node binary")
       .text("plugin", TESSERA_BENCH_PLUGIN, "the benchmark plugin the nodes load");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
@@ -58,14 +58,6 @@ int main(int argc, char** argv) try {
     throw std::runtime_error("--topology must be processes or both, not " + topology);
   const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
   const std::string idle = "idle_threads = \"" + flags.str("idle-threads") + "\"\n";
-  // Declared before the nodes so that the socket files go after the nodes that listen on them.
-  struct SocketFiles {
-    std::vector<std::filesystem::path> paths;
-    ~SocketFiles() {
-      std::error_code ignored;
-      for (const auto& path : paths) std::filesystem::remove(path, ignored);
-    }
-  } socket_files;
   std::unique_ptr<tessera::bench::Node> scheduler;
   std::vector<std::unique_ptr<tessera::bench::Node>> workers;
   const std::string existing = flags.str("scheduler");
@@ -85,12 +77,8 @@ int main(int argc, char** argv) try {
             idle + plugins);
     for (long long i = 0; i < flags.integer("worker-processes"); ++i) {
       const std::string name = "bench-worker-" + std::to_string(i);
-      std::string listen = "tcp://127.0.0.1:0";
-      if (flags.str("worker-listen") == "ipc") {
-        socket_files.paths.push_back(std::filesystem::temp_directory_path() /
-                                     ("tessera-" + name + "-" + std::to_string(getpid()) + ".sock"));
-        listen = "ipc://" + socket_files.paths.back().string();
-      }
+      // ipc://*: a socket file in a directory of its own under $TMPDIR, removed when the node stops.
+      const std::string listen = flags.str("worker-listen") == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0";
       workers.push_back(std::make_unique<tessera::bench::Node>(
           flags.str("node"),
           "[node]\nname = \"" + name + "\"\nrole = \"worker\"\n[scheduler]\n" + idle +

@@ -9,6 +9,10 @@
 #include <capnp/serialize.h>
 #include <zmq_addon.hpp>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "graph/errors.hpp"
@@ -42,6 +46,16 @@ std::string role_name(wire::Role role) {
 void unbounded(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::sndhwm, 0);
   socket.set(zmq::sockopt::rcvhwm, 0);
+}
+
+// "ipc://*" binds a socket file in a new directory under $TMPDIR, or, without TMPDIR, under the current
+// directory, and ZeroMQ reports that path relative: peers started elsewhere must be given it absolute.
+std::string dialable_endpoint(const std::string& bound) {
+  constexpr std::string_view scheme = "ipc://";
+  if (!bound.starts_with(scheme)) return bound;
+  const std::filesystem::path path = bound.substr(scheme.size());
+  if (path.empty() || path.is_absolute() || bound[scheme.size()] == '@') return bound;  // @: abstract
+  return std::string(scheme) + std::filesystem::absolute(path).string();
 }
 
 // What keeps a zero-copy frame's bytes alive until ZeroMQ has sent them, counted in outgoing_bytes().
@@ -139,8 +153,25 @@ Server::Server(ServerOptions options, Handler handler)
     router_.set(zmq::sockopt::curve_server, 1);
     router_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
   }
-  router_.bind(options_.listen);
-  endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  if (options_.listen == "ipc://*") {
+    // ZeroMQ's own "ipc://*" falls back to the current directory when TMPDIR is unset; this one goes in
+    // the temporary directory, in a directory of its own that the destructor removes.
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-ipc-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a directory for the ipc:// socket from " + pattern + ": " +
+                               std::strerror(errno));
+    ipc_directory_ = pattern;
+    try {
+      router_.bind("ipc://" + (ipc_directory_ / "socket").string());
+    } catch (...) {
+      std::error_code ignored;
+      std::filesystem::remove_all(ipc_directory_, ignored);
+      throw;
+    }
+  } else {
+    router_.bind(options_.listen);
+  }
+  endpoint_ = dialable_endpoint(router_.get(zmq::sockopt::last_endpoint));
   outbox_address_ = "inproc://tessera-outbox";
   // Unbounded too: a sender on the I/O thread itself (a handler's answer) must never wait for it.
   unbounded(outbox_pull_);
@@ -162,6 +193,9 @@ void Server::start() {
 Server::~Server() {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();
+  // The listening socket still holds its file open; unlinked, it takes no new connections.
+  std::error_code ignored;
+  if (!ipc_directory_.empty()) std::filesystem::remove_all(ipc_directory_, ignored);
 }
 
 void Server::log(const std::string& line) const {

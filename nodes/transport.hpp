@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -153,6 +154,7 @@ class Server {
   zmq::socket_t router_, outbox_pull_, outbox_push_, zap_;
   std::mutex outbox_mutex_;
   std::string endpoint_, outbox_address_;
+  std::filesystem::path ipc_directory_;  // listen = "ipc://*": the directory of its socket file
   std::atomic<bool> stopping_{false};
   std::atomic<std::size_t> peer_count_{0};
   std::atomic<std::uint64_t> dropped_{0};

@@ -1,8 +1,10 @@
-// The ZeroMQ transport over real TCP sockets on 127.0.0.1: handshake, messages both ways with large
-// payloads as their own frames, refusal of another protocol version on both sides, hostile input dropped
-// while others are served, and CURVE authentication that refuses (and logs) unknown keys.
+// The ZeroMQ transport over real TCP sockets on 127.0.0.1 (and an ipc:// socket file): handshake, messages
+// both ways with large payloads as their own frames, refusal of another protocol version on both sides,
+// hostile input dropped while others are served, and CURVE authentication that refuses (and logs) unknown
+// keys.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <zmq_addon.hpp>
 
@@ -81,6 +83,29 @@ TEST(Transport, HandshakeAndMessagesBothWays) {
 // A received chunk of 64 KiB or more keeps the ZeroMQ frame it arrived in as its storage (no copy); it
 // outlives the message it came in (`echo` returns after the answer is gone), and the echo server sends an
 // adopted chunk on again. Smaller ones are copied out.
+// "ipc://*" (a same-host cluster's worker.listen): the socket file lies in a directory of its own under the
+// temporary directory (not the current one, where ZeroMQ's own wildcard falls back), its address is
+// absolute so that a peer started anywhere can dial it, and the directory goes when the server stops.
+TEST(Transport, IpcWildcardListensInAPrivateTemporaryDirectoryRemovedOnStop) {
+  std::filesystem::path directory;
+  {
+    transport::ServerOptions options;
+    options.listen = "ipc://*";
+    EchoServer s(std::move(options));
+    const std::string endpoint = s.server->endpoint();
+    ASSERT_EQ(endpoint.rfind("ipc:///", 0), 0u) << endpoint;
+    const std::filesystem::path socket = endpoint.substr(6);
+    directory = socket.parent_path();
+    EXPECT_EQ(directory.parent_path(), std::filesystem::temp_directory_path()) << endpoint;
+    EXPECT_EQ(directory.filename().string().rfind("tessera-ipc-", 0), 0u) << endpoint;
+    EXPECT_TRUE(std::filesystem::is_socket(socket)) << endpoint;
+    transport::Connection c(to(s));
+    Value big(std::vector<double>(1 << 20, 0.25));  // 8 MiB, as a chunk crossing between workers
+    EXPECT_EQ(echo(c, big), big);
+  }
+  EXPECT_FALSE(std::filesystem::exists(directory)) << directory;
+}
+
 TEST(Transport, LargeReceivedChunksAdoptTheirFrameAndOutliveTheMessage) {
   namespace backends = tessera::backends;
   EchoServer s;
