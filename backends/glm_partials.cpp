@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "backends/cpu/cpu_features.hpp"
+#include "backends/cpu/glm_dense_pass.hpp"
 #include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
+#ifdef TESSERA_WIDE_KERNELS
+#include "backends/cpu/wide/wide_kernels.hpp"
+#endif
 
 namespace tessera::backends::glm {
 
@@ -29,31 +35,9 @@ std::string_view family_name(Family family) {
 
 namespace {
 
-// One row's loss, d loss / d eta and d^2 loss / d eta^2.
-struct RowTerms {
-  double loss, residual, weight;
-};
-
-inline RowTerms row_terms(Family family, double eta, double y) {
-  switch (family) {
-    case Family::logistic: {
-      // Written so that neither exp overflows for large |eta|.
-      const double e = std::exp(-std::abs(eta));
-      const double mu = eta >= 0 ? 1 / (1 + e) : e / (1 + e);
-      const double softplus = std::max(eta, 0.0) + std::log1p(e);
-      return {softplus - y * eta, mu - y, mu * (1 - mu)};
-    }
-    case Family::normal: {
-      const double r = eta - y;
-      return {0.5 * r * r, r, 1};
-    }
-    case Family::poisson: {
-      const double mu = std::exp(eta);
-      return {mu - y * eta, mu - y, mu};
-    }
-  }
-  return {0, 0, 0};
-}
+static_assert(static_cast<int>(Family::logistic) == dense_pass::kLogistic &&
+              static_cast<int>(Family::normal) == dense_pass::kNormal &&
+              static_cast<int>(Family::poisson) == dense_pass::kPoisson);
 
 Partials empty_partials(std::int64_t p, int order) {
   Partials out;
@@ -70,76 +54,27 @@ Chunks to_chunks(Partials partials) {
   return out;
 }
 
-// Rows per block: a block of X stays in cache between X b and X^T r, so X is read from memory once.
-// 1024 rows of 100 float64 columns (800 KiB) fit a 1 MiB L2; 256-row blocks ran 40% slower here.
-constexpr Eigen::Index kBlockRows = 1024;
+enum class PassBuild { best, portable };
 
-// Rows [first, first + count) of y against their linear predictors eta (without the intercept): adds
-// their losses and residuals to `out` and writes each row's residual and weight for the products.
-template <class Vector, class YMatrix>
-void add_rows(Family family, const Vector& eta, const YMatrix& y, Eigen::Index first, Eigen::Index count,
-              double intercept, Partials& out, Vector& residual, Vector& weight) {
-  using T = typename Vector::Scalar;
-  if (family == Family::logistic) {
-    // The block at once, in Eigen's vectorised exp and log: one scalar exp and log1p per row took a third
-    // of an evaluation. log(1 + e) for log1p(e): e is in (0, 1], where they differ by at most one
-    // rounding of 1 + e (1e-16 absolute, in the loss only).
-    thread_local Eigen::ArrayXd z, e, inverse, mu, r;
-    const auto labels = y.middleRows(first, count).col(0).template cast<double>().array();
-    z = eta.head(count).template cast<double>().array() + intercept;
-    e = (-z.abs()).exp();
-    inverse = (1 + e).inverse();
-    mu = (z >= 0).select(inverse, e * inverse);
-    out.loss += (z.max(0.0) + (1 + e).log() - labels * z).sum();
-    r = mu - labels;
-    out.gradient[0] += r.sum();
-    residual.head(count) = r.template cast<T>().matrix();
-    weight.head(count) = (mu * (1 - mu)).template cast<T>().matrix();
-    return;
-  }
-  for (Eigen::Index i = 0; i < count; ++i) {
-    const RowTerms t =
-        row_terms(family, static_cast<double>(eta[i]) + intercept, static_cast<double>(y(first + i, 0)));
-    out.loss += t.loss;
-    out.gradient[0] += t.residual;
-    residual[i] = static_cast<T>(t.residual);
-    weight[i] = static_cast<T>(t.weight);
-  }
-}
-
+// The fused dense pass: the x86-64-v4 build for float64 where the CPU has AVX-512, else the portable one.
 template <class XMatrix, class YMatrix>
 Partials dense_partials(const XMatrix& x, const YMatrix& y, const Eigen::VectorXd& beta, Family family,
-                        int order) {
-  using T = typename XMatrix::Scalar;
-  const Eigen::Index n = x.rows(), p = x.cols();
+                        int order, PassBuild build = PassBuild::best) {
+  const Eigen::Index p = x.cols();
   Partials out = empty_partials(p, order);
-  const Eigen::Matrix<T, Eigen::Dynamic, 1> b = beta.tail(p).cast<T>();
-  Eigen::Matrix<T, Eigen::Dynamic, 1> eta(kBlockRows), residual(kBlockRows), weight(kBlockRows);
-  Eigen::Matrix<T, Eigen::Dynamic, 1> gradient = Eigen::Matrix<T, Eigen::Dynamic, 1>::Zero(p);
-  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> weighted;
-  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> hessian;
-  if (order == 2) hessian = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>::Zero(p, p);
-  for (Eigen::Index start = 0; start < n; start += kBlockRows) {
-    const Eigen::Index m = std::min(kBlockRows, n - start);
-    const auto block = x.middleRows(start, m);
-    eta.head(m).noalias() = block * b;
-    add_rows(family, eta, y, start, m, beta[0], out, residual, weight);
-    if (order >= 1) gradient.noalias() += block.transpose() * residual.head(m);
-    if (order == 2) {
-      // X^T W X as (W^1/2 X)^T (W^1/2 X): a symmetric rank-k update, half a product's flops.
-      weighted = block.array().colwise() * weight.head(m).array().sqrt();
-      hessian.template selfadjointView<Eigen::Lower>().rankUpdate(weighted.transpose());
-      const auto column_weights = (block.transpose() * weight.head(m)).template cast<double>().eval();
-      out.hessian.col(0).tail(p) += column_weights;
-      out.hessian(0, 0) += weight.head(m).template cast<double>().sum();
-    }
+  double* hessian = order == 2 ? out.hessian.data() : nullptr;
+  const int code = static_cast<int>(family);
+  if constexpr (std::is_same_v<typename XMatrix::Scalar, double> &&
+                std::is_same_v<typename YMatrix::Scalar, double>) {
+#ifdef TESSERA_WIDE_KERNELS
+    if (build == PassBuild::best && cpu::wide_kernels_enabled() && x.outerStride() == x.rows() &&
+        y.outerStride() == y.rows() &&
+        tessera_wide_glm_partials_f64(x.data(), x.rows(), p, y.data(), beta.data(), code, order, &out.loss,
+                                      out.gradient.data(), hessian) == 0)
+      return out;
+#endif
   }
-  out.gradient.tail(p) = gradient.template cast<double>();
-  if (order == 2) {
-    out.hessian.bottomRightCorner(p, p) =
-        hessian.template selfadjointView<Eigen::Lower>().toDenseMatrix().template cast<double>();
-    out.hessian.row(0).tail(p) = out.hessian.col(0).tail(p).transpose();
-  }
+  dense_pass::dense_partials(x, y, beta.data(), code, order, &out.loss, out.gradient.data(), hessian);
   return out;
 }
 
@@ -152,7 +87,10 @@ Partials sparse_partials(const XMatrix& x, const YMatrix& y, const Eigen::Vector
   const Eigen::Matrix<T, Eigen::Dynamic, 1> b = beta.tail(p).cast<T>();
   Eigen::Matrix<T, Eigen::Dynamic, 1> eta = x * b;
   Eigen::Matrix<T, Eigen::Dynamic, 1> residual(n), weight(n);
-  add_rows(family, eta, y, 0, n, beta[0], out, residual, weight);
+  dense_pass::RowSums sums;
+  dense_pass::add_rows(static_cast<int>(family), eta, y, 0, n, beta[0], order, sums, residual, weight);
+  out.loss = sums.loss;
+  out.gradient[0] = sums.intercept_gradient;
   if (order >= 1) out.gradient.tail(p) = (x.transpose() * residual).template cast<double>();
   if (order == 2) {
     const XMatrix weighted = weight.asDiagonal() * x;
@@ -235,6 +173,17 @@ Partials evaluate(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& b
   const ChunkPtr inputs[] = {x, y_input, Chunk::dense<double>(Eigen::MatrixXd(beta))};
   return partials_from(
       dispatch.run(ops::glm_partials, inputs, GlmPartialsParams{family, order}.to_params(), x->backend()));
+}
+
+Partials evaluate_portable(const Chunk& x, const Chunk& y, const Eigen::VectorXd& beta, Family family,
+                           int order) {
+  if (x.backend() != Backend::cpu || y.backend() != Backend::cpu)
+    throw KernelError("glm::evaluate_portable: X and y must be cpu chunks, got " + x.describe() + " and " +
+                      y.describe());
+  return visit_dense(x, [&](const auto& xm) {
+    return visit_dense(
+        y, [&](const auto& ym) { return dense_partials(xm, ym, beta, family, order, PassBuild::portable); });
+  });
 }
 
 Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& beta, Family family,

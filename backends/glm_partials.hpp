@@ -41,6 +41,11 @@ Partials evaluate(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& b
 Partials evaluate_composed(const ChunkPtr& x, const ChunkPtr& y, const Eigen::VectorXd& beta, Family family,
                            int order);
 
+// The cpu kernel's dense pass in its portable build, whatever the CPU: evaluate() runs the x86-64-v4
+// (AVX-512) build for float64 where the CPU has it (backends/cpu/cpu_features.hpp); tests compare the two.
+Partials evaluate_portable(const Chunk& x, const Chunk& y, const Eigen::VectorXd& beta, Family family,
+                           int order);
+
 // The first value the family cannot take, named by its global row (first_row + local) and column: in y,
 // a non-finite value, a label other than 0 or 1 (logistic), a negative count (Poisson) — a pass over y;
 // in X, a non-finite value — a pass over X, as long as a fit's round, so fits run it only when a result

@@ -11,6 +11,9 @@ set(TESSERA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)
 # targets would drag in CAF, ZeroMQ, Cap'n Proto and RocksDB as a user's build dependencies.
 set(TESSERA_RUNTIME_LIBRARIES tessera_backends tessera_graph tessera_scheduling tessera_monitor tessera_dashboard
                               tessera_messages tessera_storage tessera_actors tessera_nodes tessera)
+if(TARGET tessera_wide_kernels)
+  list(APPEND TESSERA_RUNTIME_LIBRARIES tessera_wide_kernels)
+endif()
 set_target_properties(${TESSERA_RUNTIME_LIBRARIES} PROPERTIES
                       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 install(TARGETS ${TESSERA_RUNTIME_LIBRARIES} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)

@@ -20,6 +20,7 @@
 #include <tessera/tessera.hpp>
 
 #include "actors/glm/spec.hpp"
+#include "backends/cpu/cpu_features.hpp"
 #include "backends/glm_partials.hpp"
 
 namespace {
@@ -418,6 +419,49 @@ TEST(GlmPartials, FusedAndComposedKernelsAgree) {
                               bg::evaluate(xc, yc, beta - step, family, 0).loss) /
                              2e-6;
       EXPECT_NEAR(numeric, fused.gradient[j], 1e-5 * scale) << bg::family_name(family) << " " << j;
+    }
+  }
+}
+
+// evaluate() runs the x86-64-v4 (AVX-512) build of the dense pass for float64 where the CPU has it; it and
+// the portable build agree to rounding for every family and order, over rows that are not a whole number of
+// the pass's 1024-row blocks, and with X's values large enough that exp would overflow if written naively.
+TEST(GlmPartials, WideAndPortableBuildsOfTheDensePassAgree) {
+  namespace bg = tessera::backends::glm;
+  using tessera::backends::Chunk;
+  if (!tessera::backends::cpu::wide_kernels_available())
+    GTEST_SKIP() << "SKIPPED: this CPU has no AVX-512 (F, DQ, BW, VL) or this build no "
+                    "libtessera_wide_kernels: only the portable build runs here";
+  if (!tessera::backends::cpu::wide_kernels_enabled())
+    GTEST_SKIP()
+        << "SKIPPED: TESSERA_WIDE_KERNELS=off in this environment: evaluate() runs the portable build";
+  Eigen::MatrixXd x = Eigen::MatrixXd::Random(2500, 13);
+  x.row(17) *= 400;  // |eta| in the hundreds: e^eta overflows a double
+  const Eigen::VectorXd beta = Eigen::VectorXd::Random(14) * 0.3;
+  for (auto family : {bg::Family::logistic, bg::Family::normal, bg::Family::poisson}) {
+    Eigen::MatrixXd y = (Eigen::MatrixXd::Random(2500, 1).array() > 0).cast<double>() * 3.0;
+    if (family == bg::Family::logistic) y /= 3.0;
+    Eigen::MatrixXd xf = x;
+    if (family == bg::Family::poisson) xf.row(17) /= 400;  // a Poisson mean of e^100 is not a test
+    const auto xc = Chunk::dense<double>(xf);
+    const auto yc = Chunk::dense<double>(y);
+    for (int order : {0, 1, 2}) {
+      const auto wide = bg::evaluate(xc, yc, beta, family, order);
+      const auto portable = bg::evaluate_portable(*xc, *yc, beta, family, order);
+      const std::string what = std::string(bg::family_name(family)) + " order " + std::to_string(order);
+      const double scale = 1 + std::abs(portable.loss);
+      ASSERT_TRUE(std::isfinite(wide.loss)) << what;
+      EXPECT_NEAR(wide.loss, portable.loss, 1e-12 * scale) << what;
+      ASSERT_EQ(wide.gradient.size(), portable.gradient.size()) << what;
+      EXPECT_LE((wide.gradient - portable.gradient).lpNorm<Eigen::Infinity>(),
+                1e-12 * (1 + portable.gradient.lpNorm<Eigen::Infinity>()))
+          << what;
+      ASSERT_EQ(wide.hessian.size(), portable.hessian.size()) << what;
+      if (order == 2) {
+        EXPECT_LE((wide.hessian - portable.hessian).lpNorm<Eigen::Infinity>(),
+                  1e-12 * (1 + portable.hessian.lpNorm<Eigen::Infinity>()))
+            << what;
+      }
     }
   }
 }
