@@ -180,6 +180,10 @@ def main():
     tessera += run([remote_bin, "--topology", "both", "--tasks", args.tasks, *cfg, *rep], args.timeout)
     tessera += run([remote_bin, "--topology", "processes", "--worker-processes", 2, "--threads", 2,
                     "--tasks", args.tasks, *rep], args.timeout)
+    # The same worker processes listening on ipc://* (same-host peers over Unix sockets): chunks only.
+    tessera += run([remote_bin, "--topology", "processes", "--worker-processes", 2, "--threads", 2,
+                    "--worker-listen", "ipc", "--tasks", 20000, "--latency-samples", 200, "--stream-sets", 100,
+                    *rep], args.timeout)
     tessera += run([sims_bin, "--tasks", 500, "--workers", 10, "--threads", 4, "--max-sleep", 0.05, *rep],
                    args.timeout)
     # Streams of parameter sets (issue 4): embedded, 1 worker x 2 threads; the remote run above streamed too.
@@ -197,9 +201,10 @@ def main():
     t_sims = {api: pick(tessera, bench="sims", api=api) for api in ("map", "delayed", "bag")}
     t_remote = pick(tessera, bench="remote_tasks", mode="map", topology="both")
     t_latency = pick(tessera, bench="remote_latency", topology="both")
-    t_cluster = pick(tessera, bench="remote_tasks", mode="map", topology="processes")
-    t_cluster_latency = pick(tessera, bench="remote_latency", topology="processes")
-    t_chunks = pick(tessera, bench="chunk_transfer")
+    t_cluster = pick(tessera, bench="remote_tasks", mode="map", topology="processes", worker_listen="tcp")
+    t_cluster_latency = pick(tessera, bench="remote_latency", topology="processes", worker_listen="tcp")
+    t_chunks = pick(tessera, bench="chunk_transfer", worker_listen="tcp")
+    t_chunks_ipc = pick(tessera, bench="chunk_transfer", worker_listen="ipc")
     d_cluster = pick(dask, bench="tasks_map", impl="dask-cluster", mode="map")
     d_latency = pick(dask, bench="latency", impl="dask-cluster")
     d_chunks = pick(dask, bench="chunk_transfer", impl="dask-cluster")
@@ -281,8 +286,9 @@ def main():
         print(f"\nOne tiny submit + result, scheduler + 2 worker processes: p50 {t_cluster_latency['p50_us']:.0f} us, "
               f"p99 {t_cluster_latency['p99_us']:.0f} us ({t_cluster_latency['samples']} samples){peer}.")
     t_stream = pick(tessera, bench="stream", mode="embedded")
-    t_stream_remote = pick(tessera, bench="stream", mode="remote")
-    t_stream_latency = pick(tessera, bench="stream_latency", mode="remote")
+    # Not the ipc run's (100 sets only).
+    t_stream_remote = pick(tessera, bench="stream", mode="remote", worker_listen="tcp")
+    t_stream_latency = pick(tessera, bench="stream_latency", mode="remote", worker_listen="tcp")
     t_stream_memory = pick(tessera, bench="stream_memory")
     if t_stream or t_stream_remote:
         # Dask has no durable streams of parameter sets; its nearest is client.map of the same trivial
@@ -312,6 +318,11 @@ def main():
               f"({t_chunks['crossed_bytes'] / 2**20:.0f} MiB crossed in {t_chunks['seconds']:.3f} s, counted by the "
               f"consumers from each chunk's maker stamp; the time includes reading each chunk that crossed){peer}. "
               f"Target >= 1 GiB/s: {verdict}.")
+    if t_chunks_ipc:
+        verdict = "pass" if t_chunks_ipc["gib_per_s"] >= 4.0 else "FAIL"
+        print(f"\nThe same over ipc:// (`worker.listen = \"ipc://*\"`, every worker on this host): "
+              f"{t_chunks_ipc['gib_per_s']:.2f} GiB/s ({t_chunks_ipc['crossed_bytes'] / 2**20:.0f} MiB crossed in "
+              f"{t_chunks_ipc['seconds']:.3f} s). Target >= 4 GiB/s (issue 20): {verdict}.")
     failed = any(r is None for r in (t_map, t_delayed, t_sims["map"], d_thr, d_dist, d_sims_map)) \
         or (args.big and t_big is None)
     return 1 if failed else 0
