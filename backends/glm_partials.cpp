@@ -59,7 +59,7 @@ enum class PassBuild { best, portable };
 // The fused dense pass: the x86-64-v4 build for float64 where the CPU has AVX-512, else the portable one.
 template <class XMatrix, class YMatrix>
 Partials dense_partials(const XMatrix& x, const YMatrix& y, const Eigen::VectorXd& beta, Family family,
-                        int order, PassBuild build = PassBuild::best) {
+                        int order, [[maybe_unused]] PassBuild build = PassBuild::best) {
   const Eigen::Index p = x.cols();
   Partials out = empty_partials(p, order);
   double* hessian = order == 2 ? out.hessian.data() : nullptr;
