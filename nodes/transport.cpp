@@ -48,8 +48,8 @@ void unbounded(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::rcvhwm, 0);
 }
 
-// "ipc://*" binds a socket file in a new directory under $TMPDIR, or, without TMPDIR, under the current
-// directory, and ZeroMQ reports that path relative: peers started elsewhere must be given it absolute.
+// An ipc:// path given relative ("ipc://run/worker.sock") is reported relative to this process's current
+// directory: peers started elsewhere must be given it absolute.
 std::string dialable_endpoint(const std::string& bound) {
   constexpr std::string_view scheme = "ipc://";
   if (!bound.starts_with(scheme)) return bound;
