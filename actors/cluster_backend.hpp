@@ -44,6 +44,8 @@ class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
   struct OpenedStream {
     std::uint64_t id = 0;
     std::optional<std::size_t> arity{};
+    // A program simulation's declaration, when known here: pushes are checked against it (finite numbers).
+    std::shared_ptr<const ProgramSpec> program{};
   };
   virtual OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
   virtual void push(std::uint64_t stream, StreamBatch batch) = 0;
@@ -125,7 +127,7 @@ class LocalBackend final : public ClusterBackend {
     auto [id, actor] = open_stream_(settings, std::move(sink));
     std::lock_guard lock(streams_mutex_);
     streams_[id] = actor;
-    return OpenedStream{id, type.arity};
+    return OpenedStream{id, type.arity, type.program};
   }
   void push(std::uint64_t stream, StreamBatch batch) override {
     caf::anon_send(stream_actor(stream), stream_push_atom::value, std::move(batch));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -145,6 +146,12 @@ caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settin
 std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSettings& settings,
                                                                   std::shared_ptr<StreamSink> sink) {
   if (auto wrong = settings.check(); !wrong.empty()) throw SubmissionError(wrong);
+  // A program's {config.KEY} placeholders need the stream's config to hold those keys.
+  if (const auto* type = SimulationRegistry::global().find(settings.simulation); type && type->program)
+    if (auto missing =
+            check_program_config(type->name, *type->program, settings.config ? *settings.config : Config{});
+        !missing.empty())
+      throw SubmissionError(missing);
   if (!settings.generator.empty()) {
     const auto& generator = GeneratorRegistry::global().get(settings.generator);
     const auto& simulation = SimulationRegistry::global().get(settings.simulation);
@@ -205,6 +212,8 @@ void EmbeddedCluster::scale(std::uint32_t workers) {
   while (active_.size() < workers) {
     WorkerOptions worker_options{options_.threads_per_worker, directory_};
     worker_options.gpu_index = static_cast<std::uint32_t>(active_.size());
+    if (!options_.data_dir.empty())
+      worker_options.runs_dir = (std::filesystem::path(options_.data_dir) / "runs").string();
     worker_options.simulation_gpus = share_of_gpus(options_.gpus, static_cast<std::uint32_t>(active_.size()),
                                                    std::max(options_.workers, workers));
     worker_options.memory = MemoryOptions{options_.memory_limit, options_.memory_target_fraction,

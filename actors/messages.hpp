@@ -13,6 +13,7 @@
 #include "actors/stream_sink.hpp"
 #include "graph/errors.hpp"
 #include "graph/operation.hpp"
+#include "graph/program_spec.hpp"
 #include "graph/simulation.hpp"
 #include "graph/task_state.hpp"
 #include "graph/watch.hpp"
@@ -94,6 +95,8 @@ struct SimulationSetup {
   std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
   Isolation isolation = Isolation::thread;
   double timeout_seconds = 0;  // per set; 0: none
+  // A program simulation's declaration, as the scheduler has it: what the worker runs (never its own).
+  std::shared_ptr<const ProgramSpec> program{};
 };
 
 // Stream actor -> worker (-> its simulation service): run these parameter sets of a stream set up there,

@@ -20,6 +20,13 @@ struct Instance {
   std::unique_ptr<Simulation> simulation;  // built on the first job, on a compute thread
   std::string construction_error;
   bool built = false;
+  // The built simulation, for the actor's thread: it interrupts the run in progress (a program's).
+  std::atomic<Simulation*> live{nullptr};
+  // Ends the run in progress, when the simulation can be interrupted; false otherwise.
+  bool interrupt() {
+    Simulation* simulation = live.load(std::memory_order_acquire);
+    return simulation && simulation->interrupt();
+  }
 };
 
 // What a job shares with the compute thread that runs it.
@@ -27,6 +34,7 @@ struct JobContext {
   const SimulationType* type;
   std::shared_ptr<const Config> config;
   std::string node;
+  std::uint64_t stream_id = 0;
 };
 
 // One set on this thread's instance (built first if it is not yet).
@@ -36,6 +44,7 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
     instance.built = true;
     try {
       instance.simulation = context.type->make(*context.config);
+      instance.live.store(instance.simulation.get(), std::memory_order_release);
     } catch (const std::exception& e) {
       instance.construction_error = e.what();
     } catch (...) {
@@ -52,7 +61,11 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
         "simulation '" + context.type->name + "' could not be built: " + instance.construction_error;
   } else {
     try {
-      record.value = instance.simulation->run(parameters);
+      record.value = instance.simulation->run_set(parameters, SetContext{context.stream_id, id});
+    } catch (const SimulationCrashed& e) {
+      record.failed = true;
+      record.failure = Failure::crash;
+      record.error = e.what();
     } catch (const std::exception& e) {
       record.failed = true;
       record.failure = Failure::error;
@@ -75,6 +88,7 @@ struct RunningJob {
   SimulationJob job;
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
+  std::atomic<std::size_t> current{0};  // the index of the set the thread is on
 };
 
 // A job under thread isolation with a timeout. The compute thread runs it; the simulation actor checks
@@ -125,10 +139,16 @@ void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> 
       watched->running_set = true;
       watched->started = Clock::now();
     }
+    running->current.store(i, std::memory_order_relaxed);
     StreamRecord record = run_one(*instance, context, watched->ids[i], parameters[i]);
     std::lock_guard lock(watched->mutex);
     watched->running_set = false;
     if (watched->answered) break;  // it timed out meanwhile: the stream has its answer, this is dropped
+    if (record.failed && running->stop.load()) {
+      // Interrupted by a cancellation: the stream answered the cancelled sets; the rest go back.
+      unrun.assign(watched->ids.begin() + static_cast<std::ptrdiff_t>(i), watched->ids.end());
+      break;
+    }
     watched->records.push_back(std::move(record));
   }
   std::unique_lock lock(watched->mutex);
@@ -154,6 +174,7 @@ std::vector<double> set_timeouts(const SimulationJob& job, double stream_timeout
 
 // The actor's side of a watched job: past the timeout of the set it is on, it answers for the thread.
 void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
+  const bool interruptible = args.type->program != nullptr;
   auto watched = self->state.watched;
   if (!watched) return;
   std::unique_lock lock(watched->mutex);
@@ -186,7 +207,9 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
   timed_out.failed = true;
   timed_out.failure = Failure::timeout;
   timed_out.error =
-      timeout_reason(seconds) + " (thread isolation: the run was abandoned, its result will be discarded)";
+      timeout_reason(seconds) +
+      (interruptible ? " (the program's process tree was ended)"
+                     : " (thread isolation: the run was abandoned, its result will be discarded)");
   timed_out.timeline.finished = timeline_now();
   timed_out.timeline.started =
       timed_out.timeline.finished - std::chrono::duration<double>(now - watched->started).count();
@@ -195,6 +218,8 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
   for (std::size_t i = watched->current + 1; i < watched->ids.size(); ++i)
     outcome.unrun.push_back(watched->ids[i]);
   const caf::actor stream = watched->stream;
+  // A program's tree is ended now (still under the mutex, so the thread is on this very set).
+  if (interruptible) self->state.instance->interrupt();
   lock.unlock();
   caf::anon_send(stream, simulated_atom::value, std::move(outcome));
 }
@@ -203,13 +228,14 @@ void check_timeout(SimulationActor self, const SimulationPoolArgs& args) {
 protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor self,
                                                                  SimulationPoolArgs args, caf::actor pool,
                                                                  std::uint32_t index) {
-  if (args.isolation == Isolation::process)
+  // A program is a process of its own already: it runs from the compute thread, whatever the isolation.
+  if (args.isolation == Isolation::process && !args.type->program)
     self->state.process = std::make_shared<SimulationProcess>(*args.type, args.config, args.node);
   return {
       [=](simulate_atom, SimulationJob& given) {
         // The job must not hold the compute pool: the last reference dropped on one of its own threads
         // would make the pool join itself.
-        JobContext context{args.type, args.config, args.node};
+        JobContext context{args.type, args.config, args.node, given.stream_id};
         auto running = std::make_shared<RunningJob>();
         running->job = std::move(given);
         self->state.running = running;
@@ -267,7 +293,14 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
               outcome.unrun.assign(job.ids.begin() + static_cast<std::ptrdiff_t>(i), job.ids.end());
               break;
             }
-            outcome.records.push_back(run_one(*instance, context, job.ids[i], job.parameters[i]));
+            running->current.store(i, std::memory_order_relaxed);
+            auto record = run_one(*instance, context, job.ids[i], job.parameters[i]);
+            if (record.failed && running->stop.load()) {
+              // Interrupted by a cancellation: the stream answered the cancelled sets; the rest go back.
+              outcome.unrun.assign(job.ids.begin() + static_cast<std::ptrdiff_t>(i), job.ids.end());
+              break;
+            }
+            outcome.records.push_back(std::move(record));
           }
           outcome.busy_seconds = std::chrono::duration<double>(Clock::now() - start).count();
           running->done.store(true);
@@ -292,7 +325,12 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
             process->kill();
           return;
         }
-        if (std::any_of(ids.begin(), ids.end(), cancelled)) running->stop.store(true);
+        if (std::any_of(ids.begin(), ids.end(), cancelled)) {
+          running->stop.store(true);
+          // A program on a cancelled set is ended now; one on a set that was not cancelled finishes it.
+          const std::size_t on = running->current.load();
+          if (on < ids.size() && cancelled(ids[on])) self->state.instance->interrupt();
+        }
       },
       [=](simulation_timeout_atom, std::uint64_t watch) {
         if (watch == self->state.watch) check_timeout(self, args);
@@ -300,6 +338,10 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
       [=](shutdown_atom) {
         // A child process would otherwise outlive its job's compute thread: stop it now.
         if (self->state.process) self->state.process->kill();
+        if (auto running = self->state.running; running && !running->done.load()) {
+          running->stop.store(true);
+          self->state.instance->interrupt();  // a program's tree ends with its worker
+        }
         self->quit();
       },
   };
@@ -324,8 +366,9 @@ struct PoolState {
 // What simulation actor `index` builds its instance from: the stream's config, with the threads and the
 // devices it was given.
 std::shared_ptr<const Config> instance_config(const SimulationPoolArgs& args, std::uint32_t index) {
-  if (args.type->threads == 1 && args.type->gpus == 0) return args.config;
+  if (args.type->threads == 1 && args.type->gpus == 0 && !args.type->program) return args.config;
   auto config = std::make_shared<Config>(*args.config);
+  if (args.type->program && !args.runs_dir.empty()) config->set("tessera.runs_dir", Value(args.runs_dir));
   config->set("tessera.threads", to_value(static_cast<std::int64_t>(args.type->threads)));
   if (args.type->gpus > 0) {
     std::vector<double> devices;

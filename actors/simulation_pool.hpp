@@ -23,6 +23,10 @@ namespace tessera {
 
 struct SimulationPoolArgs {
   const SimulationType* type = nullptr;
+  // A program's type, made from its stream's setup (type points into it): the pool keeps it alive.
+  std::shared_ptr<const SimulationType> owned_type{};
+  // Where a program's sets get their working directories (the worker's data_dir/runs, or a temporary one).
+  std::string runs_dir{};
   std::shared_ptr<const Config> config;
   std::uint32_t size = 1;  // simulation actors
   std::uint32_t worker_id = 0;

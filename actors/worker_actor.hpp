@@ -22,6 +22,7 @@ struct WorkerOptions {
   std::uint32_t gpu_index = 0;  // with GPUs in the process, this worker uses device gpu_index mod count
   MemoryOptions memory{};       // its memory limit, thresholds and where it spills
   std::vector<int> simulation_gpus{};  // the devices it hands to simulations that declare gpus
+  std::string runs_dir{};  // where program sets get working directories (empty: a temporary directory)
 };
 
 caf::actor spawn_worker(caf::actor_system& system, caf::actor scheduler, WorkerOptions options);

@@ -105,6 +105,7 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   st.id = opened.id;
   st.shape.name = st.simulation;
   st.shape.arity = opened.arity;
+  st.shape.program = opened.program;
   *stream_id = st.id;
 }
 

@@ -1,5 +1,6 @@
 #include "graph/simulation.hpp"
 
+#include <cmath>
 #include <mutex>
 
 namespace tessera {
@@ -26,6 +27,23 @@ std::optional<std::size_t> length_of(const Value& v) {
 }  // namespace
 
 std::string SimulationType::check(const Value& parameters) const {
+  if (program) {
+    // A program takes numbers it can print: every element finite.
+    std::vector<double> numbers;
+    try {
+      numbers = program_parameters(parameters);
+    } catch (const std::exception& e) {
+      return "simulation '" + name + "': " + e.what();
+    }
+    if (numbers.size() != program->parameters.size())
+      return "simulation '" + name + "' takes " + std::to_string(program->parameters.size()) +
+             " parameters, got " + std::to_string(numbers.size());
+    for (std::size_t i = 0; i < numbers.size(); ++i)
+      if (!std::isfinite(numbers[i]))
+        return "simulation '" + name + "': parameter '" + program->parameters[i] + "' is " +
+               render_number(numbers[i]) + "; a program takes finite numbers";
+    return {};
+  }
   if (!arity) return {};
   const auto length = length_of(parameters);
   if (!length) return {};
@@ -45,8 +63,15 @@ const SimulationType& SimulationRegistry::add(SimulationType type) {
   auto it = types_.find(type.name);
   if (it != types_.end()) {
     // The same class registered twice (a header included in two places) is harmless.
-    if (it->second->parameter_type == type.parameter_type && it->second->result_type == type.result_type)
+    const bool same_program = (!it->second->program && !type.program) ||
+                              (it->second->program && type.program && *it->second->program == *type.program);
+    if (it->second->parameter_type == type.parameter_type && it->second->result_type == type.result_type &&
+        same_program)
       return *it->second;
+    if (it->second->program || type.program)
+      throw SubmissionError("simulation '" + type.name + "' is already declared (" +
+                            (it->second->program ? "a program" : "a compiled class") +
+                            "); a name is declared once per process");
     throw SubmissionError("simulation '" + type.name + "' is registered twice with different types");
   }
   auto owned = std::make_unique<SimulationType>(std::move(type));

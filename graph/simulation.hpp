@@ -31,6 +31,7 @@
 
 #include "graph/codec.hpp"
 #include "graph/errors.hpp"
+#include "graph/program_spec.hpp"
 
 namespace tessera {
 
@@ -54,12 +55,29 @@ class Config {
   std::map<std::string, Value> entries_;
 };
 
+// Which set a run is for, for simulations that need to know (a program's working directory).
+struct SetContext {
+  std::uint64_t stream = 0;
+  std::uint64_t id = 0;
+};
+
+// Thrown by a run whose process died of a signal: the set failed as a crash, not an error.
+class SimulationCrashed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // One simulation instance, type-erased.
 class Simulation {
  public:
   virtual ~Simulation() = default;
   // Throws what the user's run throws; a TypeError when the parameters do not decode.
   virtual Value run(const Value& parameters) = 0;
+  // The run of one set of a stream; simulations that do not care which set it is run `run`.
+  virtual Value run_set(const Value& parameters, const SetContext&) { return run(parameters); }
+  // Ends the run in progress early, from another thread (a timeout, a cancellation, a shutdown); that
+  // run then throws. False when this simulation's runs cannot be interrupted (the default).
+  virtual bool interrupt() { return false; }
 };
 
 struct SimulationType {
@@ -70,6 +88,9 @@ struct SimulationType {
   std::uint32_t gpus = 0;            // GPU devices one instance owns, at most kMaxGpus
   static constexpr std::uint32_t kMaxThreads = 4096, kMaxGpus = 64;
   std::function<std::unique_ptr<Simulation>(const Config&)> make;
+  // Set for a program simulation (register_program, a node's [simulations.NAME]): its declaration,
+  // which travels to workers with each stream's setup.
+  std::shared_ptr<const ProgramSpec> program{};
   // A clear error naming the simulation when `parameters` cannot be its input; empty when it can.
   std::string check(const Value& parameters) const;
 };

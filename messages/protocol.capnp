@@ -399,6 +399,33 @@ struct SimulationSetup {
   config @3 :List(ConfigEntry);
   isolation @4 :UInt8;           # tessera::Isolation: 0 thread, 1 process
   timeoutSeconds @5 :Float64;    # per set; 0: none
+  program @6 :ProgramSpec;       # set for a program simulation: the scheduler's declaration
+}
+
+# A program declared as a simulation (graph/program_spec.hpp); checked again where it is decoded.
+struct ProgramSpec {
+  command @0 :List(Text);
+  parameters @1 :List(Text);
+  files @2 :List(TextPair);      # file name -> template text
+  resultFormat @3 :UInt8;        # tessera::ProgramResultFormat
+  resultFile @4 :Text;
+  resultRegex @5 :Text;
+  outputs @6 :List(Text);
+  ranks @7 :UInt32;
+  threads @8 :UInt32;
+  gpus @9 :UInt32;
+  launcher @10 :Text;
+  launcherArgv @11 :List(Text);
+  env @12 :List(TextPair);
+  keep @13 :UInt8;               # tessera::KeepDirectories
+  timeoutSeconds @14 :Float64;
+  graceSeconds @15 :Float64;
+  workdirRoot @16 :Text;
+}
+
+struct TextPair {
+  key @0 :Text;
+  value @1 :Text;
 }
 
 # Client -> scheduler: a query over a stream's stored results, answered as text (CSV, JSON, a summary).

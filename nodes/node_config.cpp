@@ -18,6 +18,8 @@
 #include "dashboard/listen_address.hpp"
 #include "dashboard/token_file.hpp"
 #include "graph/printable.hpp"
+#include "nodes/program_config.hpp"
+#include "nodes/toml_type.hpp"
 
 namespace tessera {
 namespace {
@@ -63,22 +65,7 @@ std::string format_size(std::uint64_t bytes) {
 }
 
 std::string type_of(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    default:
-      return "a date or time";
-  }
+  return toml_type_of(node);
 }
 
 std::string read_string(const toml::node& node, const Context& cx, std::string_view key) {
@@ -801,10 +788,16 @@ NodeConfig parse_node_config(std::string_view text, std::string_view source, con
   std::map<std::string, toml::source_region, std::less<>> regions;  // the keys given, for later rules
   for (auto&& [section_key, section_node] : root) {
     const std::string section(section_key.str());
+    if (section == "simulations") {
+      config.programs = parse_program_declarations(section_node, source, base_dir);
+      regions["simulations"] = section_node.source();
+      continue;
+    }
     auto known = sections.find(section);
     if (known == sections.end()) {
       std::string names;
       for (const auto& [name, keys] : sections) names += (names.empty() ? "" : ", ") + name;
+      names += ", simulations";
       fail(cx, section_key.source(),
            "unknown section '" + config_excerpt(section) + "' (known: " + names + ")");
     }
@@ -835,6 +828,11 @@ NodeConfig parse_node_config(std::string_view text, std::string_view source, con
   if (config.role == NodeRole::worker && !regions.contains("worker.scheduler"))
     fail(cx, {}, "missing key 'worker.scheduler' (required when node.role = \"worker\")");
   check_together(config, cx, at);
+  if (config.role == NodeRole::worker && !config.programs.empty())
+    config.warnings.push_back(
+        config.source + ":" + std::to_string(config.programs.front().line) +
+        ": [simulations] on a worker node is not used: the scheduler's declarations are "
+        "the ones that run");
   return config;
 }
 
@@ -909,6 +907,7 @@ std::string node_config_help() {
         << "\n"
         << wrapped(spec.doc, "      ");
   }
+  out << program_declaration_help();
   out << "\nA node whose scheduler.listen (scheduler, both) or worker.listen (worker, both) is not a "
          "loopback\n"
          "address refuses to start without security.curve = true, unless security.allow_insecure = true.\n";

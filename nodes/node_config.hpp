@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/program_spec.hpp"
 #include "graph/stream_record.hpp"
 #include "scheduling/scheduler_options.hpp"
 
@@ -24,6 +25,13 @@ class ConfigError : public std::runtime_error {
 };
 
 enum class NodeRole { scheduler, worker, both };
+
+// A program declared as a simulation ([simulations.NAME]; nodes/program_config.hpp reads it).
+struct DeclaredProgram {
+  std::string name;
+  ProgramSpec spec;
+  std::uint32_t line = 0;  // where its table starts
+};
 enum class LogLevel { error, warning, info, debug };
 
 // The budgets a node grants its peers ([limits]); the gateway, the transport and the worker directory
@@ -78,6 +86,7 @@ struct NodeConfig {
   bool allow_insecure = false;                      // security.allow_insecure
   bool authorize_any = false;                       // security.authorize_any
   NodeLimits limits;                                // [limits]
+  std::vector<DeclaredProgram> programs;            // [simulations.NAME]: programs run as simulations
   bool dashboard = false;                           // a [dashboard] section is present: serve it
   std::string dashboard_listen = "127.0.0.1:8787";  // dashboard.listen ("host:port")
   std::string dashboard_token_file;                 // dashboard.token_file (absolute once parsed)

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
 #include "nodes/worker_node.hpp"
+#include "programs/program_simulation.hpp"
 
 namespace {
 
@@ -176,6 +178,21 @@ int main(int argc, char** argv) {
         throw tessera::ConfigError(tessera::config_key_location(config, "plugins.paths") + ": plugin \"" +
                                    tessera::config_excerpt(plugin) +
                                    "\" cannot be loaded: " + tessera::config_excerpt(dlerror(), 200));
+    // Programs are declared after the plugins, so that a name both use is refused here, with its line.
+    if (config.role != tessera::NodeRole::worker)
+      for (const auto& program : config.programs) {
+        try {
+          tessera::SimulationRegistry::global().add(tessera::programs::program_simulation_type(
+              program.name, std::make_shared<const tessera::ProgramSpec>(program.spec)));
+        } catch (const std::exception& e) {
+          throw tessera::ConfigError(config.source + ":" + std::to_string(program.line) + ": [simulations." +
+                                     program.name + "]: " + e.what());
+        }
+        if (check_only)
+          if (auto missing = tessera::programs::missing_executable(program.spec); !missing.empty())
+            config.warnings.push_back(config.source + ":" + std::to_string(program.line) + ": [simulations." +
+                                      program.name + "]: " + missing + " on this host");
+      }
   } catch (const tessera::ConfigError& e) {
     std::cerr << "tessera-node: " << e.what() << "\n";
     return 2;
@@ -187,7 +204,8 @@ int main(int argc, char** argv) {
                   : config.role == tessera::NodeRole::worker  ? "worker"
                                                               : "both")
               << ", " << config.plugins.size() << " plugin" << (config.plugins.size() == 1 ? "" : "s")
-              << " loaded)" << std::endl;
+              << " loaded, " << config.programs.size() << " program"
+              << (config.programs.size() == 1 ? "" : "s") << " declared)" << std::endl;
     return 0;
   }
 
@@ -241,6 +259,9 @@ int main(int argc, char** argv) {
               .keep_freed_memory = config.keep_freed_memory,
               .idle_threads = config.idle_threads,
               .open_database = open_database,
+              .runs_dir = config.data_dir.empty()
+                              ? std::string()
+                              : (std::filesystem::path(config.data_dir) / "runs").string(),
               .curve = keys,
               .scheduler_public_key = config.scheduler_public_key,
               .authorized_keys = config.authorized_keys,

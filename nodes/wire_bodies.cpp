@@ -5,6 +5,7 @@
 #include "actors/stream_actor.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/memory_codec.hpp"
+#include "nodes/program_codec.hpp"
 #include "nodes/stream_codec.hpp"
 
 namespace tessera::wire {
@@ -145,6 +146,7 @@ void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
   if (setup.config)
     wire::encode(*setup.config, out.initConfig(static_cast<unsigned>(setup.config->entries().size())),
                  c.attachments);
+  if (setup.program) wire::encode(*setup.program, out.initProgram());
 }
 ::tessera::SimulationSetup WireBody<Envelope::SIMULATION_SETUP>::decode(Envelope::Reader e,
                                                                         const DecodeContext& c) {
@@ -160,12 +162,14 @@ void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
     throw WireError("stream " + std::to_string(in.getStreamId()) + ": pool size " +
                     std::to_string(in.getPoolSize()) + " exceeds the limit of " +
                     std::to_string(StreamSettings::kMaxPoolSize));
-  return ::tessera::SimulationSetup{in.getStreamId(),
-                                    in.getSimulation(),
-                                    wire::decode(in.getConfig(), c.frames),
-                                    in.getPoolSize(),
-                                    static_cast<Isolation>(in.getIsolation()),
-                                    timeout};
+  return ::tessera::SimulationSetup{
+      in.getStreamId(),
+      in.getSimulation(),
+      wire::decode(in.getConfig(), c.frames),
+      in.getPoolSize(),
+      static_cast<Isolation>(in.getIsolation()),
+      timeout,
+      in.hasProgram() ? wire::decode(in.getProgram(), in.getSimulation().cStr()) : nullptr};
 }
 
 void WireBody<Envelope::SIMULATION_END>::encode(Envelope::Builder e, const std::uint64_t& stream,

@@ -35,6 +35,7 @@ struct WorkerNodeOptions {
   // The node's database, where results spill (opened on the first spill). Empty: a temporary directory of
   // this worker's, removed with it.
   std::function<std::shared_ptr<NodeDatabase>()> open_database{};
+  std::string runs_dir{};  // where program sets get working directories (empty: a temporary directory)
   std::optional<transport::CurveKeys> curve{};  // this worker's keys (CURVE on)
   std::string scheduler_public_key{};
   std::vector<std::string> authorized_keys{};  // peers accepted by this worker's peer server

@@ -14,10 +14,11 @@ packages=(
   python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-pandas
   python3-sklearn python3-matplotlib
   slurmctld slurmd slurm-client munge iproute2 iptables
+  openmpi-bin libopenmpi-dev
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then
-  packages+=(python3-dask python3-distributed)
+  packages+=(python3-dask python3-distributed parallel)
 fi
 
 missing=()

@@ -5,6 +5,7 @@
 
 #include "actors/protocols/simulation_pool.hpp"
 #include "actors/simulation_pool.hpp"
+#include "programs/program_simulation.hpp"
 
 namespace tessera {
 namespace {
@@ -14,6 +15,7 @@ struct SimulationServiceState {
   std::string name;
   std::shared_ptr<ComputePool> pool;
   std::vector<int> gpus;
+  std::string runs_dir;
   // What each stream's jobs share, from its setup; streams with the same settings share a pool.
   std::unordered_map<std::uint64_t, SimulationSetup> streams;
   std::unordered_map<std::string, caf::actor> pools;
@@ -28,16 +30,19 @@ std::string pool_key(const SimulationSetup& setup) {
   if (setup.config)
     for (const auto& [name, value] : setup.config->entries())
       key += "/" + name + "=" + std::to_string(value.content_hash());
+  // Two declarations under one name (a scheduler restarted with another config) never share a pool.
+  if (setup.program) key += "/program:" + program_spec_digest(*setup.program);
   return key;
 }
 
 protocols::simulation_service_type::behavior_type simulation_service(SimulationService* self,
                                                                      std::shared_ptr<ComputePool> pool,
-                                                                     std::string name,
-                                                                     std::vector<int> gpus) {
+                                                                     std::string name, std::vector<int> gpus,
+                                                                     std::string runs_dir) {
   self->state.pool = std::move(pool);
   self->state.name = std::move(name);
   self->state.gpus = std::move(gpus);
+  self->state.runs_dir = std::move(runs_dir);
   return {
       [=](welcome_atom, std::uint32_t id) {
         self->state.worker_id = id;
@@ -65,10 +70,23 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
         auto key = pool_key(setup->second);
         auto it = st.pools.find(key);
         if (it == st.pools.end()) {
-          const SimulationType* type = SimulationRegistry::global().find(setup->second.simulation);
+          // A program runs as the scheduler declared it; a compiled simulation needs this process's plugin.
+          std::shared_ptr<const SimulationType> owned;
+          if (setup->second.program)
+            owned = std::make_shared<const SimulationType>(
+                programs::program_simulation_type(setup->second.simulation, setup->second.program));
+          const SimulationType* type =
+              owned ? owned.get() : SimulationRegistry::global().find(setup->second.simulation);
           // The stream checked the name where it was opened; this worker lacks the plugin.
           if (!type)
             return refuse("simulation '" + setup->second.simulation + "' is not registered on " + st.name);
+          // A program set occupies ranks x threads cores: one bigger than this worker could never start.
+          if (type->program && type->threads > st.pool->threads())
+            return refuse("simulation '" + type->name + "' needs " + std::to_string(type->threads) +
+                          " cores per set (ranks " + std::to_string(type->program->ranks) + " x threads " +
+                          std::to_string(type->program->threads) + "); " + st.name + " has " +
+                          std::to_string(st.pool->threads()) + " compute thread" +
+                          (st.pool->threads() == 1 ? "" : "s"));
           if (type->gpus > st.gpus.size())
             return refuse("simulation '" + type->name + "' needs " + std::to_string(type->gpus) +
                           " GPU device" + (type->gpus == 1 ? "" : "s") + " per instance; " + st.name +
@@ -79,14 +97,10 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
                                    : std::max<std::uint32_t>(1, st.pool->threads() / type->threads);
           if (type->gpus > 0)
             size = std::min<std::uint32_t>(size, static_cast<std::uint32_t>(st.gpus.size() / type->gpus));
-          SimulationPoolArgs args{type,
-                                  setup->second.config,
-                                  size,
-                                  st.worker_id,
-                                  st.name,
-                                  st.pool,
-                                  setup->second.isolation,
-                                  setup->second.timeout_seconds};
+          double timeout = setup->second.timeout_seconds;
+          if (timeout <= 0 && type->program) timeout = type->program->timeout_seconds;
+          SimulationPoolArgs args{type,         owned,   st.runs_dir, setup->second.config,    size,
+                                  st.worker_id, st.name, st.pool,     setup->second.isolation, timeout};
           if (type->gpus > 0) args.gpus = st.gpus;
           auto spawned = spawn_simulation_pool(self->home_system(), std::move(args));
           it = st.pools.emplace(std::move(key), spawned).first;
@@ -111,8 +125,10 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
 
 protocols::simulation_service_type spawn_simulation_service(caf::actor_system& system,
                                                             std::shared_ptr<ComputePool> pool,
-                                                            std::string name, std::vector<int> gpus) {
-  return system.spawn(simulation_service, std::move(pool), std::move(name), std::move(gpus));
+                                                            std::string name, std::vector<int> gpus,
+                                                            std::string runs_dir) {
+  return system.spawn(simulation_service, std::move(pool), std::move(name), std::move(gpus),
+                      std::move(runs_dir));
 }
 
 }  // namespace tessera

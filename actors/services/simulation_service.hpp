@@ -17,9 +17,11 @@
 namespace tessera {
 
 // `name`: the worker's, named in error records (default "worker-<id>" once welcomed); `gpus`: the devices
-// it hands to simulations that declare gpus.
+// it hands to simulations that declare gpus; `runs_dir`: where program sets get their working directories
+// (empty: a temporary directory of this process).
 protocols::simulation_service_type spawn_simulation_service(caf::actor_system& system,
                                                             std::shared_ptr<ComputePool> pool,
-                                                            std::string name, std::vector<int> gpus = {});
+                                                            std::string name, std::vector<int> gpus = {},
+                                                            std::string runs_dir = {});
 
 }  // namespace tessera

@@ -14,4 +14,5 @@
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
 #include "tessera/plugins.hpp"
+#include "tessera/programs.hpp"
 #include "tessera/progress.hpp"

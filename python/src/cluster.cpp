@@ -10,6 +10,7 @@
 #include "graph/simulation.hpp"
 #include "nodes/transport.hpp"
 #include "tessera/plugins.hpp"
+#include "tessera/programs.hpp"
 #include "values.hpp"
 #include "waiting.hpp"
 
@@ -106,6 +107,57 @@ void bind_cluster(py::module_& m) {
   m.def(
       "simulations", [] { return SimulationRegistry::global().names(); },
       "The names of the simulations registered in this process.");
+  m.def(
+      "register_program",
+      [](std::string name, std::vector<std::string> command, std::vector<std::string> parameters,
+         std::map<std::string, std::string> files, std::string result_format, std::string result_file,
+         std::string result_regex, std::vector<std::string> outputs, std::uint32_t ranks,
+         std::string launcher, std::uint32_t threads, std::uint32_t gpus,
+         std::map<std::string, std::string> env, std::string keep, double timeout, double grace,
+         std::string workdir_root) {
+        ProgramSpec spec;
+        spec.command = std::move(command);
+        spec.parameters = std::move(parameters);
+        spec.files = std::move(files);
+        static const std::map<std::string, ProgramResultFormat> formats{
+            {"last_number", ProgramResultFormat::last_number},
+            {"regex", ProgramResultFormat::regex},
+            {"json", ProgramResultFormat::json},
+            {"numbers", ProgramResultFormat::numbers}};
+        if (result_format.empty()) result_format = result_regex.empty() ? "last_number" : "regex";
+        const auto format = formats.find(result_format);
+        if (format == formats.end())
+          throw std::invalid_argument("register_program: result_format '" + result_format +
+                                      "' is not one of last_number, regex, json, numbers");
+        spec.result = {format->second, std::move(result_file), std::move(result_regex), std::move(outputs)};
+        spec.ranks = ranks;
+        spec.launcher = std::move(launcher);
+        spec.threads = threads;
+        spec.gpus = gpus;
+        spec.env = std::move(env);
+        static const std::map<std::string, KeepDirectories> keeps{{"always", KeepDirectories::always},
+                                                                  {"failed", KeepDirectories::failed},
+                                                                  {"never", KeepDirectories::never}};
+        const auto kept = keeps.find(keep);
+        if (kept == keeps.end())
+          throw std::invalid_argument("register_program: keep '" + keep +
+                                      "' is not one of always, failed, never");
+        spec.keep = kept->second;
+        spec.timeout_seconds = timeout;
+        spec.grace_seconds = grace;
+        spec.workdir_root = std::move(workdir_root);
+        register_program(std::move(name), std::move(spec));
+      },
+      py::arg("name"), py::kw_only(), py::arg("command"), py::arg("parameters") = std::vector<std::string>{},
+      py::arg("files") = std::map<std::string, std::string>{}, py::arg("result_format") = "",
+      py::arg("result_file") = "", py::arg("result_regex") = "",
+      py::arg("outputs") = std::vector<std::string>{}, py::arg("ranks") = 1, py::arg("launcher") = "",
+      py::arg("threads") = 1, py::arg("gpus") = 0, py::arg("env") = std::map<std::string, std::string>{},
+      py::arg("keep") = "failed", py::arg("timeout") = 0.0, py::arg("grace") = 5.0,
+      py::arg("workdir_root") = "",
+      "Declares a program as a simulation of this process (an embedded LocalCluster runs it), as a node's "
+      "[simulations.NAME] table does: `files` maps a file name to its template's text. Streams then name "
+      "it.");
 
   py::class_<LocalCluster, std::shared_ptr<LocalCluster>>(m, "_LocalCluster")
       .def(py::init([](std::uint32_t workers, std::uint32_t threads_per_worker, std::uint64_t memory_limit,

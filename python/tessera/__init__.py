@@ -35,6 +35,7 @@ from ._tessera import (
     functions,
     linalg,
     load_plugin,
+    register_program,
     simulations,
     where,
 )
@@ -60,5 +61,5 @@ __all__ = [
     "LocalCluster", "PluginError", "QueryError", "Record", "ResultQuery", "StoredResult", "Stream",
     "SubmissionError", "TaskFailed", "ValueTypeError", "as_completed", "compute", "concatenate",
     "current_client", "curve_keypair", "from_npy", "from_numpy", "full", "functions", "glm", "linalg", "load_plugin",
-    "ones", "random", "simulations", "to_npy", "where", "zeros",
+    "ones", "random", "register_program", "simulations", "to_npy", "where", "zeros",
 ]

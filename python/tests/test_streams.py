@@ -101,3 +101,23 @@ def test_an_adaptive_ensemble(client):
         client.ensemble("nope", "six_hump_camel", 10)
     with pytest.raises(ValueError, match="budget"):
         client.ensemble("aposmm", "six_hump_camel", 0, generator_config=box)
+
+
+def test_a_program_declared_from_python_runs_per_set(client, tmp_path):
+    tessera.register_program(
+        "py_affine",
+        command=["awk", "-F=", '/^a=/{{a=$2}} END{{printf "energy %.17g\\n", 2*a}}', "case.in"],
+        parameters=["a"],
+        files={"case.in": "a={a}\n"},
+        result_regex=r"energy (\S+)",
+        outputs=["energy"],
+        workdir_root=str(tmp_path),
+    )
+    assert "py_affine" in tessera.simulations()
+    with client.stream("py_affine") as stream:
+        for x in (0.5, 1.25, -3.0):
+            stream.push(x)
+    records = {r.id: r for r in stream}
+    assert [records[i].value for i in range(3)] == [1.0, 2.5, -6.0]
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        tessera.register_program("py_bad", command=["echo", "{nope}"])
