@@ -43,7 +43,8 @@ int main(int argc, char** argv) try {
     spec.command = {"sh", "-c", "sleep " + tessera::render_number(sleep_ms / 1000) + "; echo {x}"};
   } else {
     if (flags.str("program").empty()) throw std::invalid_argument("--mode mpi needs --program");
-    spec.command = {flags.str("program"), "{x}"};
+    // The set runs in its own directory: a relative path would not be found there.
+    spec.command = {std::filesystem::absolute(flags.str("program")).string(), "{x}"};
     spec.ranks = static_cast<std::uint32_t>(flags.integer("ranks"));
     spec.launcher = "mpirun";
     spec.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
