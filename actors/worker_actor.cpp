@@ -55,9 +55,8 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
     st.gpu = caf::actor_cast<protocols::gpu_device_type>(spawn_gpu_device_actor(
         self->home_system(), static_cast<int>(options.gpu_index % static_cast<std::uint32_t>(devices))));
   st.directory = options.directory;
-  st.simulations =
-      spawn_simulation_service(self->home_system(), st.pool, options.name, options.simulation_gpus,
-                               options.runs_dir);
+  st.simulations = spawn_simulation_service(self->home_system(), st.pool, options.name,
+                                            options.simulation_gpus, options.runs_dir);
   st.glm = spawn_glm_service(self->home_system(), caf::actor_cast<caf::actor>(self), scheduler, st.pool);
   self->set_down_handler([](const caf::down_msg&) {});
   return {
