@@ -15,6 +15,7 @@ packages=(
   python3-sklearn python3-matplotlib
   slurmctld slurmd slurm-client munge iproute2 iptables
   openmpi-bin libopenmpi-dev
+  lammps   # examples/programs: a Debian program run as a simulation
 )
 # The peers the benchmarks compare against; only when asked (bench/compare needs them).
 if [[ "${TESSERA_WITH_PEERS:-0}" == 1 ]]; then
