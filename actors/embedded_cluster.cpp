@@ -162,7 +162,15 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   }
   StreamSettings resolved = settings;
   if (!resolved.isolation) resolved.isolation = options_.stream_isolation;
+  const auto* type = SimulationRegistry::global().find(resolved.simulation);
+  const ProgramSpec* program = type ? type->program.get() : nullptr;
+  // A program's declaration names its parameters when the client did not (a CSV without a header).
+  if (program && resolved.parameter_names.empty()) resolved.parameter_names = program->parameters;
   StreamInfo info{0, resolved.simulation};
+  if (program) {
+    info.program = true;
+    info.result_names = program->result.outputs;
+  }
   info.pool_size = resolved.pool_size;
   info.max_in_flight = resolved.max_in_flight;
   info.config = resolved.config;

@@ -119,6 +119,9 @@ struct SimulationOutcome {
   // Sets of the job that were not run because its simulation actor gave it up (a timeout or a crash
   // before them): they go back to the stream's queue, and the attempt does not count.
   std::vector<std::uint64_t> unrun{};
+  // Set when this worker cannot run the stream's simulation at all (SimulationUnavailable): why, naming the
+  // worker. The set that found it is among `unrun`; the stream sends the worker no more sets.
+  std::string unavailable{};
 };
 
 // Client (the gateway, after a reconnect) -> stream actor: results now go to `sink`; the stored results of

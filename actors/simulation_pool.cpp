@@ -38,8 +38,9 @@ struct JobContext {
 };
 
 // One set on this thread's instance (built first if it is not yet).
-StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_t id,
-                     const Value& parameters) {
+// A run that finds this worker cannot run the simulation at all sets `unavailable` (naming the worker).
+StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_t id, const Value& parameters,
+                     std::string& unavailable) {
   if (!instance.built) {
     instance.built = true;
     try {
@@ -61,7 +62,13 @@ StreamRecord run_one(Instance& instance, const JobContext& context, std::uint64_
         "simulation '" + context.type->name + "' could not be built: " + instance.construction_error;
   } else {
     try {
-      record.value = instance.simulation->run_set(parameters, SetContext{context.stream_id, id});
+      record.value =
+          instance.simulation->run_set(parameters, SetContext{context.stream_id, id, &record.program});
+    } catch (const SimulationUnavailable& e) {
+      record.failed = true;
+      record.failure = Failure::error;
+      record.error = e.what();
+      unavailable = context.node + ": " + e.what();
     } catch (const SimulationCrashed& e) {
       record.failed = true;
       record.failure = Failure::crash;
@@ -127,6 +134,7 @@ void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> 
     watched->job_started = Clock::now();
   }
   std::vector<std::uint64_t> unrun;
+  std::string unavailable;
   for (std::size_t i = 0; i < watched->ids.size(); ++i) {
     if (running->stop.load(std::memory_order_relaxed)) {
       unrun.assign(watched->ids.begin() + static_cast<std::ptrdiff_t>(i), watched->ids.end());
@@ -140,12 +148,13 @@ void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> 
       watched->started = Clock::now();
     }
     running->current.store(i, std::memory_order_relaxed);
-    StreamRecord record = run_one(*instance, context, watched->ids[i], parameters[i]);
+    StreamRecord record = run_one(*instance, context, watched->ids[i], parameters[i], unavailable);
     std::lock_guard lock(watched->mutex);
     watched->running_set = false;
     if (watched->answered) break;  // it timed out meanwhile: the stream has its answer, this is dropped
-    if (record.failed && running->stop.load()) {
-      // Interrupted by a cancellation: the stream answered the cancelled sets; the rest go back.
+    if ((record.failed && running->stop.load()) || !unavailable.empty()) {
+      // Interrupted by a cancellation (the stream answered the cancelled sets), or this worker cannot run
+      // the simulation: the rest go back.
       unrun.assign(watched->ids.begin() + static_cast<std::ptrdiff_t>(i), watched->ids.end());
       break;
     }
@@ -154,9 +163,12 @@ void run_watched(std::shared_ptr<WatchedJob> watched, std::shared_ptr<Instance> 
   std::unique_lock lock(watched->mutex);
   if (!watched->answered) {
     watched->answered = true;
-    SimulationOutcome outcome{worker_id, watched->stream_id, std::move(watched->records),
+    SimulationOutcome outcome{worker_id,
+                              watched->stream_id,
+                              std::move(watched->records),
                               std::chrono::duration<double>(Clock::now() - watched->job_started).count(),
-                              std::move(unrun)};
+                              std::move(unrun),
+                              std::move(unavailable)};
     lock.unlock();
     caf::anon_send(watched->stream, simulated_atom::value, std::move(outcome));
   } else {
@@ -294,9 +306,9 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
               break;
             }
             running->current.store(i, std::memory_order_relaxed);
-            auto record = run_one(*instance, context, job.ids[i], job.parameters[i]);
-            if (record.failed && running->stop.load()) {
-              // Interrupted by a cancellation: the stream answered the cancelled sets; the rest go back.
+            auto record = run_one(*instance, context, job.ids[i], job.parameters[i], outcome.unavailable);
+            if ((record.failed && running->stop.load()) || !outcome.unavailable.empty()) {
+              // Interrupted by a cancellation, or this worker cannot run the simulation: the rest go back.
               outcome.unrun.assign(job.ids.begin() + static_cast<std::ptrdiff_t>(i), job.ids.end());
               break;
             }

@@ -32,6 +32,8 @@ struct StreamState {
   // Per worker: parameter sets it answered since the scheduler's progress watchdog last asked.
   std::vector<std::uint64_t> answered;
   std::vector<bool> set_up;  // per worker: it has this stream's setup
+  // Workers that cannot run the simulation at all (a program missing there), by id: why. They get no jobs.
+  std::map<std::uint32_t, std::string> unavailable;
   PendingSets pending;
   struct InFlight {
     Value parameters;
@@ -220,7 +222,7 @@ void dispatch(StreamActor* self) {
     for (std::size_t w = 0; w < st.workers.size() && !st.pending.empty(); ++w) {
       // Two jobs per simulation actor: one running, one queued to hide the round trip.
       const std::uint32_t actors = st.actors_on(w);
-      if (st.jobs_out[w] >= 2 * actors) continue;
+      if (st.jobs_out[w] >= 2 * actors || st.unavailable.count(st.workers[w].id)) continue;
       if (!st.set_up[w]) {
         // What every job shares travels once, ahead of the first job (messages between two actors stay
         // in order, across processes too). A program's declaration is the scheduler's.
@@ -330,6 +332,25 @@ void attach_attempts(StreamState& st, StreamRecord& record) {
   st.attempts.erase(earlier);
 }
 
+// A worker that cannot run the simulation at all gets no more of the stream's sets, which go to the others;
+// with none left that can, the stream ends naming why on each. True when it ended.
+bool mark_unavailable(StreamActor* self, const SimulationOutcome& outcome) {
+  auto& st = self->state;
+  if (!st.unavailable.emplace(outcome.worker, outcome.unavailable).second) return false;
+  bool any_left = false;
+  for (const auto& w : st.workers) any_left = any_left || !st.unavailable.count(w.id);
+  if (any_left) {
+    std::cerr << "[tessera] stream " << st.args.id << ": simulation '" << st.args.settings.simulation
+              << "' cannot run on " << outcome.unavailable << "; its sets go to the other workers"
+              << std::endl;
+    return false;
+  }
+  std::string why;
+  for (const auto& [worker, reason] : st.unavailable) (why += why.empty() ? "" : "; ") += reason;
+  end(self, "no worker can run simulation '" + st.args.settings.simulation + "': " + why);
+  return true;
+}
+
 void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   auto& st = self->state;
   for (std::size_t w = 0; w < st.workers.size(); ++w)
@@ -347,6 +368,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     if (it == st.in_flight.end()) continue;  // answered meanwhile (cancelled, or a rerun's)
     again.push_back(take_back(st, it));
   }
+  if (!outcome.unavailable.empty() && mark_unavailable(self, outcome)) return;
   std::vector<StreamResult> results;
   std::vector<StreamRecord> delivered;
   results.reserve(outcome.records.size());
@@ -362,7 +384,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     r.timeline.pushed = it->second.pushed_at;
     r.timeline.dispatched = it->second.dispatched_at;
     results.push_back(StreamResult{r.id, r.value, it->second.parameters, r.failed, r.error, r.node, r.failure,
-                                   r.attempts, r.timeline});
+                                   r.attempts, r.timeline, r.program});
     delivered.push_back(std::move(r));
   }
   requeue(st, again);
@@ -391,7 +413,7 @@ void cancel(StreamActor* self, StreamCancel& request) {
     return reply({}, where + "a cancellation selects sets by ids or by a filter; this one gave neither");
   ResultFilter filter;
   try {
-    filter = ResultFilter::parse(request.where);
+    filter = ResultFilter::parse(request.where, FieldNames{st.info.parameter_names, st.info.result_names});
   } catch (const QueryError& e) {
     return reply({}, where + e.what());
   }
@@ -534,8 +556,13 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
   st.info.generator = st.args.settings.generator;
   st.info.generator_config = st.args.settings.generator_config;
   st.info.budget = st.args.settings.budget;
-  if (const auto* type = SimulationRegistry::global().find(st.args.settings.simulation))
+  if (const auto* type = SimulationRegistry::global().find(st.args.settings.simulation)) {
     st.threads_each = type->threads;
+    if (type->program) {
+      st.info.program = true;
+      st.info.result_names = type->program->result.outputs;
+    }
+  }
   if (st.args.resumed) {
     try {
       resume(self);

@@ -287,7 +287,7 @@ int stream_cancel(const Target& target, const CancelOptions& options) {
     }
   }
   try {  // checked here first, so a malformed filter is a usage error (2), not the node's refusal (1)
-    if (options.ids.empty() && !ResultFilter::parse(options.where).has_clauses()) {
+    if (options.ids.empty() && !ResultFilter::check_syntax(options.where).has_clauses()) {
       std::cerr << "tessera: --where '" << excerpt(options.where)
                 << "' has no clause on id or parameters, so it would cancel every set; give one (e.g. "
                    "--where 'id >= 0' to cancel them all)\n";

@@ -8,7 +8,7 @@ ResultQuery::ResultQuery(std::shared_ptr<ResultSource> source, std::uint64_t str
     : source_(std::move(source)), stream_(stream), filter_(std::move(filter)) {}
 
 ResultQuery ResultQuery::where(std::string_view filter) const {
-  (void)ResultFilter::parse(filter);  // refused here, before it travels
+  (void)ResultFilter::check_syntax(filter);  // refused here, before it travels
   return ResultQuery(source_, stream_, std::string(filter));
 }
 
@@ -17,7 +17,7 @@ std::uint64_t ResultQuery::count() const {
 }
 
 ResultSummary ResultQuery::summary(std::string_view field, std::size_t bins) const {
-  (void)ResultField::parse(field);
+  ResultField::check_syntax(field);
   return source_->summary(stream_, filter_, std::string(field), bins);
 }
 

@@ -2,6 +2,7 @@
 //   tessera keygen [--out PREFIX]                 a CURVE key pair: PREFIX.key (secret), PREFIX.pub
 //   tessera --scheduler ADDR status [--json]      what the scheduler is doing
 //   tessera --scheduler ADDR workers [--json]     its workers: name, address, threads, memory, tasks
+//   tessera --scheduler ADDR simulations [--json] what streams may name: compiled ones and programs
 //   tessera --scheduler ADDR stream push --simulation NAME --input FILE.csv [--output FILE.csv]
 //   tessera --scheduler ADDR stream cancel --stream ID (--ids 10-99 | --where 'id >= 100')
 //   tessera --scheduler ADDR results --stream ID [--where FILTER] [--format summary|count|csv|json]
@@ -100,6 +101,63 @@ int workers(Session& session, const std::string& scheduler, bool json) {
                 w.getThreads(), bytes_text(w.getMemoryLimit()).c_str(),
                 static_cast<unsigned long long>(w.getTasksAssigned()), w.getRetiring() ? " (retiring)" : "");
     std::printf("     %s\n", tessera::cli::memory_text(tessera::wire::decode_memory(w.getMemory())).c_str());
+  }
+  return 0;
+}
+
+int simulations(Session& session, const std::string& scheduler, bool json) {
+  tessera::transport::Outgoing request;
+  request.envelope().setSimulationsRequest();
+  auto answer = session.ask(request, "a list of simulations");
+  if (!answer.envelope().isSimulations())
+    throw std::runtime_error(scheduler + " did not answer with its simulations");
+  const auto texts = [](auto list) {
+    std::vector<std::string> out;
+    for (auto text : list) out.emplace_back(text);
+    return out;
+  };
+  const auto joined = [](const std::vector<std::string>& parts, const char* separator) {
+    std::string out;
+    for (const auto& part : parts) (out += out.empty() ? "" : separator) += part;
+    return out;
+  };
+  auto list = answer.envelope().getSimulations();
+  if (json) {
+    auto out = Json::array();
+    for (auto s : list) {
+      Json entry{{"name", std::string(s.getName())},
+                 {"kind", s.getProgram() ? "program" : "compiled"},
+                 {"arity", s.getArity() < 0 ? Json(nullptr) : Json(s.getArity())},
+                 {"threads", s.getThreads()},
+                 {"gpus", s.getGpus()}};
+      if (s.getProgram()) {
+        entry["parameters"] = texts(s.getParameters());
+        entry["outputs"] = texts(s.getOutputs());
+        entry["command"] = texts(s.getCommand());
+      } else {
+        entry["parameter_type"] = std::string(s.getParameterType());
+        entry["result_type"] = std::string(s.getResultType());
+      }
+      out.push_back(std::move(entry));
+    }
+    print_json(out);
+    return 0;
+  }
+  std::printf("%-24s %-9s %-32s %-24s %s\n", "name", "kind", "parameters", "outputs", "cores");
+  for (auto s : list) {
+    std::string parameters, outputs;
+    if (s.getProgram()) {
+      parameters = joined(texts(s.getParameters()), ", ");
+      outputs = joined(texts(s.getOutputs()), ", ");
+    } else {
+      parameters = std::string(s.getParameterType()) +
+                   (s.getArity() < 0 ? std::string() : " (" + std::to_string(s.getArity()) + ")");
+      outputs = std::string(s.getResultType());
+    }
+    std::printf("%-24s %-9s %-32s %-24s %u%s\n", shown(std::string(s.getName())).c_str(),
+                s.getProgram() ? "program" : "compiled", shown(parameters).c_str(), shown(outputs).c_str(),
+                s.getThreads(), s.getGpus() ? (" + " + std::to_string(s.getGpus()) + " gpus").c_str() : "");
+    if (s.getProgram()) std::printf("    %s\n", shown(joined(texts(s.getCommand()), " ")).c_str());
   }
   return 0;
 }
@@ -213,6 +271,10 @@ int main(int argc, char** argv) {
   auto* workers_command =
       app.add_subcommand("workers", "the scheduler's workers: name, address, threads, memory, tasks");
   workers_command->add_flag("--json", json, "one JSON array");
+  auto* simulations_command = app.add_subcommand(
+      "simulations",
+      "what streams may name: compiled simulations and declared programs, with their parameters");
+  simulations_command->add_flag("--json", json, "one JSON array");
 
   auto* stream_command = app.add_subcommand("stream", "streams of parameter sets");
   stream_command->require_subcommand(1);
@@ -414,10 +476,11 @@ int main(int argc, char** argv) {
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !app.remaining().empty()) {
-      std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
-                << "' (keygen, status, workers, stream push, stream run, stream cancel, results, "
-                   "checkpoints, slurm; see "
-                   "tessera --help)\n";
+      std::cerr
+          << "tessera: unknown command '" << excerpt(app.remaining().front())
+          << "' (keygen, status, workers, simulations, stream push, stream run, stream cancel, results, "
+             "checkpoints, slurm; see "
+             "tessera --help)\n";
       return 2;
     }
     return tessera::cli::parse_failure(app, e);
@@ -459,9 +522,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      if (status_command->parsed() || workers_command->parsed()) {
+      if (status_command->parsed() || workers_command->parsed() || simulations_command->parsed()) {
         Session session(scheduler, target.connect,
                         std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
+        if (simulations_command->parsed()) return simulations(session, scheduler, json);
         return status_command->parsed() ? status(session, scheduler, json)
                                         : workers(session, scheduler, json);
       }

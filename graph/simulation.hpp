@@ -32,6 +32,7 @@
 #include "graph/codec.hpp"
 #include "graph/errors.hpp"
 #include "graph/program_spec.hpp"
+#include "graph/stream_record.hpp"
 
 namespace tessera {
 
@@ -55,14 +56,24 @@ class Config {
   std::map<std::string, Value> entries_;
 };
 
-// Which set a run is for, for simulations that need to know (a program's working directory).
+// Which set a run is for, for simulations that need to know (a program's working directory), and where a
+// program records how its process ended (whether the run returns or throws).
 struct SetContext {
   std::uint64_t stream = 0;
   std::uint64_t id = 0;
+  ProgramOutcome* outcome = nullptr;
 };
 
 // Thrown by a run whose process died of a signal: the set failed as a crash, not an error.
 class SimulationCrashed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown by a run that cannot start on this worker at all, whatever its parameters (a program's executable
+// is missing here, its working directory cannot be made): the set goes back to its stream unrun, and the
+// stream sends this worker no more of its sets.
+class SimulationUnavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

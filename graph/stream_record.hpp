@@ -42,6 +42,17 @@ struct SetTimeline {
 // Now on the timeline's clock.
 double timeline_now();
 
+// How a program simulation's process ended on a set, and the last bytes it printed (empty for a compiled
+// simulation, and for a program that never started).
+struct ProgramOutcome {
+  static constexpr std::size_t kTailBytes = 4096;  // the most of stdout and of stderr a record keeps
+  bool ran = false;                                // a process was started and waited for
+  int exit_status = 0;                             // its exit status, when it was not ended by a signal
+  int signal = 0;                                  // the signal that ended it (0: it exited)
+  std::string stdout_tail{}, stderr_tail{};
+  bool operator==(const ProgramOutcome&) const = default;
+};
+
 struct StreamRecord {
   std::uint64_t id = 0;
   Value value{};
@@ -52,6 +63,7 @@ struct StreamRecord {
   // The reasons of the attempts before the last one (retries), oldest first: "worker-0: timeout after 1 s".
   std::vector<std::string> attempts{};
   SetTimeline timeline{};
+  ProgramOutcome program{};
 };
 
 // One parameter set's outcome as stored: a value, or the error its simulation raised (message, node).
@@ -65,9 +77,10 @@ struct StreamResult {
   Failure failure = Failure::none;
   std::vector<std::string> attempts{};
   SetTimeline timeline{};
+  ProgramOutcome program{};
 
   StreamRecord record() const {
-    return StreamRecord{id, value, failed, error, node, failure, attempts, timeline};
+    return StreamRecord{id, value, failed, error, node, failure, attempts, timeline, program};
   }
 };
 

@@ -7,6 +7,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tessera::wire");
 
 using Values = import "values.capnp";
+using Stored = import "results.capnp";
 
 enum Role {
   client @0;
@@ -267,6 +268,20 @@ struct WorkerEntry {
   memory @7 :WorkerMemory;
 }
 
+# Scheduler -> client: one simulation a stream may name (tessera simulations).
+struct SimulationEntry {
+  name @0 :Text;
+  program @1 :Bool;              # declared as a program ([simulations.NAME], register_program)
+  parameters @2 :List(Text);     # a program's parameter names
+  outputs @3 :List(Text);        # a program's result names
+  arity @4 :Int32;               # elements of a parameter set; -1: any
+  parameterType @5 :Text;        # a compiled simulation's parameter and result types
+  resultType @6 :Text;
+  threads @7 :UInt32;            # cores one set occupies (ranks x threads for a program)
+  gpus @8 :UInt32;
+  command @9 :List(Text);        # a program's argv (launcher first), placeholders unrendered
+}
+
 # ---- Streams of parameter sets ----
 
 struct ConfigEntry {
@@ -365,6 +380,7 @@ struct StreamRecord {
   attempts @7 :List(Text);       # the reasons of the failed attempts before the last
   timeline @8 :List(Float64);    # empty, or tessera::SetTimeline: pushed, dispatched, started, finished,
                                  # stored (seconds since the Unix epoch; 0 unknown)
+  program @9 :Stored.ProgramOutcome;  # a program simulation's set: how its process ended; unset otherwise
 }
 
 # Scheduler -> client: results that are durable now. Worker -> scheduler: what a simulation job gave.
@@ -373,6 +389,8 @@ struct StreamResults {
   records @1 :List(StreamRecord);
   busySeconds @2 :Float64;   # worker -> scheduler only
   unrun @3 :List(UInt64);    # worker -> scheduler only: sets of the job given back unrun
+  unavailable @4 :Text;      # worker -> scheduler only: why this worker cannot run the stream's simulation
+                             # at all (a program's executable missing there); empty: it can
 }
 
 struct StreamFinished {
@@ -671,5 +689,7 @@ struct Envelope {
     streamCancel @46 :StreamCancel;
     streamCancelled @47 :StreamCancelled;
     simulationCancel @48 :SimulationCancel;
+    simulationsRequest @49 :Void;
+    simulations @50 :List(SimulationEntry);
   }
 }

@@ -17,6 +17,15 @@ struct StoredResult {
   timeline @5 :List(Float64);    # empty, or tessera::SetTimeline (pushed, dispatched, started, finished,
                                  # stored), seconds since the Unix epoch
   failure @4 :UInt8;             # with error: why (tessera::Failure: 1 error, 2 crash, 3 timeout, 4 cancelled)
+  program @6 :ProgramOutcome;    # a program simulation's set: how its process ended; unset otherwise
+}
+
+# tessera::ProgramOutcome: how a program's process ended and the last bytes it printed (at most 4 KiB each).
+struct ProgramOutcome {
+  exitStatus @0 :Int32;
+  signal @1 :Int32;       # the signal that ended it; 0: it exited with exitStatus
+  stdoutTail @2 :Text;
+  stderrTail @3 :Text;
 }
 
 struct StoredError {
@@ -43,6 +52,8 @@ struct StreamInfo {
   generatorConfigKeys @13 :List(Text);
   generatorConfigValues @14 :List(Values.Value);
   budget @15 :UInt64;              # the most sets its generator may propose
+  resultNames @16 :List(Text);     # what the result's elements are called (a program's outputs); empty: unnamed
+  program @17 :Bool;               # its simulation is a program (records carry a ProgramOutcome)
 }
 
 # An ensemble generator's state (key g), written with one of its pushes (at most one a second), so

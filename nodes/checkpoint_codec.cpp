@@ -71,11 +71,12 @@ void answer(const CheckpointsQuery& query, CheckpointStore& store, std::uint64_t
   }
 }
 
-std::vector<CheckpointInfo> decode_entries(CheckpointsAnswer::Reader in) {
-  std::vector<CheckpointInfo> out;
+std::vector<::tessera::CheckpointInfo> decode_entries(CheckpointsAnswer::Reader in) {
+  std::vector<::tessera::CheckpointInfo> out;
   out.reserve(in.getEntries().size());
   for (auto e : in.getEntries())
-    out.push_back(CheckpointInfo{e.getKey(), e.getFunction(), e.getTask(), e.getBytes(), e.getWrittenMs()});
+    out.push_back(
+        ::tessera::CheckpointInfo{e.getKey(), e.getFunction(), e.getTask(), e.getBytes(), e.getWrittenMs()});
   return out;
 }
 

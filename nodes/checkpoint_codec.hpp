@@ -30,6 +30,6 @@ void encode(const CheckpointsQuery& query, CheckpointsRequest::Builder out);
 // Lists (a page: at most `limit` entries and about `max_bytes`) or drops, as the query asks.
 void answer(const CheckpointsQuery& query, CheckpointStore& store, std::uint64_t max_bytes,
             CheckpointsAnswer::Builder out);
-std::vector<CheckpointInfo> decode_entries(CheckpointsAnswer::Reader in);
+std::vector<::tessera::CheckpointInfo> decode_entries(CheckpointsAnswer::Reader in);
 
 }  // namespace tessera::wire

@@ -177,14 +177,16 @@ struct QueryRequest {
 
 // About how many bytes a record takes in an answer, to cut answers at the node's limit.
 std::size_t record_bytes(const StreamResult& r) {
-  return 64 + r.error.size() + r.node.size() + r.value.payload_bytes() + r.parameters.payload_bytes();
+  return 64 + r.error.size() + r.node.size() + r.value.payload_bytes() + r.parameters.payload_bytes() +
+         r.program.stdout_tail.size() + r.program.stderr_tail.size();
 }
 
 // Answers one query from the store: typed answers (summary, records) for the client library, text for the
 // CLI and exports; records and exports are cut at `max_answer_bytes`, and the answer says where to go on.
 void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t max_answer_bytes,
                   wire::ResultsAnswer::Builder out, wire::Attachments& attachments) {
-  const auto filter = ResultFilter::parse(q.filter);
+  const auto names = field_names(store, q.stream_id);
+  const auto filter = ResultFilter::parse(q.filter, names);
   if (q.format == "records") {
     std::vector<StreamResult> found;
     std::size_t bytes = 0;
@@ -213,7 +215,7 @@ void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t
     throw QueryError("no stream " + std::to_string(q.stream_id) + " in this node's store");
   std::ostringstream text;
   if (q.format == "summary") {
-    const auto s = summarize(store, q.stream_id, filter, ResultField::parse(q.field), q.bins);
+    const auto s = summarize(store, q.stream_id, filter, ResultField::parse(q.field, names), q.bins);
     auto b = out.initSummary();
     b.setCount(s.count);
     b.setFailed(s.failed);
@@ -755,6 +757,38 @@ struct SchedulerGateway::State {
         });
   }
 
+  // What streams may name here: compiled simulations (plugins) and declared programs, from the registry
+  // that opens streams (the scheduler's own).
+  void answer_simulations(const transport::PeerInfo& peer) {
+    transport::Outgoing answer;
+    const auto& registry = SimulationRegistry::global();
+    const auto names = registry.names();
+    auto list = answer.envelope().initSimulations(static_cast<unsigned>(names.size()));
+    const auto texts = [](auto out, const std::vector<std::string>& from) {
+      for (std::size_t i = 0; i < from.size(); ++i) out.set(static_cast<unsigned>(i), from[i]);
+    };
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const SimulationType& type = registry.get(names[i]);
+      auto entry = list[static_cast<unsigned>(i)];
+      entry.setName(type.name);
+      entry.setArity(type.arity ? static_cast<std::int32_t>(*type.arity) : -1);
+      entry.setParameterType(type.parameter_type);
+      entry.setResultType(type.result_type);
+      entry.setThreads(type.threads);
+      entry.setGpus(type.gpus);
+      if (const ProgramSpec* program = type.program.get()) {
+        entry.setProgram(true);
+        texts(entry.initParameters(static_cast<unsigned>(program->parameters.size())), program->parameters);
+        texts(entry.initOutputs(static_cast<unsigned>(program->result.outputs.size())),
+              program->result.outputs);
+        auto argv = program->launcher_prefix();
+        argv.insert(argv.end(), program->command.begin(), program->command.end());
+        texts(entry.initCommand(static_cast<unsigned>(argv.size())), argv);
+      }
+    }
+    if (auto target = server.lock()) target->send(peer.id, answer);
+  }
+
   void answer_status(const transport::PeerInfo& peer) {
     const auto client_count = static_cast<std::uint32_t>(clients.size());
     ask_scheduler<SchedulerStatus>(
@@ -890,6 +924,9 @@ struct SchedulerGateway::State {
         return;
       case wire::Envelope::WORKERS_REQUEST:
         answer_workers(peer);
+        return;
+      case wire::Envelope::SIMULATIONS_REQUEST:
+        answer_simulations(peer);
         return;
       case wire::Envelope::STREAM_OPEN:
         open_stream(peer, client, envelope.getStreamOpen(), message.frames());

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "messages/outcome_codec.hpp"
+
 namespace tessera::wire {
 namespace {
 unsigned count(std::size_t n) {
@@ -52,6 +54,7 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
     unsigned i = 0;
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
   }
+  if (record.program.ran) encode(record.program, out.initProgram());
 }
 
 std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames) {
@@ -87,6 +90,8 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, 
                           " has a time that is not a number of seconds since 1970");
       record.timeline = SetTimeline{times[0], times[1], times[2], times[3], times[4]};
     }
+    if (r.hasProgram())
+      record.program = decode(r.getProgram(), "the record of set " + std::to_string(record.id), true);
     out.push_back(std::move(record));
   }
   return out;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "actors/stream_actor.hpp"
+#include "graph/printable.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/memory_codec.hpp"
 #include "nodes/program_codec.hpp"
@@ -126,12 +127,16 @@ void WireBody<Envelope::SIMULATED>::encode(Envelope::Builder e, const Simulation
     for (std::size_t i = 0; i < outcome.unrun.size(); ++i)
       unrun.set(static_cast<unsigned>(i), outcome.unrun[i]);
   }
+  if (!outcome.unavailable.empty()) out.setUnavailable(outcome.unavailable);
 }
 SimulationOutcome WireBody<Envelope::SIMULATED>::decode(Envelope::Reader e, const DecodeContext& c) {
   auto in = e.getSimulated();
   SimulationOutcome outcome{c.sender_worker, in.getStreamId(), wire::decode(in.getRecords(), c.frames),
                             in.getBusySeconds()};
   for (auto id : in.getUnrun()) outcome.unrun.push_back(id);
+  // A peer's reason is shown to users: bounded, and printable.
+  outcome.unavailable =
+      printable(std::string_view(in.getUnavailable().cStr(), in.getUnavailable().size()), 2048);
   return outcome;
 }
 

@@ -101,7 +101,9 @@ enum class Cost : std::uint8_t {
   X(STREAM_CANCEL, "stream cancel", kClientToScheduler, Cost::frame, no_atom, NoPayload)                     \
   X(STREAM_CANCELLED, "stream cancelled", kSchedulerToClient, Cost::constant, no_atom, NoPayload)            \
   X(SIMULATION_CANCEL, "simulation cancel", kSchedulerToWorker, Cost::frame, simulation_cancel_atom,         \
-    ::tessera::SimulationCancel)
+    ::tessera::SimulationCancel)                                                                             \
+  X(SIMULATIONS_REQUEST, "simulations request", kClientToScheduler, Cost::constant, no_atom, NoPayload)      \
+  X(SIMULATIONS, "simulations", kSchedulerToClient, Cost::frame, no_atom, NoPayload)
 
 struct KindInfo {
   Envelope::Which kind;

@@ -163,6 +163,7 @@ struct WorkerNode::State {
     proxy_ = proxy;
     WorkerOptions worker_options{options.threads, directory};
     worker_options.simulation_gpus = options.gpus;
+    worker_options.name = options.name;
     worker_options.runs_dir = options.runs_dir;
     worker_options.memory = MemoryOptions{options.memory_limit, options.memory_target_fraction,
                                           options.memory_pause_fraction, options.open_database};

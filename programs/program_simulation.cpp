@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -19,8 +20,6 @@ namespace tessera::programs {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::size_t kTailBytes = 4096;
 
 std::atomic<std::uint64_t> next_run{0};
 
@@ -68,7 +67,7 @@ class ProgramSimulation final : public Simulation {
     PlaceholderValues values{spec_.get(), &numbers, context.id, context.stream, dir.string(), &config_};
     LaunchRequest request;
     request.directory = dir.string();
-    request.stderr_capacity = kTailBytes;
+    request.stderr_capacity = ProgramOutcome::kTailBytes;
     request.grace_seconds = spec_->grace_seconds;
     try {
       for (const auto& [file, text] : spec_->files) write_file(dir / file, render_template(text, values));
@@ -86,8 +85,24 @@ class ProgramSimulation final : public Simulation {
     try {
       exit = run_program(request, interrupter_);
     } catch (const StartError& e) {
-      fail(dir, "cannot start '" + printable(request.argv.front(), 200) + "' (" +
-                    (spec_->launcher_prefix().empty() ? "command[0]" : "the launcher") + "): " + e.what());
+      const std::string why = "cannot start '" + printable(request.argv.front(), 200) + "' (" +
+                              (spec_->launcher_prefix().empty() ? "command[0]" : "the launcher") +
+                              "): " + e.what();
+      // An executable that is missing or not executable here fails every set alike: the worker's, not the
+      // set's.
+      if (not_here(e.error())) {
+        finish(dir, false);
+        throw SimulationUnavailable(why);
+      }
+      fail(dir, why);
+    }
+    if (context.outcome) {
+      auto& outcome = *context.outcome;
+      outcome.ran = true;
+      outcome.exit_status = exit.signaled ? 0 : exit.code;
+      outcome.signal = exit.signaled ? exit.code : 0;
+      outcome.stdout_tail = exit.out.last(ProgramOutcome::kTailBytes);
+      outcome.stderr_tail = exit.err.last(ProgramOutcome::kTailBytes);
     }
     if (exit.interrupted) {
       finish(dir, false);
@@ -98,7 +113,8 @@ class ProgramSimulation final : public Simulation {
       finish(dir, false);
       throw SimulationCrashed(why + kept(dir));
     }
-    if (exit.code != 0) fail(dir, "exit " + std::to_string(exit.code) + tail_of(exit.err));
+    if (exit.code != 0)
+      fail(dir, "exit " + std::to_string(exit.code) + tail_of(exit.err) + last_line_of(exit.out));
     Value result;
     try {
       result = read_program_result(spec_->result, exit.out.text(), dir.string());
@@ -115,6 +131,22 @@ class ProgramSimulation final : public Simulation {
   }
 
  private:
+  static bool not_here(int error) {
+    return error == ENOENT || error == EACCES || error == ENOEXEC || error == ENOTDIR || error == ELOOP ||
+           error == ENAMETOOLONG || error == EPERM;
+  }
+
+  // "; stdout ends: '...'" with the last line the program printed, for programs (and MPI ranks) that say
+  // what went wrong on stdout; empty when it printed nothing.
+  static std::string last_line_of(const OutputTail& out) {
+    std::string text = out.last(1024);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.empty()) return {};
+    const auto newline = text.find_last_of('\n');
+    if (newline != std::string::npos) text.erase(0, newline + 1);
+    return "; stdout ends: '" + printable(text, 200) + "'";
+  }
+
   static std::string tail_of(const OutputTail& err) {
     std::string text = err.last(1024);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -143,9 +175,9 @@ class ProgramSimulation final : public Simulation {
     fs::remove_all(dir, error);
     error.clear();
     fs::create_directories(dir, error);
-    if (error)
-      throw std::runtime_error("cannot make the working directory " + dir.string() + ": " + error.message() +
-                               " (errno " + std::to_string(error.value()) + ")");
+    if (error)  // the runs directory is not writable here: no set can run on this worker
+      throw SimulationUnavailable("cannot make the working directory " + dir.string() + ": " +
+                                  error.message() + " (errno " + std::to_string(error.value()) + ")");
   }
 
   static void write_file(const fs::path& path, const std::string& text) {

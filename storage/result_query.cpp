@@ -46,7 +46,7 @@ std::optional<double> element(const Value& v, std::size_t i) {
     case ValueKind::list:
       return i < v.as_list().size() ? number_of(v.as_list()[i]) : std::nullopt;
     default:
-      return std::nullopt;
+      return i == 0 ? number_of(v) : std::nullopt;  // a one-output result kept as a scalar
   }
 }
 
@@ -59,10 +59,15 @@ std::string csv_cell(const std::string& text, bool always_quote = false) {
   return out + "\"";
 }
 
+// A number as the shortest text that reads back to the same double (0.1, not 0.10000000000000001).
+std::string number_cell(double x) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, x).ptr;
+  return std::string(text, end);
+}
+
 // The cells of a value, flattened for CSV: numbers as numbers, text as text.
 void flatten(const Value& v, std::vector<std::string>& cells) {
-  std::ostringstream number;
-  number << std::setprecision(17);
   switch (v.kind()) {
     case ValueKind::none:
       cells.emplace_back();
@@ -71,8 +76,7 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
       cells.push_back(std::to_string(v.as_int()));
       return;
     case ValueKind::real:
-      number << v.as_double();
-      cells.push_back(number.str());
+      cells.push_back(number_cell(v.as_double()));
       return;
     case ValueKind::boolean:
       cells.push_back(v.as_bool() ? "true" : "false");
@@ -81,18 +85,10 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
       cells.push_back(csv_cell(v.as_string(), true));
       return;
     case ValueKind::doubles:
-      for (double x : v.as_doubles()) {
-        number.str({});
-        number << x;
-        cells.push_back(number.str());
-      }
+      for (double x : v.as_doubles()) cells.push_back(number_cell(x));
       return;
     case ValueKind::vector:
-      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i) {
-        number.str({});
-        number << v.as_vector()[i];
-        cells.push_back(number.str());
-      }
+      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i) cells.push_back(number_cell(v.as_vector()[i]));
       return;
     case ValueKind::list:
       for (const auto& item : v.as_list()) flatten(item, cells);
@@ -136,6 +132,16 @@ Json json_of(const Value& v) {
     default:
       return opaque(v);
   }
+}
+
+// A result's elements as an object of the stream's names for them, when it has as many names as elements
+// (a program's outputs); as it is otherwise.
+Json named(Json result, const std::vector<std::string>& names) {
+  const Json cells = result.is_array() ? result : Json::array({result});
+  if (names.empty() || cells.size() != names.size()) return result;
+  Json object = Json::object();
+  for (std::size_t i = 0; i < names.size(); ++i) object[names[i]] = cells[i];
+  return object;
 }
 
 // One JSON line; bytes that are not UTF-8 (from a simulation's text) become U+FFFD, never raw.
@@ -191,6 +197,7 @@ bool one_cell(const Value& v) {
 // of a stream that stores its first result between them can differ in width.
 struct CsvColumns {
   std::size_t parameters = 0, results = 0;
+  bool program = false;  // a program simulation's stream: an exit_status column last
   std::string header;
 };
 
@@ -222,7 +229,10 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
     cells.clear();
     flatten(*result, cells);
     columns.results = cells.size();
-    if (columns.results == 1 && one_cell(*result))
+    const auto info = store.stream(stream);
+    if (info && info->result_names.size() == columns.results)
+      for (const auto& name : info->result_names) names.push_back(csv_cell(name));
+    else if (columns.results == 1 && one_cell(*result))
       names.emplace_back("result");
     else
       for (std::size_t i = 0; i < columns.results; ++i) names.push_back("result_" + std::to_string(i));
@@ -230,13 +240,19 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
   for (const char* tail :
        {"status", "error", "node", "pushed_at", "dispatched_at", "started_at", "finished_at", "stored_at"})
     names.emplace_back(tail);
+  if (const auto info = store.stream(stream); info && info->program) {
+    columns.program = true;
+    names.emplace_back("exit_status");
+  }
   for (std::size_t i = 0; i < names.size(); ++i) (columns.header += i ? "," : "") += names[i];
   return columns;
 }
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  // With `names` null, any name is taken (a syntax check); otherwise a name must be one of them.
+  Parser(std::string_view text, const FieldNames* names) : text_(text), names_(names) {}
+  const FieldNames* names() const { return names_; }
 
   bool done() {
     skip();
@@ -257,6 +273,18 @@ class Parser {
     at_ += s.size();
     return true;
   }
+  // A name: a letter or '_', then letters, digits, '_' and '.'; empty when none is here.
+  std::string name() {
+    skip();
+    std::size_t end = at_;
+    if (end < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[end])) || text_[end] == '_'))
+      while (end < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_' || text_[end] == '.'))
+        ++end;
+    std::string found(text_.substr(at_, end - at_));
+    at_ = end;
+    return found;
+  }
   double number() {
     skip();
     double value = 0;
@@ -266,9 +294,14 @@ class Parser {
     at_ += static_cast<std::size_t>(end - begin);
     return value;
   }
-  [[noreturn]] void fail(const std::string& expected) const {
+  [[noreturn]] void fail(const std::string& expected) const { fail_at(at_, expected); }
+  [[noreturn]] void fail_at(std::size_t at, const std::string& expected) const {
     throw QueryError("filter " + in_quotes(text_) + ": expected " + expected + " at position " +
-                     std::to_string(at_ + 1));
+                     std::to_string(at + 1));
+  }
+  std::size_t position() {
+    skip();
+    return at_;
   }
 
  private:
@@ -276,6 +309,7 @@ class Parser {
     while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
   }
   std::string_view text_;
+  const FieldNames* names_;
   std::size_t at_ = 0;
 };
 
@@ -298,12 +332,46 @@ ResultField parse_field(Parser& p) {
       field.time = time;
       return field;
     }
+  if (p.word("exit_status")) {
+    field.process = ResultField::Process::exit_status;
+    return field;
+  }
+  if (p.word("signal")) {
+    field.process = ResultField::Process::signal;
+    return field;
+  }
   if (p.word("parameters")) {
     field.parameter = true;
   } else if (!p.word("result")) {
-    p.fail(
+    std::string expected =
         "'result', 'parameters', 'id', a timeline field (queue_seconds, run_seconds, store_seconds, "
-        "pushed_at, ...), 'failed' or 'ok'");
+        "pushed_at, ...), 'exit_status', 'signal', ";
+    const FieldNames* names = p.names();
+    std::string known;
+    if (names)
+      for (const auto* list : {&names->results, &names->parameters})
+        for (const auto& name : *list) (known += known.empty() ? "" : ", ") += "'" + name + "'";
+    if (!known.empty()) expected += "one of this stream's names (" + known + "), ";
+    const std::size_t at = p.position();
+    const std::string name = p.name();
+    if (name.empty()) p.fail(expected + "'failed' or 'ok'");
+    if (!names) {
+      field.index = 0;  // a syntax check: the store resolves the name
+      return field;
+    }
+    // The stream's outputs first, then its parameters.
+    for (std::size_t i = 0; i < names->results.size(); ++i)
+      if (names->results[i] == name) {
+        field.index = i;
+        return field;
+      }
+    for (std::size_t i = 0; i < names->parameters.size(); ++i)
+      if (names->parameters[i] == name) {
+        field.parameter = true;
+        field.index = i;
+        return field;
+      }
+    p.fail_at(at, expected + "'failed' or 'ok', not " + in_quotes(name) + ",");
   }
   if (p.symbol("[")) {
     const double index = p.number();
@@ -352,6 +420,11 @@ std::optional<double> read_time(const SetTimeline& t, ResultField::Time time) {
 
 std::optional<double> ResultField::read(const StreamResult& r) const {
   if (time != Time::none) return read_time(r.timeline, time);
+  if (process != Process::none) {
+    if (!r.program.ran) return std::nullopt;
+    if (process == Process::signal) return static_cast<double>(r.program.signal);
+    return r.program.signal == 0 ? std::optional(static_cast<double>(r.program.exit_status)) : std::nullopt;
+  }
   if (id || parameter) return read_set(r.id, r.parameters);
   if (r.failed) return std::nullopt;
   return index ? element(r.value, *index) : number_of(r.value);
@@ -363,16 +436,39 @@ std::optional<double> ResultField::read_set(std::uint64_t set_id, const Value& p
   return index ? element(parameters, *index) : number_of(parameters);
 }
 
-ResultField ResultField::parse(std::string_view text) {
-  Parser p(text);
+FieldNames field_names(const ResultStore& store, std::uint64_t stream) {
+  FieldNames names;
+  if (auto info = store.stream(stream)) {
+    names.parameters = std::move(info->parameter_names);
+    names.results = std::move(info->result_names);
+  }
+  return names;
+}
+
+ResultField ResultField::parse(std::string_view text, const FieldNames& names) {
+  Parser p(text, &names);
   auto field = parse_field(p);
   if (!p.done()) p.fail("the end of the field");
   return field;
 }
 
-ResultFilter ResultFilter::parse(std::string_view text) {
+void ResultField::check_syntax(std::string_view text) {
+  Parser p(text, nullptr);
+  (void)parse_field(p);
+  if (!p.done()) p.fail("the end of the field");
+}
+
+ResultFilter ResultFilter::check_syntax(std::string_view text) {
+  return parse_with(text, nullptr);
+}
+
+ResultFilter ResultFilter::parse(std::string_view text, const FieldNames& names) {
+  return parse_with(text, &names);
+}
+
+ResultFilter ResultFilter::parse_with(std::string_view text, const FieldNames* names) {
   ResultFilter filter;
-  Parser p(text);
+  Parser p(text, names);
   if (p.done()) return filter;
   do {
     if (p.word("failed")) {
@@ -499,6 +595,9 @@ ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const 
     const auto& t = r.timeline;
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored})
       cells.push_back(stamp > 0 ? seconds_cell(stamp) : std::string());
+    if (columns.program)
+      cells.push_back(r.program.ran && r.program.signal == 0 ? std::to_string(r.program.exit_status)
+                                                             : std::string());
     std::string line;
     for (std::size_t i = 0; i < cells.size(); ++i) (line += i ? "," : "") += cells[i];
     return line + "\n";
@@ -507,14 +606,23 @@ ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const 
 
 ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                            std::ostream& out, const ExportPage& page) {
-  return export_lines(store, stream, filter, page, out, [](const StreamResult& r) {
+  const FieldNames names = field_names(store, stream);
+  return export_lines(store, stream, filter, page, out, [&names](const StreamResult& r) {
     Json line{{"id", r.id}, {"parameters", json_of(r.parameters)}};
     if (r.failed) {
       line["error"] = r.error;
       line["node"] = r.node;
       line["failure"] = failure_name(r.failure);
     } else {
-      line["result"] = json_of(r.value);
+      line["result"] = named(json_of(r.value), names.results);
+    }
+    if (r.program.ran) {
+      if (r.program.signal == 0)
+        line["exit_status"] = r.program.exit_status;
+      else
+        line["signal"] = r.program.signal;
+      line["stdout"] = r.program.stdout_tail;
+      line["stderr"] = r.program.stderr_tail;
     }
     if (!r.attempts.empty()) line["attempts"] = r.attempts;
     if (r.timeline != SetTimeline{}) {
@@ -548,7 +656,9 @@ void export_summary_json(const ResultStore& store, std::uint64_t stream, std::st
                         {"mean", number(s.mean)},
                         {"min", number(s.min)},
                         {"max", number(s.max)},
-                        {"histogram", s.histogram}});
+                        {"histogram", s.histogram},
+                        {"parameter_names", info.parameter_names},
+                        {"result_names", info.result_names}});
 }
 
 void export_timeline_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
@@ -603,7 +713,8 @@ namespace tessera {
 std::string LocalResultSource::text(std::uint64_t stream, const std::string& filter,
                                     const std::string& format, const std::string& field, std::size_t bins) {
   std::ostringstream out;
-  const auto parsed = ResultFilter::parse(filter);
+  const auto names = field_names(*store_, stream);
+  const auto parsed = ResultFilter::parse(filter, names);
   if (format == "csv") {
     export_csv(*store_, stream, parsed, out);
   } else if (format == "json") {
@@ -612,7 +723,7 @@ std::string LocalResultSource::text(std::uint64_t stream, const std::string& fil
     out << summarize(*store_, stream, parsed, {}, 0).count << "\n";
   } else if (format == "summary") {
     export_summary_json(*store_, stream, field,
-                        summarize(*store_, stream, parsed, ResultField::parse(field), bins), out);
+                        summarize(*store_, stream, parsed, ResultField::parse(field, names), bins), out);
   } else if (format == "timeline") {
     export_timeline_json(*store_, stream, parsed, out);
   } else {

@@ -15,8 +15,15 @@
 
 namespace tessera {
 
+// What a stream calls its parameters and its result's elements (a pushed CSV's header, a program's
+// `parameters` and `outputs`): filters and fields may use those names.
+struct FieldNames {
+  std::vector<std::string> parameters, results;
+};
+FieldNames field_names(const ResultStore& store, std::uint64_t stream);
+
 // A numeric field of a result: the result itself, element i of a list or vector result, its id, or its
-// parameter set (a number, or element i: "parameters[i]").
+// parameter set (a number, or element i: "parameters[i]"), by position or by the stream's names for them.
 struct ResultField {
   std::optional<std::size_t> index;
   bool id = false;         // the parameter set's sequence id ("id"), for id ranges
@@ -35,18 +42,28 @@ struct ResultField {
     stored_at
   };
   Time time = Time::none;
+  // A program's set: how its process ended (exit_status: its exit status, nullopt when a signal ended it;
+  // signal: that signal's number, 0 when it exited).
+  enum class Process : std::uint8_t { none, exit_status, signal };
+  Process process = Process::none;
   // Nullopt when the result is failed or not numeric there.
   std::optional<double> read(const StreamResult& r) const;
   // The same for a set not answered yet: only its id and parameters have numbers.
   std::optional<double> read_set(std::uint64_t id, const Value& parameters) const;
-  static ResultField parse(std::string_view text);  // "result", "result[i]", "id", "parameters[i]"
+  // "result", "result[i]", "id", "parameters[i]", a timeline or process field, or one of `names`.
+  static ResultField parse(std::string_view text, const FieldNames& names = {});
+  // The QueryError parse would throw, except for names (which only the stream's store can check).
+  static void check_syntax(std::string_view text);
 };
 
 class ResultFilter {
  public:
   ResultFilter() = default;  // matches everything
-  // Throws QueryError naming the position and what was expected.
-  static ResultFilter parse(std::string_view text);
+  // Throws QueryError naming the position and what was expected; a name that is none of `names` is one.
+  static ResultFilter parse(std::string_view text, const FieldNames& names = {});
+  // Throws the QueryError parse would, except for names (which only the stream's store can check): a
+  // client's check before its query travels.
+  static ResultFilter check_syntax(std::string_view text);
   bool matches(const StreamResult& r) const;
   // Whether a set not answered yet matches (to cancel it): clauses on results and "failed" never do.
   bool matches_set(std::uint64_t id, const Value& parameters) const;
@@ -60,6 +77,7 @@ class ResultFilter {
     Op op = Op::equal;
     double number = 0;
   };
+  static ResultFilter parse_with(std::string_view text, const FieldNames* names);
   template <class Read>
   bool holds(Read read) const;
   std::vector<Clause> clauses_;  // all must hold

@@ -32,11 +32,13 @@ class LocalResultSource final : public ResultSource {
   explicit LocalResultSource(std::shared_ptr<const ResultStore> store) : store_(std::move(store)) {}
   ResultSummary summary(std::uint64_t stream, const std::string& filter, const std::string& field,
                         std::size_t bins) override {
-    return summarize(*store_, stream, ResultFilter::parse(filter), ResultField::parse(field), bins);
+    const auto names = field_names(*store_, stream);
+    return summarize(*store_, stream, ResultFilter::parse(filter, names), ResultField::parse(field, names),
+                     bins);
   }
   std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter, std::uint64_t first,
                                     std::uint64_t last) override {
-    const auto parsed = ResultFilter::parse(filter);
+    const auto parsed = ResultFilter::parse(filter, field_names(*store_, stream));
     std::vector<StreamResult> out;
     store_->scan(stream, first, last, [&](StreamResult& r) {
       if (parsed.matches(r)) out.push_back(std::move(r));

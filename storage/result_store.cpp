@@ -9,6 +9,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "messages/outcome_codec.hpp"
 #include "messages/results.capnp.h"
 #include "messages/wire_codec.hpp"
 
@@ -62,6 +63,7 @@ std::string encode_result(const StreamResult& r) {
     unsigned i = 0;
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
   }
+  if (r.program.ran) wire::encode(r.program, out.initProgram());
   return flat(builder);
 }
 
@@ -90,6 +92,7 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
     const auto stamp = [&](unsigned i) { return std::isfinite(times[i]) && times[i] > 0 ? times[i] : 0.0; };
     r.timeline = SetTimeline{stamp(0), stamp(1), stamp(2), stamp(3), stamp(4)};
   }
+  if (in.hasProgram()) r.program = wire::decode(in.getProgram(), {}, false);
   return r;
 }
 
@@ -127,6 +130,12 @@ std::string encode_info(const StreamInfo& info) {
   out.setIsolation(static_cast<std::uint8_t>(info.isolation));
   out.setTimeoutSeconds(info.timeout_seconds);
   out.setRetries(info.retries);
+  out.setProgram(info.program);
+  if (!info.result_names.empty()) {
+    auto names = out.initResultNames(static_cast<unsigned>(info.result_names.size()));
+    for (std::size_t i = 0; i < info.result_names.size(); ++i)
+      names.set(static_cast<unsigned>(i), info.result_names[i]);
+  }
   if (info.config && !info.config->entries().empty()) {
     const auto count = static_cast<unsigned>(info.config->entries().size());
     encode_config(*info.config, out.initConfigKeys(count), out.initConfigValues(count));
@@ -157,6 +166,8 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   info.isolation = static_cast<Isolation>(in.getIsolation());
   info.timeout_seconds = in.getTimeoutSeconds();
   info.retries = in.getRetries();
+  info.program = in.getProgram();
+  for (auto name : in.getResultNames()) info.result_names.emplace_back(name);
   info.config = decode_config(id, "config", in.getConfigKeys(), in.getConfigValues());
   info.generator = in.getGenerator();
   info.budget = in.getBudget();

@@ -39,6 +39,10 @@ struct StreamInfo {
   static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
   std::uint32_t retries = 0;
   std::vector<std::string> parameter_names{};  // for exports' headers; empty: unnamed
+  // A program simulation's stream: its records carry a ProgramOutcome, and its result's elements may be
+  // named (the declaration's `outputs`; empty: unnamed).
+  bool program = false;
+  std::vector<std::string> result_names{};
   // An ensemble: its generator proposes the sets (empty: the client pushes them), built from this config,
   // and proposes at most `budget`.
   std::string generator{};

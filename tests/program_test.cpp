@@ -368,15 +368,46 @@ TEST(Programs, AStreamRunsAProgramPerSetWithTemplatesAndParsedResults) {
   }
   // keep = "failed": no directory of a set that succeeded is left.
   EXPECT_TRUE(fs::is_empty(runs.path() / std::to_string(stream.id()))) << "directories left behind";
+
+  // Each record keeps how its process ended; the outputs and parameters name the columns of exports and
+  // the fields of filters and summaries.
+  for (const auto& [id, r] : records) {
+    EXPECT_TRUE(r.program.ran) << id;
+    EXPECT_EQ(r.program.exit_status, 0) << id;
+    EXPECT_EQ(r.program.signal, 0) << id;
+  }
+  auto query = client.results(stream.id());
+  std::ostringstream csv, json;
+  query.to_csv(csv);
+  query.to_json(json);
+  const std::string header = csv.str().substr(0, csv.str().find('\n'));
+  EXPECT_EQ(header.rfind("id,a,b,energy,residual,status,", 0), 0u) << header;
+  EXPECT_EQ(header.substr(header.size() - 12), ",exit_status") << header;
+  EXPECT_NE(json.str().find(R"("result":{"energy":0.2,"residual":2.1})"), std::string::npos)
+      << json.str().substr(0, 400);  // set 1: a = 0.1, b = 2
+  EXPECT_NE(json.str().find(R"("exit_status":0,"stdout":"","stderr":"")"), std::string::npos);
+  EXPECT_EQ(query.where("energy > 0").count(), 2u);  // a * b > 0 for sets 1 and 2 only
+  EXPECT_EQ(query.where("a > 0.95 and exit_status == 0").count(), 30u);
+  EXPECT_EQ(query.summary("residual").max, 3.0);
+  try {
+    (void)query.where("energi > 1").count();
+    ADD_FAILURE() << "an unknown name was taken";
+  } catch (const tessera::QueryError& e) {
+    EXPECT_NE(std::string(e.what()).find("not 'energi', at position 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'energy', 'residual', 'a', 'b'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Programs, EachFailureIsNamedAndItsDirectoryKept) {
   TempDir runs;
   ProgramSpec spec;
-  // k = 0: a result; 1: exit 3 with a message; 2: a segfault; 3: output without a number; 4: a missing file.
-  spec.command = {"sh", "-c",
-                  "case {k} in 0) echo result 5;; 1) echo bad input >&2; exit 3;; 2) kill -SEGV $$;; "
-                  "3) echo nothing;; 4) exec /nonexistent/prog;; esac"};
+  // k = 0: a result; 1: exit 3 with a message; 2: a segfault; 3: output without a number; 4: a missing file;
+  // 5: a failure said on stdout (as MPI codes do).
+  spec.command = {
+      "sh", "-c",
+      "case {k} in 0) echo result 5;; 1) echo bad input >&2; exit 3;; 2) kill -SEGV $$;; "
+      "3) echo nothing;; 4) exec /nonexistent/prog;; 5) echo step 1; echo ERROR: Illegal lattice; "
+      "exit 1;; esac"};
   spec.parameters = {"k"};
   spec.workdir_root = runs.str();
   tessera::register_program("test_failures", spec);
@@ -389,12 +420,18 @@ TEST(Programs, EachFailureIsNamedAndItsDirectoryKept) {
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client client{cluster};
   auto stream = client.stream("test_failures");
-  for (int k = 0; k < 5; ++k) stream.push(double(k));
+  for (int k = 0; k < 6; ++k) stream.push(double(k));
   stream.close();
   const auto records = collect(stream);
-  ASSERT_EQ(records.size(), 5u);
+  ASSERT_EQ(records.size(), 6u);
   EXPECT_FALSE(records.at(0).failed) << records.at(0).error;
   EXPECT_EQ(records.at(0).value.as_double(), 5);
+  // The record keeps how the process ended and the tails of what it printed.
+  EXPECT_EQ(records.at(0).program.stdout_tail, "result 5\n");
+  EXPECT_EQ(records.at(1).program.exit_status, 3);
+  EXPECT_EQ(records.at(1).program.stderr_tail, "bad input\n");
+  EXPECT_EQ(records.at(2).program.signal, SIGSEGV);
+  EXPECT_EQ(records.at(4).program.exit_status, 127);
   const std::string kept = " (directory kept: " + (runs.path() / std::to_string(stream.id())).string();
   EXPECT_EQ(records.at(1).error.substr(0, 16), "exit 3: bad inpu") << records.at(1).error;
   EXPECT_EQ(records.at(1).failure, Failure::error);
@@ -404,7 +441,9 @@ TEST(Programs, EachFailureIsNamedAndItsDirectoryKept) {
       << records.at(3).error;
   EXPECT_EQ(records.at(4).error.rfind("exit 127: ", 0), 0u)
       << records.at(4).error;  // the shell's exec failed
-  for (std::uint64_t id = 1; id < 5; ++id) {
+  EXPECT_EQ(records.at(5).error.rfind("exit 1; stdout ends: 'ERROR: Illegal lattice'", 0), 0u)
+      << records.at(5).error;
+  for (std::uint64_t id = 1; id < 6; ++id) {
     EXPECT_NE(records.at(id).error.find(kept + "/" + std::to_string(id) + ")"), std::string::npos)
         << records.at(id).error;
     EXPECT_TRUE(fs::is_directory(runs.path() / std::to_string(stream.id()) / std::to_string(id)));
@@ -412,15 +451,19 @@ TEST(Programs, EachFailureIsNamedAndItsDirectoryKept) {
   }
   EXPECT_FALSE(fs::exists(runs.path() / std::to_string(stream.id()) / "0"));
 
+  // A missing executable is the worker's failure, not the set's: with no worker that can run it, the
+  // stream ends naming each worker, the command and the errno, and stores no failure for the set.
   auto absent = client.stream("test_missing");
   absent.push(1.0);
   absent.close();
-  const auto none = collect(absent);
-  ASSERT_EQ(none.size(), 1u);
-  EXPECT_NE(none.at(0).error.find("cannot start '/nonexistent/heat2d' (command[0]): cannot start "
-                                  "/nonexistent/heat2d: No such file or directory (errno 2)"),
-            std::string::npos)
-      << none.at(0).error;
+  EXPECT_TRUE(collect(absent).empty());
+  EXPECT_NE(
+      absent.error().find("no worker can run simulation 'test_missing': worker-0: cannot start "
+                          "'/nonexistent/heat2d' (command[0]): cannot start /nonexistent/heat2d: No such "
+                          "file or directory (errno 2)"),
+      std::string::npos)
+      << absent.error();
+  EXPECT_EQ(client.results(absent.id()).count(), 0u);
 }
 
 TEST(Programs, ATimeoutEndsTheSetsProcessTree) {
@@ -583,6 +626,26 @@ command = ["awk", "-F=", '/^a=/{{a=$2}} /^b=/{{b=$2}} END{{printf "energy %.17g\
     ASSERT_FALSE(r.failed) << r.error;
     EXPECT_EQ(r.value.as_double(), 0.5 * static_cast<double>(id) * 3.0);
   }
+  // `tessera simulations` lists what a stream may name, the declared program with its parameters.
+  int code = 0;
+  const auto listed = tessera::testing::run_command(
+      std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler.endpoint() + " simulations --json", code);
+  EXPECT_EQ(code, 0) << listed;
+  EXPECT_NE(listed.find(
+                R"({"name":"affine","kind":"program","arity":2,"threads":1,"gpus":0,"parameters":["a","b"],)"
+                R"("outputs":[],"command":["awk","-F=",)"),
+            std::string::npos)
+      << listed;
+  const auto table = tessera::testing::run_command(
+      std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler.endpoint() + " simulations", code);
+  EXPECT_EQ(code, 0) << table;
+  EXPECT_NE(table.find("affine"), std::string::npos) << table;
+  EXPECT_NE(table.find("program"), std::string::npos) << table;
+  EXPECT_NE(table.find("a, b"), std::string::npos) << table;
+  // Records cross the wire with how their process ended.
+  for (const auto& [id, r] : records) EXPECT_TRUE(r.program.ran && r.program.exit_status == 0) << id;
+  EXPECT_NE(records.at(3).program.stdout_tail.find("energy 4.5"), std::string::npos)
+      << records.at(3).program.stdout_tail;
   // A name nobody declared is refused at the open, naming what the scheduler has.
   try {
     client.stream("rm_rf");
@@ -590,6 +653,60 @@ command = ["awk", "-F=", '/^a=/{{a=$2}} /^b=/{{b=$2}} END{{printf "energy %.17g\
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("unknown simulation 'rm_rf'"), std::string::npos) << e.what();
   }
+}
+
+// A worker where the program cannot run (its runs directory cannot be made) is named once, and the stream's
+// sets go to the worker that can; with only such workers the stream ends naming each.
+TEST(Programs, AWorkerThatCannotRunAProgramLeavesItsSetsToTheOthers) {
+  TempDir dir;
+  const std::string scheduler_config =
+      "[node]\nname = \"scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+      "heartbeat_interval = 0.1\nheartbeat_timeout = 2.0\n"
+      "[simulations.twice]\ncommand = [\"awk\", \"BEGIN{{print 2 * {x}}}\"]\nparameters = [\"x\"]\n";
+  tessera::testing::NodeProcess scheduler{scheduler_config, true};
+  const auto worker_config = [&](const std::string& name) {
+    fs::create_directories(dir.path() / name);
+    return "[node]\nname = \"" + name + "\"\nrole = \"worker\"\ndata_dir = \"" +
+           (dir.path() / name).string() +
+           "\"\n[scheduler]\nheartbeat_interval = 0.1\n[worker]\nscheduler = \"" + scheduler.endpoint() +
+           "\"\nthreads_per_worker = 2\n";
+  };
+  // beta's runs directory is a file: no set's directory can be made there.
+  auto beta_config = worker_config("beta");
+  std::ofstream(dir.path() / "beta" / "runs") << "not a directory\n";
+  tessera::testing::NodeProcess beta{beta_config};
+  const auto joined = [&](const std::string& name) {
+    return eventually(
+        [&] { return scheduler.log().find("worker '" + name + "' joined") != std::string::npos; });
+  };
+  ASSERT_TRUE(joined("beta")) << scheduler.log();
+  tessera::Client client(scheduler.endpoint());
+  {
+    auto lone = client.stream("twice");
+    lone.push(1.0);
+    lone.close();
+    EXPECT_TRUE(collect(lone).empty());
+    EXPECT_NE(
+        lone.error().find("no worker can run simulation 'twice': beta: cannot make the working directory"),
+        std::string::npos)
+        << lone.error();
+    EXPECT_NE(lone.error().find("(errno 20)"), std::string::npos) << lone.error();
+  }
+  tessera::testing::NodeProcess alpha{worker_config("alpha")};
+  ASSERT_TRUE(joined("alpha")) << scheduler.log();
+  auto stream = client.stream("twice");
+  for (int i = 0; i < 40; ++i) stream.push(double(i));
+  stream.close();
+  const auto records = collect(stream);
+  ASSERT_EQ(records.size(), 40u) << stream.error();
+  for (const auto& [id, r] : records) {
+    ASSERT_FALSE(r.failed) << id << ": " << r.error;
+    EXPECT_EQ(r.value.as_double(), 2.0 * static_cast<double>(id));
+  }
+  EXPECT_TRUE(stream.error().empty()) << stream.error();
+  EXPECT_NE(scheduler.log().find("simulation 'twice' cannot run on beta: cannot make the working directory"),
+            std::string::npos)
+      << scheduler.log();
 }
 
 }  // namespace

@@ -171,7 +171,7 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
   const std::string kTimes = "pushed_at,dispatched_at,started_at,finished_at,stored_at";
   const std::string kHeader = "id,parameter_0,parameter_1,result,status,error,node," + kTimes + "\n";
   export_csv(store, stream, ResultFilter::parse("result > 3.9"), csv);
-  EXPECT_EQ(csv.str(), kHeader + "98,98,0.5,3.9199999999999999,ok,,,,,,,\n99,99,0.5,3.96,ok,,,,,,,\n");
+  EXPECT_EQ(csv.str(), kHeader + "98,98,0.5,3.92,ok,,,,,,,\n99,99,0.5,3.96,ok,,,,,,,\n");
   // A failed set keeps the columns: its result cells are empty, its status says why.
   csv.str({});
   export_csv(store, stream, ResultFilter::parse("failed"), csv);

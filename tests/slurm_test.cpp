@@ -416,4 +416,58 @@ TEST_F(SlurmTest, ACancelledJobStopsItsSchedulerAndWorkers) {
       << state;
 }
 
+// A program declared with launcher = "srun" starts its ranks as a step of the job, inside its allocation:
+// rank 0 of each set reports how many tasks its step has, its job and its step.
+TEST_F(SlurmTest, AProgramWithTheSrunLauncherRunsItsRanksAsAStepOfTheJob) {
+  const fs::path out = jobs() / "srun";
+  fs::create_directories(out);
+  std::ofstream(jobs() / "srun.toml") << read_file(jobs() / "cluster.toml") << R"TOML(
+[simulations.ranks]
+command = ["sh", "-c", '[ "$SLURM_PROCID" = 0 ] && echo tasks $SLURM_NTASKS job $SLURM_JOB_ID step $SLURM_STEP_ID set {x} || true']
+parameters = ["x"]
+ranks = 2
+launcher = "srun"
+result = { regex = 'tasks (\d+) job (\d+) step (\d+) set (\S+)', outputs = ["tasks", "job", "step", "echoed"] }
+timeout = 60
+)TOML";
+  std::ofstream(out / "params.csv") << "x\n1\n2\n3\n4\n";
+  std::ofstream(jobs() / "srun.sbatch")
+      << "#!/bin/bash\nset -euo pipefail\nexec " << bin() << "/tessera slurm --config "
+      << (jobs() / "srun.toml").string() << " --job-dir " << (out / "cluster").string() << " -- " << bin()
+      << "/tessera stream push --simulation ranks --input " << (out / "params.csv").string() << " --output "
+      << (out / "results.csv").string() << " --quiet\n";
+  int code = 0;
+  // Two CPUs for the job: each set's step takes both (ranks = 2, threads = 1).
+  const auto submitted = cluster_->run(
+      "timeout 300 sbatch --wait --parsable --nodes=1 --ntasks=2 --output=" + (jobs() / "srun.out").string() +
+          " " + (jobs() / "srun.sbatch").string(),
+      code, jobs());
+  const std::string job = submitted.substr(0, submitted.find_first_not_of("0123456789"));
+  ASSERT_EQ(code, 0) << submitted << "\njob output:\n"
+                     << read_file(jobs() / "srun.out") << "\n"
+                     << cluster_->logs();
+  std::ifstream csv(out / "results.csv");
+  std::string line;
+  ASSERT_TRUE(std::getline(csv, line)) << read_file(jobs() / "srun.out");
+  const auto header = split(line, ',');
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  ASSERT_TRUE(column.count("tasks") && column.count("job") && column.count("step") && column.count("echoed"))
+      << line;
+  std::set<std::string> steps, echoed;
+  while (std::getline(csv, line)) {
+    const auto cells = split(line, ',');
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    EXPECT_EQ(cells[column["status"]], "ok") << line;
+    EXPECT_EQ(cells[column["tasks"]], "2") << line;
+    EXPECT_EQ(cells[column["job"]], job) << line;
+    steps.insert(cells[column["step"]]);
+    echoed.insert(cells[column["echoed"]]);
+  }
+  EXPECT_EQ(echoed, (std::set<std::string>{"1", "2", "3", "4"}));
+  EXPECT_EQ(steps.size(), 4u) << "each set is a step of its own";
+  EXPECT_TRUE(eventually([&] { return processes_mentioning((out / "cluster").string()).empty(); }, 30s))
+      << listed(processes_mentioning((out / "cluster").string()));
+}
+
 }  // namespace

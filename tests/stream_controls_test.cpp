@@ -428,7 +428,8 @@ TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
            {"--stream 1 --ids 9-5", 2, "--ids: '9-5' ends before it begins"},
            {"--stream 1 --ids x", 2, "--ids: 'x' is not an id"},
            {"--stream 1 --ids 1,,2", 2, "--ids"},
-           {"--stream 1 --where 'bogus > 1'", 2, "--where: filter 'bogus > 1'"},
+           // Names are the stream's (its parameters', a program's outputs): the node checks them.
+           {"--stream 1 --where 'bogus > 1'", 1, "filter 'bogus > 1': expected"},
            {"--stream 1 --where ok", 2, "has no clause on id or parameters"},
            {"--stream 1 --ids ''", 2, "needs --ids or --where"},
            {"--stream 1", 2, "needs --ids or --where"},

@@ -29,6 +29,10 @@ struct PyFuture {
   py::list inputs;
 };
 
+// A program simulation's set's outcome as a dict {exit_status, signal, stdout, stderr}; None for a
+// compiled simulation's set (results.cpp).
+py::object program_dict(const ProgramOutcome& outcome);
+
 void bind_errors(py::module_& m);
 void bind_cluster(py::module_& m);
 void bind_futures(py::module_& m);

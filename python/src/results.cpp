@@ -103,6 +103,8 @@ py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
   std::vector<bool> failed;
   std::vector<std::string> errors;
   std::vector<Value> values;
+  std::vector<double> exit_statuses;  // a program's sets: NaN where none ended by exiting
+  bool any_program = false;
   NumberColumn results, parameters;
   constexpr std::uint64_t kWindow = 1 << 16;
   constexpr std::uint64_t kEnd = std::numeric_limits<std::uint64_t>::max();
@@ -126,6 +128,10 @@ py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
       results.add(r.value, r.failed);
       if (with_parameters) parameters.add(r.parameters, false);
       if (with_objects) values.push_back(std::move(r.value));
+      any_program = any_program || r.program.ran;
+      exit_statuses.push_back(r.program.ran && r.program.signal == 0
+                                  ? static_cast<double>(r.program.exit_status)
+                                  : std::numeric_limits<double>::quiet_NaN());
     }
     first += kWindow;
     check_signals();
@@ -139,6 +145,11 @@ py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
   out["failed"] = failed_array;
   out["error"] = py::cast(errors);
   out["result"] = results.array();
+  if (any_program) {
+    py::array_t<double> statuses(static_cast<py::ssize_t>(exit_statuses.size()));
+    std::copy(exit_statuses.begin(), exit_statuses.end(), statuses.mutable_data());
+    out["exit_status"] = statuses;
+  }
   if (with_parameters) out["parameters"] = parameters.array();
   if (with_objects) {
     py::list objects(values.size());
@@ -162,6 +173,16 @@ py::dict summary_dict(const ResultSummary& s) {
 
 }  // namespace
 
+py::object program_dict(const ProgramOutcome& outcome) {
+  if (!outcome.ran) return py::none();
+  py::dict d;
+  d["exit_status"] = outcome.signal == 0 ? py::object(py::int_(outcome.exit_status)) : py::object(py::none());
+  d["signal"] = outcome.signal;
+  d["stdout"] = py::bytes(outcome.stdout_tail).attr("decode")("utf-8", "replace");
+  d["stderr"] = py::bytes(outcome.stderr_tail).attr("decode")("utf-8", "replace");
+  return d;
+}
+
 void bind_results(py::module_& m) {
   py::class_<StreamResult>(m, "StoredResult", "One parameter set's outcome as the store keeps it.")
       .def_readonly("id", &StreamResult::id)
@@ -173,6 +194,10 @@ void bind_results(py::module_& m) {
       .def_property_readonly("failure",
                              [](const StreamResult& r) { return std::string(failure_name(r.failure)); })
       .def_readonly("attempts", &StreamResult::attempts)
+      .def_property_readonly(
+          "program", [](const StreamResult& r) { return program_dict(r.program); },
+          "A program simulation's set: {exit_status, signal, stdout, stderr} (the last 4 KiB of each); None "
+          "otherwise.")
       .def("__repr__", [](const StreamResult& r) {
         return "<tessera.StoredResult id=" + std::to_string(r.id) + " value=" + r.value.to_string(60) + ">";
       });

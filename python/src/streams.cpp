@@ -107,6 +107,10 @@ void bind_streams(py::module_& m) {
                              [](const StreamRecord& r) { return std::string(failure_name(r.failure)); })
       .def_readonly("attempts", &StreamRecord::attempts)
       .def_property_readonly("timeline", [](const StreamRecord& r) { return timeline_dict(r.timeline); })
+      .def_property_readonly(
+          "program", [](const StreamRecord& r) { return program_dict(r.program); },
+          "A program simulation's set: {exit_status, signal, stdout, stderr} (the last 4 KiB of each); None "
+          "otherwise.")
       .def("__repr__", [](const StreamRecord& r) {
         return "<tessera.Record id=" + std::to_string(r.id) +
                (r.failed ? " failed: " + printable(r.error, 60) : " value=" + r.value.to_string(60)) + ">";

@@ -57,28 +57,34 @@ def _to_numpy(self, field="result"):
 
 
 def _to_pandas(self):
-    """Stored results in id order as a DataFrame: id, parameters[i], result (result[j] for vectors),
-    failed, error."""
+    """Stored results in id order as a DataFrame: id, the parameters and the result's elements (by the
+    stream's names for them: a pushed CSV's header, a program's `parameters` and `outputs`; else
+    parameters[i] and result[j]), failed, error, and a program's exit_status."""
+    import json
+
     import pandas as pd
 
+    summary = json.loads(self.to_text("summary", "id", 0))
     columns = self._columns(parameters=True)
     frame = {"id": columns["id"]}
 
-    def spread(name, values):
+    def spread(name, values, names):
         if values is None:
             return False
-        if values.ndim == 1:
-            frame[name] = values
-        else:
-            for j in range(values.shape[1]):
-                frame[f"{name}[{j}]"] = values[:, j]
+        width = 1 if values.ndim == 1 else values.shape[1]
+        labels = names if len(names) == width else (
+            [name] if values.ndim == 1 else [f"{name}[{j}]" for j in range(width)])
+        for j, label in enumerate(labels):
+            frame[label] = values if values.ndim == 1 else values[:, j]
         return True
 
-    spread("parameters", columns["parameters"])
-    if not spread("result", columns["result"]):
+    spread("parameters", columns["parameters"], summary.get("parameter_names") or [])
+    if not spread("result", columns["result"], summary.get("result_names") or []):
         frame["result"] = self._columns(parameters=False, objects=True)["objects"]
     frame["failed"] = columns["failed"]
     frame["error"] = columns["error"]
+    if "exit_status" in columns:
+        frame["exit_status"] = columns["exit_status"]
     return pd.DataFrame(frame)
 
 

@@ -119,5 +119,13 @@ def test_a_program_declared_from_python_runs_per_set(client, tmp_path):
             stream.push(x)
     records = {r.id: r for r in stream}
     assert [records[i].value for i in range(3)] == [1.0, 2.5, -6.0]
+    # Each record keeps how its process ended and what it printed; the declaration names the columns.
+    assert records[1].program == {"exit_status": 0, "signal": 0, "stdout": "energy 2.5\n", "stderr": ""}
+    query = client.results(stream)
+    frame = query.to_pandas()
+    assert list(frame.columns) == ["id", "a", "energy", "failed", "error", "exit_status"]
+    assert frame["energy"].tolist() == [1.0, 2.5, -6.0] and frame["exit_status"].tolist() == [0, 0, 0]
+    assert query.where("energy > 2 and a < 2").count() == 1
+    assert query.get(2).program["stdout"] == "energy -6\n"
     with pytest.raises(ValueError, match="unknown placeholder"):
         tessera.register_program("py_bad", command=["echo", "{nope}"])
