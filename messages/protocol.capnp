@@ -329,6 +329,8 @@ struct StreamOpened {
   streamId @1 :UInt64;
   error @2 :Text;         # set when the stream could not be opened (unknown simulation, ...)
   arity @3 :UInt32;       # parameters per set the simulation takes; 0 when it does not say
+  programParameters @4 :List(Text);  # a program simulation's parameter names: the client refuses a set of
+                                     # another length or with a non-finite number at the push; empty: none
 }
 
 # Client -> scheduler: parameter sets with consecutive ids from firstId.

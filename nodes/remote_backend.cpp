@@ -132,7 +132,8 @@ class RemoteBackend final : public ClusterBackend {
     if (!opened.error.empty()) throw SubmissionError(opened.error);
     std::lock_guard lock(streams_mutex_);
     streams_.try_emplace(opened.id, OpenStream{std::move(sink), {}, false});
-    return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt};
+    return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt,
+                        opened.program};
   }
 
   GlmFitted fit_glm(GlmFitRequest request) override {
@@ -316,10 +317,22 @@ class RemoteBackend final : public ClusterBackend {
     std::deque<StreamBatch> unacked;  // pushed, not yet written ahead by the stream
     bool closed = false;
   };
+  // What a client needs of a program's declaration to check its pushes: the parameter names the scheduler
+  // sent (a peer's text: bounded and made printable); null when it sent none.
+  static std::shared_ptr<const ProgramSpec> program_shape(capnp::List<capnp::Text>::Reader names) {
+    if (names.size() == 0 || names.size() > ProgramSpec::kMaxParameters) return nullptr;
+    auto shape = std::make_shared<ProgramSpec>();
+    for (auto name : names)
+      shape->parameters.push_back(printable(std::string_view(name.cStr(), name.size()), 64));
+    return shape;
+  }
+
   struct OpenAnswer {
     std::uint64_t id = 0;
     std::uint32_t arity = 0;
     std::string error;
+    // A program's parameter names (its pushes are checked here: arity, finite numbers); null otherwise.
+    std::shared_ptr<const ProgramSpec> program{};
   };
 
   transport::ConnectionOptions connection_options(std::chrono::milliseconds handshake) const {
@@ -665,7 +678,8 @@ class RemoteBackend final : public ClusterBackend {
           // generator sends results without waiting for the client.
           if (opened.getError().size() == 0)
             streams_.try_emplace(opened.getStreamId(), OpenStream{it->second.sink, {}, false});
-          it->second.answer.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError()});
+          it->second.answer.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError(),
+                                                 program_shape(opened.getProgramParameters())});
           opening_.erase(it);
           return;
         }

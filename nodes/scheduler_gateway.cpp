@@ -283,13 +283,18 @@ struct SchedulerGateway::State {
   std::unique_ptr<QueryExecutor> queries;
 
   void answer_open(const transport::PeerInfo& peer, std::uint64_t request, std::uint64_t stream,
-                   const std::string& error, std::uint32_t arity) {
+                   const std::string& error, std::uint32_t arity, const ProgramSpec* program = nullptr) {
     transport::Outgoing answer;
     auto out = answer.envelope().initStreamOpened();
     out.setRequestId(request);
     out.setStreamId(stream);
     out.setError(error);
     out.setArity(arity);
+    if (program) {
+      auto names = out.initProgramParameters(static_cast<unsigned>(program->parameters.size()));
+      for (std::size_t i = 0; i < program->parameters.size(); ++i)
+        names.set(static_cast<unsigned>(i), program->parameters[i]);
+    }
     if (auto target = server.lock()) target->send(peer.id, answer);
   }
 
@@ -353,7 +358,8 @@ struct SchedulerGateway::State {
       client.streams[id] = actor;
       client.pushed[id] = Client::Pushed{sink, 0};
       streams[id] = actor;
-      answer_open(peer, open.getRequestId(), id, "", static_cast<std::uint32_t>(type->arity.value_or(0)));
+      answer_open(peer, open.getRequestId(), id, "", static_cast<std::uint32_t>(type->arity.value_or(0)),
+                  type->program.get());
       sink->opened();
     } catch (const std::exception& e) {
       answer_open(peer, open.getRequestId(), 0, e.what(), 0);

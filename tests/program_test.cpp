@@ -619,6 +619,17 @@ command = ["awk", "-F=", '/^a=/{{a=$2}} /^b=/{{b=$2}} END{{printf "energy %.17g\
   tessera::Client client(scheduler.endpoint());
   auto stream = client.stream("affine");
   for (int i = 0; i < 20; ++i) stream.push(std::vector<double>{0.5 * i, 3.0});
+  // A remote client refuses what the program cannot take at the push, naming the parameter.
+  for (const auto& [bad, said] : std::vector<std::pair<std::vector<double>, std::string>>{
+           {{1.0, INFINITY}, "parameter 'b' is inf; a program takes finite numbers"},
+           {{1.0}, "takes 2 parameters, got 1"}}) {
+    try {
+      stream.push(bad);
+      ADD_FAILURE() << said;
+    } catch (const tessera::SubmissionError& e) {
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  }
   stream.close();
   const auto records = collect(stream);
   ASSERT_EQ(records.size(), 20u);

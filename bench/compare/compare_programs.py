@@ -112,7 +112,7 @@ def python_peer(key, sets, slots, venv, timeout):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", default="build")
-    parser.add_argument("--sets", type=int, default=20000)
+    parser.add_argument("--sets", type=int, default=20000, help="0 leaves the trivial rows out")
     parser.add_argument("--floor-sets", type=int, default=2000, help="0 leaves the 50 ms row out")
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--peers", default=",".join(PEERS),
@@ -156,80 +156,94 @@ def main():
             return None, f"FAILED: {e}"
 
     if not args.only_mpi:
-        # Trivial sets: Tessera, then each peer, one after the other on the same cores.
-        inputs = "".join(f"{i}\n" for i in range(args.sets))
-        ours = tessera("trivial", args.sets)
-        rate = ours["sets_per_second"]
-        rows = []  # (key, runner, seconds or None, note)
-        if "parallel" in peers:
-            gnu, why = attempt("GNU parallel", lambda: peer_rows(
-                "GNU parallel", args.sets, lambda: ["parallel", "-j", slots, "echo", "{}"], inputs, args.timeout))
-            rows.append(("parallel", f"GNU parallel -j{slots}", gnu, why or ""))
-        if "xargs" in peers:
-            xargs, why = attempt("xargs", lambda: peer_rows(
-                "xargs", args.sets, lambda: ["xargs", "-P", slots, "-n", "1", "echo"], inputs, args.timeout))
-            rows.append(("xargs", f"xargs -P{slots}", xargs, why or ""))
-        for key in ("parsl", "libensemble"):
-            if key not in peers:
-                continue
-            label = PYTHON_PEERS[key][0]
-            outcome, why = attempt(label, lambda: python_peer(key, args.sets, args.slots, venv, args.timeout))
-            result, skipped = outcome or (None, None)
-            if skipped:
-                print(f"compare_programs.py: skipped: {skipped}", file=sys.stderr, flush=True)
-                why = f"skipped: {skipped}"
-            if result is None:
-                rows.append((key, label, None, why))
-                continue
-            runner = (f"Parsl {result['version']} bash_app, HTEX {slots} workers" if key == "parsl" else
-                      f"libEnsemble {result['version']} Executor, {slots} workers")
-            note = (f"start-up {result['startup_seconds']:.1f} s, shut-down {result['shutdown_seconds']:.1f} s "
-                    f"(not timed)")
-            rows.append((key, runner, result["seconds"], note))
+        if args.sets > 0:
+            # Trivial sets: Tessera, then each peer, one after the other on the same cores.
+            inputs = "".join(f"{i}\n" for i in range(args.sets))
+            ours = tessera("trivial", args.sets)
+            rate = ours["sets_per_second"]
+            rows = []  # (key, runner, seconds or None, note)
+            if "parallel" in peers:
+                gnu, why = attempt("GNU parallel", lambda: peer_rows(
+                    "GNU parallel", args.sets, lambda: ["parallel", "-j", slots, "echo", "{}"], inputs, args.timeout))
+                rows.append(("parallel", f"GNU parallel -j{slots}", gnu, why or ""))
+            if "xargs" in peers:
+                xargs, why = attempt("xargs", lambda: peer_rows(
+                    "xargs", args.sets, lambda: ["xargs", "-P", slots, "-n", "1", "echo"], inputs, args.timeout))
+                rows.append(("xargs", f"xargs -P{slots}", xargs, why or ""))
+            for key in ("parsl", "libensemble"):
+                if key not in peers:
+                    continue
+                label = PYTHON_PEERS[key][0]
+                outcome, why = attempt(label, lambda: python_peer(key, args.sets, args.slots, venv, args.timeout))
+                result, skipped = outcome or (None, None)
+                if skipped:
+                    print(f"compare_programs.py: skipped: {skipped}", file=sys.stderr, flush=True)
+                    why = f"skipped: {skipped}"
+                if result is None:
+                    rows.append((key, label, None, why))
+                    continue
+                runner = (f"Parsl {result['version']} bash_app, HTEX {slots} workers" if key == "parsl" else
+                          f"libEnsemble {result['version']} Executor, {slots} workers")
+                note = (f"start-up {result['startup_seconds']:.1f} s, shut-down {result['shutdown_seconds']:.1f} s "
+                        f"(not timed)")
+                rows.append((key, runner, result["seconds"], note))
 
-        # Tessera's row: its ratio against each peer and the goals.
-        versus = []
-        ahead_of = {"parsl": "Parsl", "libensemble": "libEnsemble"}
-        measured, missing = [], []
-        for key, runner, seconds, _ in rows:
-            name = {"parallel": "GNU parallel", "xargs": f"xargs -P{slots}"}.get(key, ahead_of.get(key))
-            if seconds is None:
+            # Tessera's row: its ratio against each peer and the goals.
+            versus = []
+            ahead_of = {"parsl": "Parsl", "libensemble": "libEnsemble"}
+            measured, missing = [], []
+            for key, runner, seconds, _ in rows:
+                name = {"parallel": "GNU parallel", "xargs": f"xargs -P{slots}"}.get(key, ahead_of.get(key))
+                if seconds is None:
+                    if key in ahead_of:
+                        missing.append(name)
+                    continue
+                ratio = rate / (args.sets / seconds)
+                if key == "parallel":
+                    versus.append(f"{ratio:.2f}x GNU parallel (goal >= 2x: {'met' if ratio >= 2 else 'NOT met'})")
+                else:
+                    versus.append(f"{ratio:.2f}x {name}")
                 if key in ahead_of:
-                    missing.append(name)
-                continue
-            ratio = rate / (args.sets / seconds)
-            if key == "parallel":
-                versus.append(f"{ratio:.2f}x GNU parallel (goal >= 2x: {'met' if ratio >= 2 else 'NOT met'})")
-            else:
-                versus.append(f"{ratio:.2f}x {name}")
-            if key in ahead_of:
-                measured.append((name, ratio))
-        if measured:
-            goal = "met" if all(ratio > 1 for _, ratio in measured) else "NOT met"
-            versus.append(f"goal ahead of {' and '.join(name for name, _ in measured)}: {goal}"
-                          + (f" ({' and '.join(missing)} not measured)" if missing else ""))
-        elif missing:
-            versus.append(f"goal ahead of {' and '.join(missing)}: not measured")
-        print(f"| trivial | Tessera (durable) | {args.sets} | {ours['seconds']:.2f} | {rate:.0f} | "
-              f"{'; '.join(versus)} |")
-        for key, runner, seconds, note in rows:
-            note = note.replace("|", "\\|")  # markdown
-            if seconds is None:
-                print(f"| trivial | {runner} | {args.sets} | - | - | {note} |")
-                continue
-            ratio = f"Tessera {rate / (args.sets / seconds):.2f}x"
-            print(f"| trivial | {runner} | {args.sets} | {seconds:.2f} | {args.sets / seconds:.0f} | "
-                  f"{ratio}{'; ' + note if note else ''} |", flush=True)
+                    measured.append((name, ratio))
+            if measured:
+                goal = "met" if all(ratio > 1 for _, ratio in measured) else "NOT met"
+                versus.append(f"goal ahead of {' and '.join(name for name, _ in measured)}: {goal}"
+                              + (f" ({' and '.join(missing)} not measured)" if missing else ""))
+            elif missing:
+                versus.append(f"goal ahead of {' and '.join(missing)}: not measured")
+            print(f"| trivial | Tessera (durable) | {args.sets} | {ours['seconds']:.2f} | {rate:.0f} | "
+                  f"{'; '.join(versus)} |")
+            for key, runner, seconds, note in rows:
+                note = note.replace("|", "\\|")  # markdown
+                if seconds is None:
+                    print(f"| trivial | {runner} | {args.sets} | - | - | {note} |")
+                    continue
+                ratio = f"Tessera {rate / (args.sets / seconds):.2f}x"
+                print(f"| trivial | {runner} | {args.sets} | {seconds:.2f} | {args.sets / seconds:.0f} | "
+                      f"{ratio}{'; ' + note if note else ''} |", flush=True)
 
         # 50 ms sets against the floor.
         if args.floor_sets > 0:
             sleeper = (Path(args.build_dir) / "bin" / "tessera-bench-sleep-print").resolve()
             floor = args.floor_sets * 0.05 / args.slots
+            # The simplest runner of the same program on the same cores, keeping nothing: xargs -P. What it
+            # takes past the floor is what starting, waking for and reaping a 50 ms process costs this machine.
+            floor_inputs = "".join(f"{i}\n" for i in range(args.floor_sets))
+            simplest, why = attempt("xargs (50 ms)", lambda: peer_rows(
+                "xargs (50 ms)", args.floor_sets,
+                lambda: ["xargs", "-P", slots, "-n", "1", str(sleeper), "50"], floor_inputs, args.timeout))
             ours = tessera("floor", args.floor_sets, "--sleep-ms", "50")
             over = ours["seconds"] / floor - 1
             print(f"| 50 ms | Tessera | {args.floor_sets} | {ours['seconds']:.2f} | "
                   f"{args.floor_sets / ours['seconds']:.1f} | "
-                  f"floor {floor:.1f} s, +{100 * over:.2f}% (goal <= 2%: {'met' if over <= 0.02 else 'NOT met'}) |")
+                  f"floor {floor:.1f} s, +{100 * over:.2f}% (goal <= 2%: {'met' if over <= 0.02 else 'NOT met'})"
+                  + (f"; against xargs -P{slots} +{100 * (ours['seconds'] / simplest - 1):.2f}%" if simplest else "")
+                  + " |")
+            if simplest is None:
+                print(f"| 50 ms | xargs -P{slots} | {args.floor_sets} | - | - | {why} |")
+            else:
+                print(f"| 50 ms | xargs -P{slots} | {args.floor_sets} | {simplest:.2f} | "
+                      f"{args.floor_sets / simplest:.1f} | +{100 * (simplest / floor - 1):.2f}% |")
             if "parallel" in peers:
                 inputs = "".join(f"{i}\n" for i in range(args.floor_sets))
                 gnu, why = attempt("GNU parallel (50 ms)", lambda: peer_rows(
