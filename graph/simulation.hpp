@@ -61,7 +61,7 @@ class Config {
 struct SetContext {
   std::uint64_t stream = 0;
   std::uint64_t id = 0;
-  ProgramOutcome* outcome = nullptr;
+  std::shared_ptr<const ProgramOutcome>* outcome = nullptr;
 };
 
 // Thrown by a run whose process died of a signal: the set failed as a crash, not an error.

@@ -22,7 +22,6 @@ tessera::ProgramOutcome decode(ProgramOutcome::Reader in, const std::string& whe
     return bytes.substr(bytes.size() - kTail);
   };
   tessera::ProgramOutcome outcome;
-  outcome.ran = true;
   outcome.exit_status = in.getExitStatus();
   outcome.signal = in.getSignal();
   if (outcome.signal < 0 || outcome.signal > 128) {

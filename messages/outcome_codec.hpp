@@ -9,7 +9,7 @@
 
 namespace tessera::wire {
 
-// Writes `outcome` (one that ran) into `out`.
+// Writes `outcome` into `out`.
 void encode(const tessera::ProgramOutcome& outcome, ProgramOutcome::Builder out);
 // The outcome `in` holds. A tail longer than ProgramOutcome::kTailBytes is a WireError naming `where` when
 // `strict` (a peer's message), and is cut to its last kTailBytes otherwise (a stored record).

@@ -178,7 +178,7 @@ struct QueryRequest {
 // About how many bytes a record takes in an answer, to cut answers at the node's limit.
 std::size_t record_bytes(const StreamResult& r) {
   return 64 + r.error.size() + r.node.size() + r.value.payload_bytes() + r.parameters.payload_bytes() +
-         r.program.stdout_tail.size() + r.program.stderr_tail.size();
+         (r.program ? r.program->stdout_tail.size() + r.program->stderr_tail.size() : 0);
 }
 
 // Answers one query from the store: typed answers (summary, records) for the client library, text for the

@@ -54,7 +54,7 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
     unsigned i = 0;
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
   }
-  if (record.program.ran) encode(record.program, out.initProgram());
+  if (record.program) encode(*record.program, out.initProgram());
 }
 
 std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames) {
@@ -91,7 +91,8 @@ std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, 
       record.timeline = SetTimeline{times[0], times[1], times[2], times[3], times[4]};
     }
     if (r.hasProgram())
-      record.program = decode(r.getProgram(), "the record of set " + std::to_string(record.id), true);
+      record.program = std::make_shared<const tessera::ProgramOutcome>(
+          decode(r.getProgram(), "the record of set " + std::to_string(record.id), true));
     out.push_back(std::move(record));
   }
   return out;

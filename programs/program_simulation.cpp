@@ -97,12 +97,12 @@ class ProgramSimulation final : public Simulation {
       fail(dir, why);
     }
     if (context.outcome) {
-      auto& outcome = *context.outcome;
-      outcome.ran = true;
-      outcome.exit_status = exit.signaled ? 0 : exit.code;
-      outcome.signal = exit.signaled ? exit.code : 0;
-      outcome.stdout_tail = exit.out.last(ProgramOutcome::kTailBytes);
-      outcome.stderr_tail = exit.err.last(ProgramOutcome::kTailBytes);
+      auto outcome = std::make_shared<ProgramOutcome>();
+      outcome->exit_status = exit.signaled ? 0 : exit.code;
+      outcome->signal = exit.signaled ? exit.code : 0;
+      outcome->stdout_tail = exit.out.last(ProgramOutcome::kTailBytes);
+      outcome->stderr_tail = exit.err.last(ProgramOutcome::kTailBytes);
+      *context.outcome = std::move(outcome);
     }
     if (exit.interrupted) {
       finish(dir, false);

@@ -421,9 +421,9 @@ std::optional<double> read_time(const SetTimeline& t, ResultField::Time time) {
 std::optional<double> ResultField::read(const StreamResult& r) const {
   if (time != Time::none) return read_time(r.timeline, time);
   if (process != Process::none) {
-    if (!r.program.ran) return std::nullopt;
-    if (process == Process::signal) return static_cast<double>(r.program.signal);
-    return r.program.signal == 0 ? std::optional(static_cast<double>(r.program.exit_status)) : std::nullopt;
+    if (!r.program) return std::nullopt;
+    if (process == Process::signal) return static_cast<double>(r.program->signal);
+    return r.program->signal == 0 ? std::optional(static_cast<double>(r.program->exit_status)) : std::nullopt;
   }
   if (id || parameter) return read_set(r.id, r.parameters);
   if (r.failed) return std::nullopt;
@@ -596,8 +596,8 @@ ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const 
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored})
       cells.push_back(stamp > 0 ? seconds_cell(stamp) : std::string());
     if (columns.program)
-      cells.push_back(r.program.ran && r.program.signal == 0 ? std::to_string(r.program.exit_status)
-                                                             : std::string());
+      cells.push_back(r.program && r.program->signal == 0 ? std::to_string(r.program->exit_status)
+                                                          : std::string());
     std::string line;
     for (std::size_t i = 0; i < cells.size(); ++i) (line += i ? "," : "") += cells[i];
     return line + "\n";
@@ -616,13 +616,13 @@ ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const
     } else {
       line["result"] = named(json_of(r.value), names.results);
     }
-    if (r.program.ran) {
-      if (r.program.signal == 0)
-        line["exit_status"] = r.program.exit_status;
+    if (r.program) {
+      if (r.program->signal == 0)
+        line["exit_status"] = r.program->exit_status;
       else
-        line["signal"] = r.program.signal;
-      line["stdout"] = r.program.stdout_tail;
-      line["stderr"] = r.program.stderr_tail;
+        line["signal"] = r.program->signal;
+      line["stdout"] = r.program->stdout_tail;
+      line["stderr"] = r.program->stderr_tail;
     }
     if (!r.attempts.empty()) line["attempts"] = r.attempts;
     if (r.timeline != SetTimeline{}) {

@@ -63,7 +63,7 @@ std::string encode_result(const StreamResult& r) {
     unsigned i = 0;
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
   }
-  if (r.program.ran) wire::encode(r.program, out.initProgram());
+  if (r.program) wire::encode(*r.program, out.initProgram());
   return flat(builder);
 }
 
@@ -92,7 +92,8 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
     const auto stamp = [&](unsigned i) { return std::isfinite(times[i]) && times[i] > 0 ? times[i] : 0.0; };
     r.timeline = SetTimeline{stamp(0), stamp(1), stamp(2), stamp(3), stamp(4)};
   }
-  if (in.hasProgram()) r.program = wire::decode(in.getProgram(), {}, false);
+  if (in.hasProgram())
+    r.program = std::make_shared<const ProgramOutcome>(wire::decode(in.getProgram(), {}, false));
   return r;
 }
 

@@ -31,7 +31,7 @@ struct PyFuture {
 
 // A program simulation's set's outcome as a dict {exit_status, signal, stdout, stderr}; None for a
 // compiled simulation's set (results.cpp).
-py::object program_dict(const ProgramOutcome& outcome);
+py::object program_dict(const std::shared_ptr<const ProgramOutcome>& program);
 
 void bind_errors(py::module_& m);
 void bind_cluster(py::module_& m);

@@ -128,9 +128,9 @@ py::dict columns(const PyQuery& q, bool with_parameters, bool with_objects) {
       results.add(r.value, r.failed);
       if (with_parameters) parameters.add(r.parameters, false);
       if (with_objects) values.push_back(std::move(r.value));
-      any_program = any_program || r.program.ran;
-      exit_statuses.push_back(r.program.ran && r.program.signal == 0
-                                  ? static_cast<double>(r.program.exit_status)
+      any_program = any_program || r.program;
+      exit_statuses.push_back(r.program && r.program->signal == 0
+                                  ? static_cast<double>(r.program->exit_status)
                                   : std::numeric_limits<double>::quiet_NaN());
     }
     first += kWindow;
@@ -173,8 +173,9 @@ py::dict summary_dict(const ResultSummary& s) {
 
 }  // namespace
 
-py::object program_dict(const ProgramOutcome& outcome) {
-  if (!outcome.ran) return py::none();
+py::object program_dict(const std::shared_ptr<const ProgramOutcome>& program) {
+  if (!program) return py::none();
+  const ProgramOutcome& outcome = *program;
   py::dict d;
   d["exit_status"] = outcome.signal == 0 ? py::object(py::int_(outcome.exit_status)) : py::object(py::none());
   d["signal"] = outcome.signal;
