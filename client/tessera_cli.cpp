@@ -128,7 +128,7 @@ int simulations(Session& session, const std::string& scheduler, bool json) {
       Json entry{{"name", std::string(s.getName())},
                  {"kind", s.getProgram() ? "program" : "compiled"},
                  {"arity", s.getArity() < 0 ? Json(nullptr) : Json(s.getArity())},
-                 {"threads", s.getThreads()},
+                 {"cores", s.getThreads()},
                  {"gpus", s.getGpus()}};
       if (s.getProgram()) {
         entry["parameters"] = texts(s.getParameters());

@@ -643,10 +643,10 @@ command = ["awk", "-F=", '/^a=/{{a=$2}} /^b=/{{b=$2}} END{{printf "energy %.17g\
   const auto listed = tessera::testing::run_command(
       std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler.endpoint() + " simulations --json", code);
   EXPECT_EQ(code, 0) << listed;
-  EXPECT_NE(listed.find(
-                R"({"name":"affine","kind":"program","arity":2,"threads":1,"gpus":0,"parameters":["a","b"],)"
-                R"("outputs":[],"command":["awk","-F=",)"),
-            std::string::npos)
+  EXPECT_NE(
+      listed.find(R"({"name":"affine","kind":"program","arity":2,"cores":1,"gpus":0,"parameters":["a","b"],)"
+                  R"("outputs":[],"command":["awk","-F=",)"),
+      std::string::npos)
       << listed;
   const auto table = tessera::testing::run_command(
       std::string(TESSERA_CLI_BINARY) + " --scheduler " + scheduler.endpoint() + " simulations", code);
