@@ -141,7 +141,9 @@ const char* keep_directories_name(KeepDirectories keep) {
 
 std::vector<std::string> ProgramSpec::launcher_prefix() const {
   if (!launcher_argv.empty()) return launcher_argv;
-  const std::string_view chosen = launcher.empty() ? (ranks > 1 ? "mpirun" : "none") : launcher;
+  // Both arms views: a `const char*` against `launcher` would make a temporary string the view outlives.
+  const std::string_view chosen =
+      launcher.empty() ? std::string_view(ranks > 1 ? "mpirun" : "none") : std::string_view(launcher);
   // Ranks are not bound to cores: several sets share a worker, and Open MPI would bind each set's ranks
   // to the same first cores.
   if (chosen == "mpirun") return {"mpirun", "-n", "{ranks}", "--bind-to", "none"};
