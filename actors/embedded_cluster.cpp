@@ -146,10 +146,12 @@ caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settin
 std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSettings& settings,
                                                                   std::shared_ptr<StreamSink> sink) {
   if (auto wrong = settings.check(); !wrong.empty()) throw SubmissionError(wrong);
+  const auto* type = SimulationRegistry::global().find(settings.simulation);
+  const ProgramSpec* program = type ? type->program.get() : nullptr;
   // A program's {config.KEY} placeholders need the stream's config to hold those keys.
-  if (const auto* type = SimulationRegistry::global().find(settings.simulation); type && type->program)
+  if (program)
     if (auto missing =
-            check_program_config(type->name, *type->program, settings.config ? *settings.config : Config{});
+            check_program_config(type->name, *program, settings.config ? *settings.config : Config{});
         !missing.empty())
       throw SubmissionError(missing);
   if (!settings.generator.empty()) {
@@ -162,8 +164,6 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   }
   StreamSettings resolved = settings;
   if (!resolved.isolation) resolved.isolation = options_.stream_isolation;
-  const auto* type = SimulationRegistry::global().find(resolved.simulation);
-  const ProgramSpec* program = type ? type->program.get() : nullptr;
   // A program's declaration names its parameters when the client did not (a CSV without a header).
   if (program && resolved.parameter_names.empty()) resolved.parameter_names = program->parameters;
   StreamInfo info{0, resolved.simulation};

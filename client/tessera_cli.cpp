@@ -386,8 +386,9 @@ int main(int argc, char** argv) {
       ->check(tessera::cli::text_at_most(65536));
   results_command
       ->add_option("--format", results.format,
-                   "summary (default), count, csv, json or timeline (queue, run and store seconds per set)")
-      ->check(CLI::IsMember({"summary", "count", "csv", "json", "timeline"}));
+                   "summary (default), count, csv, json, timeline (queue, run and store seconds per set) or "
+                   "names (the stream's parameter and result names)")
+      ->check(CLI::IsMember({"summary", "count", "csv", "json", "timeline", "names"}));
   results_command
       ->add_option("--field", results.field,
                    "the summary's field: result, result[i], parameters[i], id, or a timeline field "

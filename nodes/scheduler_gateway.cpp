@@ -185,7 +185,8 @@ std::size_t record_bytes(const StreamResult& r) {
 // CLI and exports; records and exports are cut at `max_answer_bytes`, and the answer says where to go on.
 void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t max_answer_bytes,
                   wire::ResultsAnswer::Builder out, wire::Attachments& attachments) {
-  const auto names = field_names(store, q.stream_id);
+  const auto names =
+      q.filter.empty() && q.format != "summary" ? FieldNames{} : field_names(store, q.stream_id);
   const auto filter = ResultFilter::parse(q.filter, names);
   if (q.format == "records") {
     std::vector<StreamResult> found;
@@ -230,6 +231,8 @@ void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t
     text << summarize(store, q.stream_id, filter, {}, 0).count << "\n";
   } else if (q.format == "timeline") {
     export_timeline_json(store, q.stream_id, filter, text);
+  } else if (q.format == "names") {
+    export_names_json(store, q.stream_id, text);
   } else if (q.format == "csv" || q.format == "json") {
     const ExportPage page{q.first, static_cast<std::size_t>(max_answer_bytes)};
     const auto progress = q.format == "csv" ? export_csv(store, q.stream_id, filter, text, page)
@@ -237,7 +240,8 @@ void answer_query(const QueryRequest& q, const ResultStore& store, std::uint64_t
     out.setMore(progress.more);
     out.setNextId(progress.next_id);
   } else {
-    throw QueryError("unknown format " + in_quotes(q.format) + " (summary, count, csv, json or timeline)");
+    throw QueryError("unknown format " + in_quotes(q.format) +
+                     " (summary, count, csv, json, timeline or names)");
   }
   out.setText(text.str());
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/printable.hpp"
+#include "graph/program_spec.hpp"  // render_number: the shortest text that reads back the same
 
 namespace tessera {
 namespace {
@@ -59,13 +60,6 @@ std::string csv_cell(const std::string& text, bool always_quote = false) {
   return out + "\"";
 }
 
-// A number as the shortest text that reads back to the same double (0.1, not 0.10000000000000001).
-std::string number_cell(double x) {
-  char text[32];
-  const auto end = std::to_chars(text, text + sizeof text, x).ptr;
-  return std::string(text, end);
-}
-
 // The cells of a value, flattened for CSV: numbers as numbers, text as text.
 void flatten(const Value& v, std::vector<std::string>& cells) {
   switch (v.kind()) {
@@ -76,7 +70,7 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
       cells.push_back(std::to_string(v.as_int()));
       return;
     case ValueKind::real:
-      cells.push_back(number_cell(v.as_double()));
+      cells.push_back(render_number(v.as_double()));
       return;
     case ValueKind::boolean:
       cells.push_back(v.as_bool() ? "true" : "false");
@@ -85,10 +79,11 @@ void flatten(const Value& v, std::vector<std::string>& cells) {
       cells.push_back(csv_cell(v.as_string(), true));
       return;
     case ValueKind::doubles:
-      for (double x : v.as_doubles()) cells.push_back(number_cell(x));
+      for (double x : v.as_doubles()) cells.push_back(render_number(x));
       return;
     case ValueKind::vector:
-      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i) cells.push_back(number_cell(v.as_vector()[i]));
+      for (Eigen::Index i = 0; i < v.as_vector().size(); ++i)
+        cells.push_back(render_number(v.as_vector()[i]));
       return;
     case ValueKind::list:
       for (const auto& item : v.as_list()) flatten(item, cells);
@@ -213,10 +208,10 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
   CsvColumns columns;
   std::vector<std::string> cells;
   std::vector<std::string> names{"id"};
+  const auto info = store.stream(stream);
   if (parameters) {
     flatten(*parameters, cells);
     columns.parameters = cells.size();
-    const auto info = store.stream(stream);
     if (info && info->parameter_names.size() == columns.parameters) {
       for (const auto& name : info->parameter_names) names.push_back(csv_cell(name));
     } else if (columns.parameters == 1 && one_cell(*parameters)) {
@@ -229,7 +224,6 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
     cells.clear();
     flatten(*result, cells);
     columns.results = cells.size();
-    const auto info = store.stream(stream);
     if (info && info->result_names.size() == columns.results)
       for (const auto& name : info->result_names) names.push_back(csv_cell(name));
     else if (columns.results == 1 && one_cell(*result))
@@ -240,7 +234,7 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
   for (const char* tail :
        {"status", "error", "node", "pushed_at", "dispatched_at", "started_at", "finished_at", "stored_at"})
     names.emplace_back(tail);
-  if (const auto info = store.stream(stream); info && info->program) {
+  if (info && info->program) {
     columns.program = true;
     names.emplace_back("exit_status");
   }
@@ -642,6 +636,12 @@ ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const
   });
 }
 
+void export_names_json(const ResultStore& store, std::uint64_t stream, std::ostream& out) {
+  const auto names = field_names(store, stream);
+  out << json_line(
+      Json{{"stream", stream}, {"parameter_names", names.parameters}, {"result_names", names.results}});
+}
+
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
                          const ResultSummary& s, std::ostream& out) {
   const auto info = store.stream(stream).value_or(StreamInfo{stream, "?"});
@@ -713,7 +713,8 @@ namespace tessera {
 std::string LocalResultSource::text(std::uint64_t stream, const std::string& filter,
                                     const std::string& format, const std::string& field, std::size_t bins) {
   std::ostringstream out;
-  const auto names = field_names(*store_, stream);
+  const bool needs_names = !filter.empty() || format == "summary";
+  const auto names = needs_names ? field_names(*store_, stream) : FieldNames{};
   const auto parsed = ResultFilter::parse(filter, names);
   if (format == "csv") {
     export_csv(*store_, stream, parsed, out);
@@ -726,8 +727,11 @@ std::string LocalResultSource::text(std::uint64_t stream, const std::string& fil
                         summarize(*store_, stream, parsed, ResultField::parse(field, names), bins), out);
   } else if (format == "timeline") {
     export_timeline_json(*store_, stream, parsed, out);
+  } else if (format == "names") {
+    export_names_json(*store_, stream, out);
   } else {
-    throw QueryError("unknown format " + in_quotes(format) + " (summary, count, csv, json or timeline)");
+    throw QueryError("unknown format " + in_quotes(format) +
+                     " (summary, count, csv, json, timeline or names)");
   }
   return out.str();
 }

@@ -111,6 +111,9 @@ ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const
 // the last store.
 void export_timeline_json(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                           std::ostream& out);
+// What the stream calls its parameters and its result's elements, as one JSON line ({"stream",
+// "parameter_names", "result_names"}), read from its record alone: what to_pandas() names its columns by.
+void export_names_json(const ResultStore& store, std::uint64_t stream, std::ostream& out);
 // A summary of `field` as one JSON line that also names the stream's simulation and says whether it has
 // closed ("?" and false for a stream the store does not know).
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,

@@ -38,7 +38,9 @@ class LocalResultSource final : public ResultSource {
   }
   std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter, std::uint64_t first,
                                     std::uint64_t last) override {
-    const auto parsed = ResultFilter::parse(filter, field_names(*store_, stream));
+    // An empty filter (a read by id, the stream's read-back past its sink) names nothing: no record to read.
+    const auto parsed =
+        filter.empty() ? ResultFilter{} : ResultFilter::parse(filter, field_names(*store_, stream));
     std::vector<StreamResult> out;
     store_->scan(stream, first, last, [&](StreamResult& r) {
       if (parsed.matches(r)) out.push_back(std::move(r));

@@ -389,6 +389,11 @@ TEST(Programs, AStreamRunsAProgramPerSetWithTemplatesAndParsedResults) {
   EXPECT_EQ(query.where("energy > 0").count(), 2u);  // a * b > 0 for sets 1 and 2 only
   EXPECT_EQ(query.where("a > 0.95 and exit_status == 0").count(), 30u);
   EXPECT_EQ(query.summary("residual").max, 3.0);
+  std::ostringstream names;
+  query.to_text(names, "names");
+  EXPECT_NE(names.str().find(R"("parameter_names":["a","b"],"result_names":["energy","residual"])"),
+            std::string::npos)
+      << names.str();
   try {
     (void)query.where("energi > 1").count();
     ADD_FAILURE() << "an unknown name was taken";

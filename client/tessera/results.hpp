@@ -36,7 +36,8 @@ class ResultQuery {
   void to_json(std::ostream& out) const;
   // The answer in a format `tessera results --format` names: "summary" (one JSON line with the stream, its
   // simulation, whether it has closed, and summary(field, bins)), "count" (the count and a newline), "csv"
-  // or "json" (as to_csv and to_json); another format is a QueryError. On a scheduler node, the node's text.
+  // or "json" (as to_csv and to_json), "timeline", "names" (the stream's parameter and result names, read
+  // from its record alone); another format is a QueryError. On a scheduler node, the node's text.
   void to_text(std::ostream& out, std::string_view format, std::string_view field = "result",
                std::size_t bins = 10) const;
 

@@ -64,7 +64,7 @@ def _to_pandas(self):
 
     import pandas as pd
 
-    summary = json.loads(self.to_text("summary", "id", 0))
+    summary = json.loads(self.to_text("names"))  # the stream's record alone, no scan
     columns = self._columns(parameters=True)
     frame = {"id": columns["id"]}
 
