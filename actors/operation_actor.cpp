@@ -12,20 +12,13 @@
 #include "actors/glm/messages.hpp"
 #include "actors/held_results.hpp"
 #include "actors/outgoing_bytes.hpp"
+#include "actors/slot_state.hpp"
 #include "graph/fetch_task.hpp"
 #include "graph/fused_task.hpp"
 #include "graph/stream_record.hpp"
 
 namespace tessera {
 namespace {
-
-// A slot's own life on this worker, apart from the scheduler's placement states and the client's task
-// states: waiting -> ready -> running -> done | failed; waiting | ready -> withdrawn (cancelled by the
-// scheduler, or given back for an idle worker to steal).
-enum class SlotState : std::uint8_t { waiting, ready, running, done, failed, withdrawn };
-constexpr bool is_final(SlotState s) {
-  return s == SlotState::done || s == SlotState::failed || s == SlotState::withdrawn;
-}
 
 // One argument that arrived: inline (no payload), or held in the worker's chunk store under `key` (its
 // producer's result on this worker, or the copy that came from another worker), read when the task runs.
@@ -205,8 +198,7 @@ struct OperationState {
 using OperationActor = protocols::operation_actor_type::stateful_base<OperationState>;
 
 void mark_ready(OperationState& st, std::uint32_t index, Slot& s) {
-  SlotState expected = SlotState::waiting;
-  if (s.state.compare_exchange_strong(expected, SlotState::ready)) st.ready.push_back(index);
+  if (try_move_slot<SlotState::waiting, SlotState::ready>(s.state)) st.ready.push_back(index);
 }
 
 // An input (or, for an adopt slot, the whole result) arrives for one slot.
@@ -268,7 +260,9 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
   if (column == kAdoptColumn) {
     // A result moved here from a retiring worker: it is done without running.
     Value value = std::move(delivery.value);
-    s.state.store(SlotState::done);
+    if (!move_slot<SlotState::done, SlotState::waiting, SlotState::ready>(
+            s.state, st.args.op->function().name, s.task))
+      return;
     st.keep_result(index, s, value);
     if (s.extra && !s.extra->subscribers.empty()) {
       Outgoing outgoing;
@@ -353,8 +347,7 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
   GpuJob job;
   job.enqueue = [op, slots = st.slots, store = st.args.store, target, start, ran] {
     *start = std::chrono::steady_clock::now();
-    SlotState expected = SlotState::ready;
-    if (!target->state.compare_exchange_strong(expected, SlotState::running)) return;  // cancelled meanwhile
+    if (!try_move_slot<SlotState::ready, SlotState::running>(target->state)) return;  // cancelled meanwhile
     std::vector<Value> arguments;
     gather_arguments(*op, *store, *target, arguments);
     target->result = op->function().invoke(arguments);
@@ -457,8 +450,9 @@ void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>&
     if (continuation && (!succeeded[static_cast<std::size_t>(step.after)] ||
                          std::chrono::steady_clock::now() - start > budget))
       continue;  // left for the actor: its input goes there with the report
-    SlotState expected = continuation ? SlotState::waiting : SlotState::ready;
-    if (!s.state.compare_exchange_strong(expected, SlotState::running)) continue;  // cancelled meanwhile
+    const bool started = continuation ? try_move_slot<SlotState::waiting, SlotState::running>(s.state)
+                                      : try_move_slot<SlotState::ready, SlotState::running>(s.state);
+    if (!started) continue;  // cancelled meanwhile
     try {
       // Memory above the pause fraction with nowhere to spill: failing now beats waiting for ever.
       if (auto refusal = store.refusal()) throw std::runtime_error(*refusal);
@@ -554,8 +548,7 @@ void steal(OperationActor* self, std::uint32_t most) {
     const std::uint32_t index = st.queued.back();
     st.queued.pop_back();
     Slot& s = (*st.slots)[index];
-    SlotState expected = SlotState::ready;
-    if (s.state.compare_exchange_strong(expected, SlotState::withdrawn)) {
+    if (try_move_slot<SlotState::ready, SlotState::withdrawn>(s.state)) {
       st.release_inputs(index, s);
       s.extra.reset();
       stolen.tasks.push_back(s.task);
@@ -572,7 +565,8 @@ void wait_for_lost_inputs(OperationActor* self, const std::vector<LostArgument>&
   LostInputs report{st.args.worker_id, {}};
   for (const auto& l : lost) {
     Slot& s = (*st.slots)[l.slot];
-    s.state.store(SlotState::waiting);
+    if (!move_slot<SlotState::waiting, SlotState::running>(s.state, st.args.op->function().name, s.task))
+      continue;
     Input& input = s.extra->inputs[l.column];
     if (!(input.key == l.key)) {
       mark_ready(st, l.slot, s);
@@ -648,7 +642,8 @@ void on_ran(OperationActor* self, RanReport& report) {
   Outgoing outgoing;
   for (auto index : report.finished) {
     Slot& s = (*st.slots)[index];
-    s.state.store(SlotState::done);
+    if (!move_slot<SlotState::done, SlotState::running>(s.state, st.args.op->function().name, s.task))
+      continue;
     Value result = std::move(s.result);
     add_to_report(done, s, result, keeps_large);
     st.release_inputs(index, s);
@@ -666,7 +661,8 @@ void on_ran(OperationActor* self, RanReport& report) {
   }
   for (auto& failure : report.failures) {
     Slot& s = (*st.slots)[failure.task];
-    s.state.store(SlotState::failed);
+    if (!move_slot<SlotState::failed, SlotState::running>(s.state, st.args.op->function().name, s.task))
+      continue;
     s.result = Value{};
     st.release_inputs(failure.task, s);
     s.extra.reset();
@@ -753,13 +749,10 @@ protocols::operation_actor_type::behavior_type operation_actor(OperationActor* s
         auto& st = self->state;
         for (auto index : batch.slots) {
           Slot& s = st.slot(index);
-          for (SlotState from : {SlotState::waiting, SlotState::ready}) {
-            SlotState expected = from;
-            if (s.state.compare_exchange_strong(expected, SlotState::withdrawn)) {
-              st.release_inputs(index, s);
-              s.extra.reset();
-              break;
-            }
+          if (try_move_slot<SlotState::waiting, SlotState::withdrawn>(s.state) ||
+              try_move_slot<SlotState::ready, SlotState::withdrawn>(s.state)) {
+            st.release_inputs(index, s);
+            s.extra.reset();
           }
         }
       },
