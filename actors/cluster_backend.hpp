@@ -19,6 +19,7 @@
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
 #include "graph/fetch_task.hpp"
+#include "scheduling/cluster_status.hpp"
 #include "storage/checkpoint_store.hpp"
 #include "storage/result_source.hpp"
 
@@ -59,6 +60,13 @@ class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
   virtual std::shared_ptr<ResultSource> results() = 0;
   // Runs a GLM fit and waits for its answer (an error in it when the fit failed).
   virtual GlmFitted fit_glm(GlmFitRequest request) = 0;
+  // What the cluster can run, as its scheduler has it registered: task functions (what calls by name
+  // are checked against) and the simulations streams may name.
+  virtual std::vector<FunctionInfo> functions() = 0;
+  virtual std::vector<SimulationInfo> simulations() = 0;
+  // What the scheduler is doing, and its workers (Client::status and Client::workers).
+  virtual ClusterStatus status() = 0;
+  virtual std::vector<WorkerInfo> workers() = 0;
 
   // Brings a result held on its worker back: runs tessera.fetch on it (where it is) and waits.
   Value fetch(TaskRef held) {
@@ -121,6 +129,19 @@ class LocalBackend final : public ClusterBackend {
     caf::anon_send(scheduler_, cancel_atom::value, CancelRequest{std::move(tasks)});
   }
   bool may_hold_checkpoints() override { return holds_checkpoints_ && holds_checkpoints_(); }
+  std::vector<FunctionInfo> functions() override { return Registry::global().functions(); }
+  ClusterStatus status() override {
+    return ClusterStatus{"local", 0, ask<SchedulerStatus>(status_atom::value, "status")};
+  }
+  std::vector<WorkerInfo> workers() override {
+    return ask<std::vector<WorkerInfo>>(workers_atom::value, "workers");
+  }
+  std::vector<SimulationInfo> simulations() override {
+    std::vector<SimulationInfo> out;
+    const auto& registry = SimulationRegistry::global();
+    for (const auto& name : registry.names()) out.push_back(describe(registry.get(name)));
+    return out;
+  }
   OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
     if (!open_stream_) throw std::logic_error("this cluster runs no streams");
     const auto& type = SimulationRegistry::global().get(settings.simulation);
@@ -177,6 +198,20 @@ class LocalBackend final : public ClusterBackend {
   }
 
  private:
+  // Asks the scheduler actor and waits, at most 10 s (it answers at once unless it is stuck).
+  template <class Answer, class Atom>
+  Answer ask(Atom atom, const char* what) {
+    caf::scoped_actor self{scheduler_->home_system()};
+    Answer out{};
+    self->request(scheduler_, std::chrono::seconds(10), atom)
+        .receive([&](const Answer& answer) { out = answer; },
+                 [&](const caf::error& e) {
+                   throw std::runtime_error(std::string("the scheduler did not answer a ") + what +
+                                            " request within 10 s: " + scheduler_->home_system().render(e));
+                 });
+    return out;
+  }
+
   CheckpointStore& checkpoint_store() {
     if (!checkpoints_) throw std::logic_error("this cluster keeps no checkpoints");
     return *checkpoints_();

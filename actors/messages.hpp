@@ -97,6 +97,9 @@ struct SimulationSetup {
   double timeout_seconds = 0;  // per set; 0: none
   // A program simulation's declaration, as the scheduler has it: what the worker runs (never its own).
   std::shared_ptr<const ProgramSpec> program{};
+  // The scheduler's definition of the simulation (graph/definition_identity.hpp): a worker whose own
+  // differs runs none of the stream's sets, which go to the other workers.
+  std::string identity{};
 };
 
 // Stream actor -> worker (-> its simulation service): run these parameter sets of a stream set up there,

@@ -227,12 +227,12 @@ void dispatch(StreamActor* self) {
         // What every job shares travels once, ahead of the first job (messages between two actors stay
         // in order, across processes too). A program's declaration is the scheduler's.
         const SimulationType* type = SimulationRegistry::global().find(st.args.settings.simulation);
-        self->send(caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor),
-                   simulation_setup_atom::value,
-                   SimulationSetup{st.args.id, st.args.settings.simulation, st.args.settings.config,
-                                   st.args.settings.pool_size,
-                                   st.args.settings.isolation.value_or(Isolation::thread),
-                                   st.args.settings.timeout_seconds, type ? type->program : nullptr});
+        self->send(
+            caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulation_setup_atom::value,
+            SimulationSetup{
+                st.args.id, st.args.settings.simulation, st.args.settings.config, st.args.settings.pool_size,
+                st.args.settings.isolation.value_or(Isolation::thread), st.args.settings.timeout_seconds,
+                type ? type->program : nullptr, type ? type->identity : std::string()});
         st.set_up[w] = true;
       }
       SimulationJob job{caf::actor_cast<caf::actor>(self), st.args.id, {}, {}};

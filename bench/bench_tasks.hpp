@@ -1,4 +1,5 @@
-// The no-op task the throughput benchmarks run, shared with the node plugin of the remote benchmark.
+// The no-op task the throughput benchmarks run, shared with the node plugin of the remote benchmark:
+// compiled into both, so each declares a version (one definition to the node, whichever module).
 #pragma once
 
 #include <chrono>
@@ -10,7 +11,7 @@ namespace bench_tasks {
 inline std::int64_t noop(std::int64_t x) {
   return x;
 }
-TESSERA_TASK(noop);
+TESSERA_TASK_VERSION(noop, "1");
 
 }  // namespace bench_tasks
 
@@ -29,7 +30,7 @@ inline std::vector<double> stamped_chunk(std::int64_t i) {
   chunk[1] = static_cast<double>(i);
   return chunk;
 }
-TESSERA_TASK(stamped_chunk);
+TESSERA_TASK_VERSION(stamped_chunk, "1");
 
 // Bytes of its two inputs that came from another process; it reads those whole (as Dask's peer reads
 // each chunk it fetched), so a chunk damaged on the way shows.
@@ -44,7 +45,7 @@ inline std::int64_t crossed_bytes(const std::vector<double>& a, const std::vecto
   }
   return crossed;
 }
-TESSERA_TASK(crossed_bytes);
+TESSERA_TASK_VERSION(crossed_bytes, "1");
 
 // The same as array chunks (what arrays move between workers): 1024 x 1024 float64, stamped likewise.
 inline tessera::Value stamped_array_chunk(std::int64_t i) {
@@ -53,7 +54,7 @@ inline tessera::Value stamped_array_chunk(std::int64_t i) {
   chunk(1, 0) = static_cast<double>(i);
   return tessera::Value(tessera::backends::Chunk::dense<double>(std::move(chunk)));
 }
-TESSERA_TASK(stamped_array_chunk);
+TESSERA_TASK_VERSION(stamped_array_chunk, "1");
 
 inline std::int64_t crossed_chunk_bytes(const tessera::Value& a, const tessera::Value& b) {
   std::int64_t crossed = 0;
@@ -66,7 +67,7 @@ inline std::int64_t crossed_chunk_bytes(const tessera::Value& a, const tessera::
   }
   return crossed;
 }
-TESSERA_TASK(crossed_chunk_bytes);
+TESSERA_TASK_VERSION(crossed_chunk_bytes, "1");
 
 }  // namespace bench_tasks
 
@@ -82,6 +83,7 @@ struct EchoSimulation {
     return x;
   }
   std::int64_t pause_us;
+  static constexpr const char* version = "1";
 };
 TESSERA_SIMULATION(EchoSimulation, "bench_echo");
 

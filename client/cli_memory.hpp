@@ -1,14 +1,13 @@
-// How `tessera workers` and `tessera status` show a worker's memory: in memory, spilled, resident, the
-// spill traffic and its speed, and whether it is paused (with the reason of a failed spill).
+// How `tessera workers` and `tessera status` show a worker's memory as text: in memory, spilled, resident,
+// the spill traffic and its speed, and whether it is paused (with the reason of a failed spill). Their
+// JSON is dashboard/status_json.hpp's.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <string>
 
 #include "cli_options.hpp"
-#include "nodes/memory_codec.hpp"
+#include "scheduling/status.hpp"
 
 namespace tessera::cli {
 
@@ -16,23 +15,6 @@ inline std::string mebibytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return text;
-}
-
-inline nlohmann::ordered_json memory_json(const WorkerMemory& m) {
-  return nlohmann::ordered_json{{"worker", m.worker},
-                                {"memory_limit", m.limit},
-                                {"managed_bytes", m.managed_bytes},
-                                {"spilled_bytes", m.spilled_bytes},
-                                {"rss", m.rss},
-                                {"spills", m.spills},
-                                {"unspills", m.unspills},
-                                {"spilled_total_bytes", m.spilled_total},
-                                {"unspilled_total_bytes", m.unspilled_total},
-                                {"spill_mb_per_s", m.spill_mb_per_second()},
-                                {"unspill_mb_per_s", m.unspill_mb_per_second()},
-                                {"corrupt_records", m.corrupt_records},
-                                {"paused", m.paused},
-                                {"spill_error", m.spill_error}};
 }
 
 // One line: "in memory 12.0 MiB, spilled 40.0 MiB, resident 80.1 MiB; 5 spills (210 MB/s), 2 unspills

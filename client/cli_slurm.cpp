@@ -18,11 +18,11 @@
 
 #include "child_process.hpp"
 #include "cli_options.hpp"
-#include "cli_session.hpp"
 #include "node_templates.hpp"
 #include "nodes/atomic_file.hpp"
 #include "nodes/host_address.hpp"
 #include "nodes/transport.hpp"
+#include "tessera/client.hpp"
 
 namespace tessera::cli {
 namespace fs = std::filesystem;
@@ -193,11 +193,10 @@ void wait_for(const std::function<bool()>& ready, Step& step, Clock::time_point 
 
 std::uint32_t registered_workers(const std::string& scheduler, const ConnectOptions& connect) {
   try {
-    Session session(scheduler, connect, std::chrono::milliseconds(2000));
-    transport::Outgoing request;
-    request.envelope().setStatusRequest();
-    auto answer = session.ask(request, "a status");
-    return answer.envelope().isStatus() ? answer.envelope().getStatus().getWorkers() : 0;
+    ConnectOptions quick = connect;
+    quick.handshake_timeout = quick.request_timeout = quick.reconnect_timeout =
+        std::chrono::milliseconds(2000);
+    return Client(scheduler, quick).status().scheduler.workers;
   } catch (const std::exception&) {
     return 0;  // not answering yet: the caller's deadline decides
   }

@@ -10,6 +10,8 @@
 #include <tessera/client.hpp>
 #include <vector>
 
+#include "csv_reader.hpp"
+
 namespace tessera::cli {
 
 // Where a command connects: the scheduler's address and the client's options (name, CURVE keys).
@@ -18,13 +20,8 @@ struct Target {
   ConnectOptions connect;
 };
 
-// How `stream push --header` decides whether the first row of the CSV names the columns.
-enum class HeaderRule {
-  automatic,  // a header only when none of its cells is a number; a row of numbers with one other cell
-              // is an error, never a header silently dropped
-  yes,        // the first row is a header, whatever it holds
-  no,         // every row is a parameter set
-};
+// The CLI's connection: a client of the scheduler like any other, named so in the scheduler's log.
+tessera::Client connect(const Target& target);
 
 struct PushOptions {
   std::string simulation, input, output;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
+#include <unordered_map>
 
 #include "actors/cluster_backend.hpp"
 #include "actors/result_sink.hpp"
@@ -12,6 +14,13 @@
 #include "nodes/remote_backend.hpp"
 
 namespace tessera {
+
+namespace detail {
+struct ClusterFunctions {
+  std::mutex mutex;
+  std::unordered_map<std::string, const TaskFunction*> by_name;
+};
+}  // namespace detail
 
 namespace {
 // Consecutive slots that stand for consecutive tasks of one operation share one watch.
@@ -81,7 +90,9 @@ void Client::send_cancel(std::vector<TaskRef> tasks) {
   backend_->cancel(std::move(tasks));
 }
 
-Client::Client(const std::string& scheduler_address) : backend_(connect_remote(scheduler_address)) {}
+Client::Client(const std::string& scheduler_address)
+    : backend_(connect_remote(scheduler_address)),
+      cluster_functions_(std::make_shared<detail::ClusterFunctions>()) {}
 
 Client::Client(const std::string& scheduler_address, const ConnectOptions& options)
     : backend_(connect_remote(
@@ -91,10 +102,15 @@ Client::Client(const std::string& scheduler_address, const ConnectOptions& optio
                                                             : std::optional(transport::CurveKeys{
                                                                   options.public_key, options.secret_key}),
                         .server_public_key = options.scheduler_public_key,
+                        .handshake_timeout = options.handshake_timeout,
                         .heartbeat_timeout = options.heartbeat_timeout,
-                        .reconnect_timeout = options.reconnect_timeout})) {}
+                        .reconnect_timeout = options.reconnect_timeout,
+                        .request_timeout = options.request_timeout})),
+      cluster_functions_(std::make_shared<detail::ClusterFunctions>()) {}
 
-Client::Client(LocalCluster& cluster) : backend_(detail::LocalClusterAccess::engine(cluster).backend()) {}
+Client::Client(LocalCluster& cluster)
+    : backend_(detail::LocalClusterAccess::engine(cluster).backend()),
+      cluster_functions_(std::make_shared<detail::ClusterFunctions>()) {}
 
 Stream Client::stream(std::string_view simulation, StreamOptions options) {
   return Stream(backend_, std::string(simulation), std::move(options));
@@ -145,8 +161,45 @@ std::vector<Value> Client::compute_values(const std::vector<const DelayedNode*>&
   return values_of(adopt_all(submit_delayed(roots)));
 }
 
+std::vector<FunctionInfo> Client::functions() {
+  return backend_->functions();
+}
+
+std::vector<SimulationInfo> Client::simulations() {
+  return backend_->simulations();
+}
+
+ClusterStatus Client::status() {
+  return backend_->status();
+}
+
+std::vector<WorkerInfo> Client::workers() {
+  return backend_->workers();
+}
+
+const TaskFunction& Client::function_named(std::string_view name) {
+  if (const TaskFunction* own = Registry::global().find(name)) return *own;
+  auto& known = *cluster_functions_;
+  {
+    std::lock_guard lock(known.mutex);
+    if (auto it = known.by_name.find(std::string(name)); it != known.by_name.end()) return *it->second;
+  }
+  // Asked again on each name not found yet: the cluster may have loaded a plugin since.
+  const auto listed = backend_->functions();
+  std::lock_guard lock(known.mutex);
+  std::string names;
+  for (const auto& info : listed) {
+    if (info.name == name)
+      return *known.by_name.insert_or_assign(info.name, &cluster_function(info)).first->second;
+    names += (names.empty() ? "" : ", ") + info.name;
+  }
+  throw SubmissionError("unknown task function '" + std::string(name) +
+                        "': neither this process nor the cluster defines it (the cluster's: " +
+                        (names.empty() ? "none" : names) + ")");
+}
+
 Future<Value> Client::submit_by_name(std::string_view name, std::vector<Arg> args) {
-  const TaskFunction& function = Registry::global().get(name);
+  const TaskFunction& function = function_named(name);
   std::vector<Column> columns;
   columns.reserve(args.size());
   for (auto& arg : args) columns.push_back(Column::broadcast(std::move(arg)));
@@ -155,7 +208,7 @@ Future<Value> Client::submit_by_name(std::string_view name, std::vector<Arg> arg
 }
 
 std::vector<Future<Value>> Client::map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs) {
-  const TaskFunction& function = Registry::global().get(name);
+  const TaskFunction& function = function_named(name);
   const std::size_t n = inputs.empty() ? 0 : inputs.front().size();
   std::vector<Column> columns;
   columns.reserve(inputs.size());

@@ -3,6 +3,8 @@
 //   tessera --scheduler ADDR status [--json]      what the scheduler is doing
 //   tessera --scheduler ADDR workers [--json]     its workers: name, address, threads, memory, tasks
 //   tessera --scheduler ADDR simulations [--json] what streams may name: compiled ones and programs
+//   tessera --scheduler ADDR functions [--json]   the task functions it can run, with signatures
+//   tessera --scheduler ADDR map FUNCTION --input FILE.csv [--output FILE.csv]   one task per row
 //   tessera --scheduler ADDR stream push --simulation NAME --input FILE.csv [--output FILE.csv]
 //   tessera --scheduler ADDR stream cancel --stream ID (--ids 10-99 | --where 'id >= 100')
 //   tessera --scheduler ADDR results --stream ID [--where FILTER] [--format summary|count|csv|json]
@@ -23,16 +25,16 @@
 #include "cli_checkpoints.hpp"
 #include "cli_memory.hpp"
 #include "cli_options.hpp"
-#include "cli_session.hpp"
+#include "cli_registry.hpp"
 #include "cli_slurm.hpp"
 #include "cli_streams.hpp"
+#include "dashboard/status_json.hpp"
 #include "graph/printable.hpp"
 #include "nodes/transport.hpp"
 
 namespace {
 
 using tessera::cli::excerpt;
-using tessera::cli::Session;
 using Json = nlohmann::ordered_json;
 
 // Text a peer chose (a node's or a worker's name) is shown escaped and bounded.
@@ -73,150 +75,47 @@ std::string bytes_text(std::uint64_t bytes) {
   return text;
 }
 
-int workers(Session& session, const std::string& scheduler, bool json) {
-  tessera::transport::Outgoing request;
-  request.envelope().setWorkersRequest();
-  auto answer = session.ask(request, "a list of workers");
-  if (!answer.envelope().isWorkers())
-    throw std::runtime_error(scheduler + " did not answer with its workers");
-  auto list = answer.envelope().getWorkers();
+int workers(const tessera::cli::Target& target, bool json) {
+  auto client = tessera::cli::connect(target);
+  const auto list = client.workers();
   if (json) {
-    auto out = Json::array();
-    for (auto w : list)
-      out.push_back(Json{{"id", w.getWorkerId()},
-                         {"name", std::string(w.getName())},
-                         {"address", std::string(w.getAddress())},
-                         {"threads", w.getThreads()},
-                         {"memory_limit", w.getMemoryLimit()},
-                         {"tasks", w.getTasksAssigned()},
-                         {"retiring", w.getRetiring()},
-                         {"memory", tessera::cli::memory_json(tessera::wire::decode_memory(w.getMemory()))}});
-    print_json(out);
+    print_json(tessera::dashboard::workers_json(list));
     return 0;
   }
   std::printf("%-4s %-16s %-28s %7s %12s %8s\n", "id", "name", "address", "threads", "memory", "tasks");
-  for (auto w : list) {
-    std::printf("%-4u %-16s %-28s %7u %12s %8llu%s\n", w.getWorkerId(),
-                shown(std::string(w.getName())).c_str(), shown(std::string(w.getAddress())).c_str(),
-                w.getThreads(), bytes_text(w.getMemoryLimit()).c_str(),
-                static_cast<unsigned long long>(w.getTasksAssigned()), w.getRetiring() ? " (retiring)" : "");
-    std::printf("     %s\n", tessera::cli::memory_text(tessera::wire::decode_memory(w.getMemory())).c_str());
+  for (const auto& w : list) {
+    std::printf("%-4u %-16s %-28s %7u %12s %8llu%s\n", w.id, shown(w.name).c_str(), shown(w.address).c_str(),
+                w.threads, bytes_text(w.memory_limit).c_str(),
+                static_cast<unsigned long long>(w.tasks_assigned), w.retiring ? " (retiring)" : "");
+    std::printf("     %s\n", tessera::cli::memory_text(w.memory).c_str());
   }
   return 0;
 }
 
-int simulations(Session& session, const std::string& scheduler, bool json) {
-  tessera::transport::Outgoing request;
-  request.envelope().setSimulationsRequest();
-  auto answer = session.ask(request, "a list of simulations");
-  if (!answer.envelope().isSimulations())
-    throw std::runtime_error(scheduler + " did not answer with its simulations");
-  const auto texts = [](auto list) {
-    std::vector<std::string> out;
-    for (auto text : list) out.emplace_back(text);
-    return out;
-  };
-  const auto joined = [](const std::vector<std::string>& parts, const char* separator) {
-    std::string out;
-    for (const auto& part : parts) (out += out.empty() ? "" : separator) += part;
-    return out;
-  };
-  auto list = answer.envelope().getSimulations();
+int status(const tessera::cli::Target& target, bool json) {
+  auto client = tessera::cli::connect(target);
+  const auto status = client.status();
   if (json) {
-    auto out = Json::array();
-    for (auto s : list) {
-      Json entry{{"name", std::string(s.getName())},
-                 {"kind", s.getProgram() ? "program" : "compiled"},
-                 {"arity", s.getArity() < 0 ? Json(nullptr) : Json(s.getArity())},
-                 {"cores", s.getThreads()},
-                 {"gpus", s.getGpus()}};
-      if (s.getProgram()) {
-        entry["parameters"] = texts(s.getParameters());
-        entry["outputs"] = texts(s.getOutputs());
-        entry["command"] = texts(s.getCommand());
-      } else {
-        entry["parameter_type"] = std::string(s.getParameterType());
-        entry["result_type"] = std::string(s.getResultType());
-      }
-      out.push_back(std::move(entry));
-    }
-    print_json(out);
+    print_json(tessera::dashboard::cluster_status_json(status));
     return 0;
   }
-  std::printf("%-24s %-9s %-32s %-24s %s\n", "name", "kind", "parameters", "outputs", "cores");
-  for (auto s : list) {
-    std::string parameters, outputs;
-    if (s.getProgram()) {
-      parameters = joined(texts(s.getParameters()), ", ");
-      outputs = joined(texts(s.getOutputs()), ", ");
-    } else {
-      parameters = std::string(s.getParameterType()) +
-                   (s.getArity() < 0 ? std::string() : " (" + std::to_string(s.getArity()) + ")");
-      outputs = std::string(s.getResultType());
-    }
-    std::printf("%-24s %-9s %-32s %-24s %u%s\n", shown(std::string(s.getName())).c_str(),
-                s.getProgram() ? "program" : "compiled", shown(parameters).c_str(), shown(outputs).c_str(),
-                s.getThreads(), s.getGpus() ? (" + " + std::to_string(s.getGpus()) + " gpus").c_str() : "");
-    if (s.getProgram()) std::printf("    %s\n", shown(joined(texts(s.getCommand()), " ")).c_str());
-  }
-  return 0;
-}
-
-int status(Session& session, const std::string& scheduler, bool json) {
-  tessera::transport::Outgoing request;
-  request.envelope().setStatusRequest();
-  auto answer = session.ask(request, "a status");
-  if (!answer.envelope().isStatus()) throw std::runtime_error(scheduler + " did not answer with a status");
-  auto s = answer.envelope().getStatus();
-  if (json) {
-    print_json(Json{{"name", std::string(s.getName())},
-                    {"workers", s.getWorkers()},
-                    {"retiring_workers", s.getRetiringWorkers()},
-                    {"operations", s.getOperations()},
-                    {"tasks_pending", s.getTasksPending()},
-                    {"results_held", s.getResultsHeld()},
-                    {"tasks_done", s.getTasksDone()},
-                    {"tasks_erred", s.getTasksErred()},
-                    {"tasks_cancelled", s.getTasksCancelled()},
-                    {"tasks_stolen", s.getTasksStolen()},
-                    {"clients", s.getClients()},
-                    {"workers_lost", s.getWorkersLost()},
-                    {"tasks_recomputed", s.getTasksRecomputed()},
-                    {"tasks_from_checkpoint", s.getTasksFromCheckpoint()},
-                    {"checkpoints_stored", s.getCheckpointsStored()},
-                    {"checkpoints_written", s.getCheckpointsWritten()},
-                    {"checkpoint_bytes_written", s.getCheckpointBytesWritten()},
-                    {"checkpoint_write_seconds", s.getCheckpointWriteSeconds()},
-                    {"checkpoints_corrupt", s.getCheckpointsCorrupt()},
-                    {"checkpoint_error", std::string(s.getCheckpointError())},
-                    {"memory", [&] {
-                       auto list = Json::array();
-                       for (auto m : s.getMemory())
-                         list.push_back(tessera::cli::memory_json(tessera::wire::decode_memory(m)));
-                       return list;
-                     }()}});
-  } else {
-    std::cout << "scheduler " << shown(std::string(s.getName())) << " at " << scheduler << "\n"
-              << "  workers         " << s.getWorkers() << " (" << s.getRetiringWorkers() << " retiring)\n"
-              << "  clients         " << s.getClients() << "\n"
-              << "  operations      " << s.getOperations() << "\n"
-              << "  tasks pending   " << s.getTasksPending() << "\n"
-              << "  results held    " << s.getResultsHeld() << "\n"
-              << "  tasks done      " << s.getTasksDone() << ", erred " << s.getTasksErred() << ", cancelled "
-              << s.getTasksCancelled() << ", stolen " << s.getTasksStolen() << "\n"
-              << "  workers lost    " << s.getWorkersLost() << " (tasks recomputed " << s.getTasksRecomputed()
-              << ")\n"
-              << "  checkpoints     " << s.getCheckpointsStored() << " stored, " << s.getCheckpointsWritten()
-              << " written (" << s.getCheckpointBytesWritten() / 1e6 << " MB), " << s.getTasksFromCheckpoint()
-              << " tasks read from them, " << s.getCheckpointsCorrupt() << " damaged\n";
-    if (s.hasCheckpointError() && s.getCheckpointError().size() > 0)
-      std::cout << "  checkpoint error " << tessera::printable(std::string(s.getCheckpointError())) << "\n";
-    for (auto m : s.getMemory()) {
-      const auto memory = tessera::wire::decode_memory(m);
-      std::cout << "  worker " << memory.worker << " memory (limit " << bytes_text(memory.limit)
-                << "): " << tessera::cli::memory_text(memory) << "\n";
-    }
-  }
+  const auto& s = status.scheduler;
+  std::cout << "scheduler " << shown(status.name) << " at " << target.scheduler << "\n"
+            << "  workers         " << s.workers << " (" << s.retiring_workers << " retiring)\n"
+            << "  clients         " << status.clients << "\n"
+            << "  operations      " << s.operations << "\n"
+            << "  tasks pending   " << s.tasks_pending << "\n"
+            << "  results held    " << s.results_held << "\n"
+            << "  tasks done      " << s.tasks_done << ", erred " << s.tasks_erred << ", cancelled "
+            << s.tasks_cancelled << ", stolen " << s.tasks_stolen << "\n"
+            << "  workers lost    " << s.workers_lost << " (tasks recomputed " << s.tasks_recomputed << ")\n"
+            << "  checkpoints     " << s.checkpoints_stored << " stored, " << s.checkpoints_written
+            << " written (" << s.checkpoint_bytes_written / 1e6 << " MB), " << s.tasks_from_checkpoint
+            << " tasks read from them, " << s.checkpoints_corrupt << " damaged\n";
+  if (!s.checkpoint_error.empty()) std::cout << "  checkpoint error " << shown(s.checkpoint_error) << "\n";
+  for (const auto& memory : s.memory)
+    std::cout << "  worker " << memory.worker << " memory (limit " << bytes_text(memory.limit)
+              << "): " << tessera::cli::memory_text(memory) << "\n";
   return 0;
 }
 
@@ -275,6 +174,21 @@ int main(int argc, char** argv) {
       "simulations",
       "what streams may name: compiled simulations and declared programs, with their parameters");
   simulations_command->add_flag("--json", json, "one JSON array");
+  auto* functions_command = app.add_subcommand(
+      "functions",
+      "the task functions the cluster can run (what map and clients call by name), with signatures");
+  functions_command->add_flag("--json", json, "one JSON array");
+  tessera::cli::MapOptions map;
+  std::string map_header = "auto";
+  auto* map_command = app.add_subcommand(
+      "map", "run a node's task function on each row of a CSV file (the row's cells are its arguments)");
+  map_command->add_option("function", map.function, "the task function's name on the cluster")
+      ->required()
+      ->check(tessera::cli::text_at_most(256));
+  map_command->add_option("--input", map.input, "the CSV file, one task per row")->required();
+  map_command->add_option("--header", map_header, kHeaderHelp)->check(CLI::IsMember({"auto", "yes", "no"}));
+  map_command->add_option("--output", map.output,
+                          "write id, the row, result and error as CSV here (default: stdout)");
 
   auto* stream_command = app.add_subcommand("stream", "streams of parameter sets");
   stream_command->require_subcommand(1);
@@ -477,11 +391,11 @@ int main(int argc, char** argv) {
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !app.remaining().empty()) {
-      std::cerr
-          << "tessera: unknown command '" << excerpt(app.remaining().front())
-          << "' (keygen, status, workers, simulations, stream push, stream run, stream cancel, results, "
-             "checkpoints, slurm; see "
-             "tessera --help)\n";
+      std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
+                << "' (keygen, status, workers, simulations, functions, map, stream push, stream run, stream "
+                   "cancel, results, "
+                   "checkpoints, slurm; see "
+                   "tessera --help)\n";
       return 2;
     }
     return tessera::cli::parse_failure(app, e);
@@ -523,13 +437,24 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      if (status_command->parsed() || workers_command->parsed() || simulations_command->parsed()) {
-        Session session(scheduler, target.connect,
-                        std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
-        if (simulations_command->parsed()) return simulations(session, scheduler, json);
-        return status_command->parsed() ? status(session, scheduler, json)
-                                        : workers(session, scheduler, json);
+      // Questions to the node wait --timeout for its handshake and answer; the stream commands keep their
+      // connection's defaults (a long push must not fail on one slow answer).
+      if (status_command->parsed() || workers_command->parsed() || simulations_command->parsed() ||
+          functions_command->parsed()) {
+        const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000));
+        target.connect.handshake_timeout = timeout;
+        target.connect.request_timeout = timeout;
       }
+      if (simulations_command->parsed()) return tessera::cli::list_simulations(target, json);
+      if (functions_command->parsed()) return tessera::cli::list_functions(target, json);
+      if (map_command->parsed()) {
+        map.header = map_header == "yes"  ? tessera::cli::HeaderRule::yes
+                     : map_header == "no" ? tessera::cli::HeaderRule::no
+                                          : tessera::cli::HeaderRule::automatic;
+        return tessera::cli::map_function(target, map);
+      }
+      if (status_command->parsed()) return status(target, json);
+      if (workers_command->parsed()) return workers(target, json);
       if (push_command->parsed()) {
         push.header = header == "yes"  ? tessera::cli::HeaderRule::yes
                       : header == "no" ? tessera::cli::HeaderRule::no

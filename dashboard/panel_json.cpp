@@ -32,65 +32,13 @@ Json latency_json(const monitor::LogHistogram& latency) {
 
 }  // namespace
 
-Json memory_json(const WorkerMemory& m) {
-  return Json{{"worker", m.worker},
-              {"memory_limit", m.limit},
-              {"managed_bytes", m.managed_bytes},
-              {"spilled_bytes", m.spilled_bytes},
-              {"rss", m.rss},
-              {"spills", m.spills},
-              {"unspills", m.unspills},
-              {"spilled_total_bytes", m.spilled_total},
-              {"unspilled_total_bytes", m.unspilled_total},
-              {"spill_mb_per_s", m.spill_mb_per_second()},
-              {"unspill_mb_per_s", m.unspill_mb_per_second()},
-              {"corrupt_records", m.corrupt_records},
-              {"paused", m.paused},
-              {"spill_error", m.spill_error}};
-}
-
-Json worker_json(const WorkerInfo& w) {
-  return Json{{"id", w.id},
-              {"name", w.name},
-              {"address", w.address},
-              {"threads", w.threads},
-              {"memory_limit", w.memory_limit},
-              {"tasks", w.tasks_assigned},
-              {"retiring", w.retiring},
-              {"memory", memory_json(w.memory)}};
-}
-
 Json status_json(const Snapshot& snapshot, const monitor::ClusterMonitor& monitor, double now) {
-  const auto& s = snapshot.status;
-  Json memory = Json::array();
-  for (const auto& m : s.memory) memory.push_back(memory_json(m));
-  Json workers = Json::array();
-  for (const auto& w : snapshot.workers) workers.push_back(worker_json(w));
   const auto per_second = monitor.tasks.per_second(now, 60);
   const auto totals = monitor.tasks.totals();
   Json out = sampled(snapshot, now);
+  out.update(scheduler_json(snapshot.status, snapshot.clients));
   out.update(
-      Json{{"workers", s.workers},
-           {"retiring_workers", s.retiring_workers},
-           {"operations", s.operations},
-           {"tasks_pending", s.tasks_pending},
-           {"results_held", s.results_held},
-           {"tasks_done", s.tasks_done},
-           {"tasks_erred", s.tasks_erred},
-           {"tasks_cancelled", s.tasks_cancelled},
-           {"tasks_stolen", s.tasks_stolen},
-           {"clients", snapshot.clients},
-           {"workers_lost", s.workers_lost},
-           {"tasks_recomputed", s.tasks_recomputed},
-           {"tasks_from_checkpoint", s.tasks_from_checkpoint},
-           {"checkpoints_stored", s.checkpoints_stored},
-           {"checkpoints_written", s.checkpoints_written},
-           {"checkpoint_bytes_written", s.checkpoint_bytes_written},
-           {"checkpoint_write_seconds", s.checkpoint_write_seconds},
-           {"checkpoints_corrupt", s.checkpoints_corrupt},
-           {"checkpoint_error", s.checkpoint_error},
-           {"memory", std::move(memory)},
-           {"worker_list", std::move(workers)},
+      Json{{"worker_list", workers_json(snapshot.workers)},
            // Over the 10 whole seconds before this one; the series: the last 60 seconds, this one last.
            {"tasks_per_second", monitor.tasks.recent_rate(now)},
            {"tasks_per_second_series", per_second},
@@ -101,10 +49,8 @@ Json status_json(const Snapshot& snapshot, const monitor::ClusterMonitor& monito
 }
 
 Json workers_json(const Snapshot& snapshot, double now) {
-  Json list = Json::array();
-  for (const auto& w : snapshot.workers) list.push_back(worker_json(w));
   Json out = sampled(snapshot, now);
-  out["workers"] = std::move(list);
+  out["workers"] = workers_json(snapshot.workers);
   return out;
 }
 

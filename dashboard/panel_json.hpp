@@ -1,5 +1,5 @@
-// The JSON behind each dashboard panel. Field names are those of `tessera status --json` and `tessera
-// workers --json` where the figure is the same, so a reader (or a test) can compare the two.
+// The JSON behind each dashboard panel. The scheduler's figures, workers and memory are written by
+// status_json.hpp, as `tessera status --json` and `tessera workers --json` write them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,13 +7,12 @@
 #include <cstddef>
 
 #include "dashboard/dashboard_source.hpp"
+#include "dashboard/status_json.hpp"
 
 namespace tessera::dashboard {
 
 using Json = nlohmann::ordered_json;
 
-Json memory_json(const WorkerMemory& memory);
-Json worker_json(const WorkerInfo& worker);
 // The status page: the scheduler's counters, the workers and their memory, the task rate.
 Json status_json(const Snapshot& snapshot, const monitor::ClusterMonitor& monitor, double now);
 Json workers_json(const Snapshot& snapshot, double now);

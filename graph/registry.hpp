@@ -10,6 +10,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "graph/codec.hpp"
@@ -30,9 +31,25 @@ struct TaskFunction {
   std::function<bool(const Value&)> runs_on_gpu;
   // Its results go back to the client whatever their size (tessera.fetch: what brings a held one back).
   bool always_delivered = false;
+  // Where it was defined (an address in its module) and the version its author declared, if any; from
+  // them Registry::add makes `identity` (graph/definition_identity.hpp), what a client, the scheduler and
+  // each worker compare before one runs another's tasks. A stand-in for a function only the cluster has
+  // carries the cluster's identity.
+  const void* defined_at = nullptr;
+  std::string version;
+  std::string identity;
 
   std::size_t arity() const { return argument_types.size(); }
   std::string signature() const;
+};
+
+// What a process says of one task function it can run (Client::functions, `tessera functions`): its
+// signature and its identity.
+struct FunctionInfo {
+  std::string name;
+  std::vector<std::string> argument_types;
+  std::string result_type;
+  std::string identity;
 };
 
 class Registry {
@@ -48,6 +65,8 @@ class Registry {
   // The function registered for a function pointer (nullptr if none).
   const TaskFunction* find_by_identity(std::uintptr_t identity) const;
   std::vector<std::string> names() const;
+  // Every registered function, by name.
+  std::vector<FunctionInfo> functions() const;
 
  private:
   Registry();
@@ -55,6 +74,16 @@ class Registry {
   std::shared_ptr<Impl> impl_;
   Impl& impl() const { return *impl_; }
 };
+
+// A stand-in for a function this process does not define but a cluster does, as the cluster describes
+// it: calls by name are built against it here and run there. Literal arguments of the types Tessera's
+// codecs name are checked here as a registered function's are (others where it runs); running it in
+// this process throws. Kept for the process's life (operations point at it), one per identity; at most
+// 4096, then SubmissionError.
+const TaskFunction& cluster_function(const FunctionInfo& described);
+// A stand-in whose every task fails with `reason`: what a worker runs for a function it does not define,
+// or defines differently from the scheduler. Kept as above, one per reason.
+const TaskFunction& failing_function(const std::string& name, std::size_t arity, const std::string& reason);
 
 namespace detail {
 
@@ -140,19 +169,26 @@ struct handle_for<R, std::tuple<A...>> {
 };
 }  // namespace detail
 
-// Registers a callable under a name and returns its typed handle.
+// Registers a callable under a name and returns its typed handle. `version`, when given, is what tells
+// its definitions apart across processes instead of the module that defines it: two processes that
+// declare the same version of a function are taken to run the same one.
 template <class F>
-auto register_task(std::string name, F fn) {
+auto register_task(std::string name, F fn, std::string version = {}) {
   using traits = detail::callable_traits<std::remove_cvref_t<std::decay_t<F>>>;
   using R = std::remove_cvref_t<typename traits::result>;
   using Args = typename traits::arguments;
   std::uintptr_t identity = 0;
   if constexpr (std::is_pointer_v<std::decay_t<F>>) identity = reinterpret_cast<std::uintptr_t>(fn);
   auto fn_copy = fn;
-  const TaskFunction& registered =
-      Registry::global().add(detail::make_task_function<std::decay_t<F>, R>(
-                                 std::move(name), std::move(fn_copy), static_cast<Args*>(nullptr)),
-                             identity);
+  TaskFunction function = detail::make_task_function<std::decay_t<F>, R>(std::move(name), std::move(fn_copy),
+                                                                         static_cast<Args*>(nullptr));
+  // A function's code, or a callable type's typeinfo (emitted in the module that defines it).
+  if constexpr (std::is_pointer_v<std::decay_t<F>>)
+    function.defined_at = reinterpret_cast<const void*>(fn);
+  else
+    function.defined_at = &typeid(std::decay_t<F>);
+  function.version = std::move(version);
+  const TaskFunction& registered = Registry::global().add(std::move(function), identity);
   return typename detail::handle_for<R, Args>::type{&registered};
 }
 
@@ -161,3 +197,7 @@ auto register_task(std::string name, F fn) {
 // Registers a free function under its own name at static-initialisation time.
 #define TESSERA_TASK(fn) \
   [[maybe_unused]] static const auto tessera_task_registration_##fn = ::tessera::register_task(#fn, &fn)
+// The same, with a version its author declares (see register_task).
+#define TESSERA_TASK_VERSION(fn, version)                             \
+  [[maybe_unused]] static const auto tessera_task_registration_##fn = \
+      ::tessera::register_task(#fn, &fn, version)

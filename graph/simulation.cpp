@@ -1,5 +1,8 @@
 #include "graph/simulation.hpp"
 
+#include "graph/definition_identity.hpp"
+#include "graph/program_spec.hpp"
+
 #include <cmath>
 #include <mutex>
 
@@ -53,6 +56,25 @@ std::string SimulationType::check(const Value& parameters) const {
   return {};
 }
 
+SimulationInfo describe(const SimulationType& type) {
+  SimulationInfo out;
+  out.name = type.name;
+  out.arity = type.arity;
+  out.parameter_type = type.parameter_type;
+  out.result_type = type.result_type;
+  out.threads = type.threads;
+  out.gpus = type.gpus;
+  out.identity = type.identity;
+  if (const ProgramSpec* program = type.program.get()) {
+    out.program = true;
+    out.parameters = program->parameters;
+    out.outputs = program->result.outputs;
+    out.command = program->launcher_prefix();
+    out.command.insert(out.command.end(), program->command.begin(), program->command.end());
+  }
+  return out;
+}
+
 SimulationRegistry& SimulationRegistry::global() {
   static SimulationRegistry registry;
   return registry;
@@ -74,6 +96,12 @@ const SimulationType& SimulationRegistry::add(SimulationType type) {
                             "); a name is declared once per process");
     throw SubmissionError("simulation '" + type.name + "' is registered twice with different types");
   }
+  if (type.identity.empty())
+    type.identity =
+        type.program
+            ? type.name + " (a program, declaration " + program_spec_digest(*type.program).substr(0, 16) + ")"
+            : definition_identity(type.name + "(" + type.parameter_type + ") -> " + type.result_type,
+                                  type.defined_at, type.version);
   auto owned = std::make_unique<SimulationType>(std::move(type));
   auto& out = *owned;
   types_.emplace(out.name, std::move(owned));

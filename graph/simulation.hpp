@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "graph/codec.hpp"
@@ -102,9 +103,30 @@ struct SimulationType {
   // Set for a program simulation (register_program, a node's [simulations.NAME]): its declaration,
   // which travels to workers with each stream's setup.
   std::shared_ptr<const ProgramSpec> program{};
+  // As a task function's (graph/registry.hpp): where it was defined, its declared version (a class's
+  // `static constexpr const char* version`), and from them, at add(), the identity a client, the
+  // scheduler and each worker compare. A program's is its declaration's digest.
+  const void* defined_at = nullptr;
+  std::string version;
+  std::string identity;
   // A clear error naming the simulation when `parameters` cannot be its input; empty when it can.
   std::string check(const Value& parameters) const;
 };
+
+// What a process says of one simulation a stream may name (Client::simulations, `tessera simulations`).
+struct SimulationInfo {
+  std::string name;
+  bool program = false;                 // declared as a program ([simulations.NAME], register_program)
+  std::vector<std::string> parameters;  // a program's parameter names
+  std::vector<std::string> outputs;     // a program's result names
+  std::optional<std::size_t> arity{};   // elements of a parameter set, when it says
+  std::string parameter_type, result_type;
+  std::uint32_t threads = 1;  // cores one set occupies (ranks x threads for a program)
+  std::uint32_t gpus = 0;
+  std::vector<std::string> command;  // a program's argv, launcher first, placeholders unrendered
+  std::string identity;
+};
+SimulationInfo describe(const SimulationType& type);
 
 class SimulationRegistry {
  public:
@@ -162,6 +184,10 @@ template <class S>
 concept HasGpus = requires {
   S::gpus;
 };
+template <class S>
+concept HasVersion = requires {
+  std::string(S::version);
+};
 
 }  // namespace detail
 
@@ -182,6 +208,8 @@ const SimulationType& register_simulation(std::string name) {
     static_assert(S::gpus <= SimulationType::kMaxGpus, "a simulation's gpus must be at most 64");
     type.gpus = S::gpus;
   }
+  if constexpr (detail::HasVersion<S>) type.version = std::string(S::version);
+  type.defined_at = &typeid(S);  // emitted where the class's first virtual function is defined
   type.make = [](const Config& config) -> std::unique_ptr<Simulation> {
     return std::make_unique<detail::SimulationAdapter<S>>(config);
   };

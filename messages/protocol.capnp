@@ -280,6 +280,16 @@ struct SimulationEntry {
   threads @7 :UInt32;            # cores one set occupies (ranks x threads for a program)
   gpus @8 :UInt32;
   command @9 :List(Text);        # a program's argv (launcher first), placeholders unrendered
+  identity @10 :Text;            # the scheduler's definition (graph/definition_identity.hpp)
+}
+
+# Scheduler -> client: one task function the cluster can run (tessera functions, Client::functions, and
+# what a client with no definition of its own calls by name).
+struct FunctionEntry {
+  name @0 :Text;
+  argumentTypes @1 :List(Text);
+  resultType @2 :Text;
+  identity @3 :Text;             # the scheduler's definition (graph/definition_identity.hpp)
 }
 
 # ---- Streams of parameter sets ----
@@ -303,6 +313,7 @@ struct StreamOpen {
   generator @9 :Text;             # an ensemble: the generator that proposes its sets; empty: the client
   generatorConfig @10 :List(ConfigEntry);
   budget @11 :UInt64;             # with a generator: the most sets it may propose
+  simulationIdentity @12 :Text;   # the client's own definition of `simulation`; empty: it has none
 }
 
 # Client -> scheduler, after a reconnect: results of this open stream go to this connection now; the
@@ -420,6 +431,7 @@ struct SimulationSetup {
   isolation @4 :UInt8;           # tessera::Isolation: 0 thread, 1 process
   timeoutSeconds @5 :Float64;    # per set; 0: none
   program @6 :ProgramSpec;       # set for a program simulation: the scheduler's declaration
+  identity @7 :Text;             # the scheduler's definition; a worker whose own differs runs none of it
 }
 
 # A program declared as a simulation (graph/program_spec.hpp); checked again where it is decoded.
@@ -693,5 +705,7 @@ struct Envelope {
     simulationCancel @48 :SimulationCancel;
     simulationsRequest @49 :Void;
     simulations @50 :List(SimulationEntry);
+    functionsRequest @51 :Void;
+    functions @52 :List(FunctionEntry);
   }
 }

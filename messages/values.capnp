@@ -92,4 +92,6 @@ struct Operation {
   size @2 :UInt32;
   columns @3 :List(Column);
   keys @4 :List(Text);  # empty unless the user named every task
+  identity @5 :Text;    # the sender's definition of `function` (graph/definition_identity.hpp); the
+                        # receiver refuses (scheduler) or fails the tasks (worker) when its own differs
 }

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <limits>
 
+#include "graph/definition_identity.hpp"
 #include "graph/errors.hpp"
+#include "graph/printable.hpp"
 #include "graph/registry.hpp"
 #include "messages/chunk_codec.hpp"
 
@@ -213,6 +215,7 @@ void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachme
             const EncodeOptions& options) {
   out.setId(op.id());
   out.setFunction(op.function().name);
+  out.setIdentity(op.function().identity);
   out.setSize(op.size());
   auto columns = out.initColumns(static_cast<unsigned>(op.columns().size()));
   for (std::size_t j = 0; j < op.columns().size(); ++j) {
@@ -246,8 +249,29 @@ tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames, c
     auto name_text = in.getFunction();
     const std::string name(name_text.begin(), name_text.end());
     const TaskFunction* fn = Registry::global().find(name);
+    const auto identity_text = in.getIdentity();
+    const std::string_view identity(identity_text.cStr(), identity_text.size());
+    const bool differs = fn && !identity.empty() && identity != fn->identity;
+    if (limits.differing_functions_fail_tasks && (!fn || differs)) {
+      const std::string theirs = printable(identity.empty() ? std::string_view("(not said)") : identity, 300);
+      try {
+        fn =
+            !fn ? &failing_function(name, in.getColumns().size(),
+                                    "task function '" + printable(name, 200) +
+                                        "' is not defined on this worker (the scheduler's: " + theirs +
+                                        "); load the plugin that defines it on every worker")
+                : &failing_function(name, fn->arity(),
+                                    definitions_differ("task function", printable(name, 200), "the scheduler",
+                                                       theirs, "this worker", fn->identity));
+      } catch (const SubmissionError& e) {
+        throw WireError(e.what());  // past the stand-ins a process keeps
+      }
+    }
     if (!fn)
       throw WireError("operation " + std::to_string(in.getId()) + ": unknown task function '" + name + "'");
+    if (differs && !limits.differing_functions_fail_tasks)
+      throw WireError(definitions_differ("task function", printable(name, 200), "the client",
+                                         printable(identity, 300), "the scheduler", fn->identity));
     const std::uint32_t size = in.getSize();
     if (size > limits.max_tasks)
       throw WireError("operation " + std::to_string(in.getId()) + " (" + name + "): " + std::to_string(size) +

@@ -46,6 +46,11 @@ struct DecodeLimits {
   int nesting = 64;
   // Most tasks one decoded operation may have. Default 2^28.
   std::uint32_t max_tasks = 1u << 28;
+  // How an operation whose function this process does not define, or defines differently from the
+  // sender (its `identity`), is taken: false (a scheduler reading a client's submission) a WireError naming
+  // both definitions; true (a worker reading the scheduler's assignment) a stand-in whose tasks fail
+  // with that reason, so the tasks end instead of waiting on a dropped message.
+  bool differing_functions_fail_tasks = false;
 };
 
 void encode(const tessera::Value& value, Value::Builder out, Attachments& attachments,
@@ -57,7 +62,8 @@ void encode(const tessera::Operation& op, wire::Operation::Builder out, Attachme
 // Operation ids as the receiver knows them: a scheduler gives each client's ids its own numbers.
 using IdMap = std::function<OpId(OpId)>;
 
-// Resolves the function by name in this process's registry; an unknown name is a WireError naming it.
+// Resolves the function by name in this process's registry and checks the sender's identity of it
+// against this process's (see DecodeLimits::differing_functions_fail_tasks).
 // `map_id` renames the operation's id and the ids its references point to (identity when empty).
 tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames,
                              const DecodeLimits& limits = {}, const IdMap& map_id = {});

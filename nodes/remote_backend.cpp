@@ -19,6 +19,8 @@
 #include "messages/protocol_codec.hpp"
 #include "nodes/checkpoint_codec.hpp"
 #include "nodes/glm_codec.hpp"
+#include "nodes/registry_codec.hpp"
+#include "nodes/status_codec.hpp"
 #include "nodes/stream_codec.hpp"
 
 namespace tessera {
@@ -103,6 +105,9 @@ class RemoteBackend final : public ClusterBackend {
       open.setIsolation(settings.isolation ? static_cast<std::uint8_t>(*settings.isolation) + 1 : 0);
       open.setTimeoutSeconds(settings.timeout_seconds);
       open.setRetries(settings.retries);
+      // The scheduler refuses a stream whose simulation this client defines differently.
+      if (const SimulationType* own = SimulationRegistry::global().find(settings.simulation))
+        open.setSimulationIdentity(own->identity);
       auto names = open.initParameterNames(static_cast<unsigned>(settings.parameter_names.size()));
       for (std::size_t i = 0; i < settings.parameter_names.size(); ++i)
         names.set(static_cast<unsigned>(i), settings.parameter_names[i]);
@@ -156,6 +161,30 @@ class RemoteBackend final : public ClusterBackend {
     }
   }
 
+  std::vector<FunctionInfo> functions() override {
+    auto received = ask_in_order(
+        wire::Envelope::FUNCTIONS, [](transport::Outgoing& m) { m.envelope().setFunctionsRequest(); },
+        "a list of functions");
+    return wire::decode(received.envelope().getFunctions());
+  }
+  ClusterStatus status() override {
+    auto received = ask_in_order(
+        wire::Envelope::STATUS, [](transport::Outgoing& m) { m.envelope().setStatusRequest(); }, "a status");
+    return wire::decode(received.envelope().getStatus());
+  }
+  std::vector<WorkerInfo> workers() override {
+    auto received = ask_in_order(
+        wire::Envelope::WORKERS, [](transport::Outgoing& m) { m.envelope().setWorkersRequest(); },
+        "a list of workers");
+    return wire::decode(received.envelope().getWorkers());
+  }
+  std::vector<SimulationInfo> simulations() override {
+    auto received = ask_in_order(
+        wire::Envelope::SIMULATIONS, [](transport::Outgoing& m) { m.envelope().setSimulationsRequest(); },
+        "a list of simulations");
+    return wire::decode(received.envelope().getSimulations());
+  }
+
   void push(std::uint64_t stream, StreamBatch batch) override {
     transport::Outgoing message;
     encode_push(stream, batch, message);
@@ -194,6 +223,28 @@ class RemoteBackend final : public ClusterBackend {
     } catch (...) {
       std::lock_guard lock(streams_mutex_);
       asking_.erase(request);
+      throw;
+    }
+  }
+
+  // For answers that carry no request id (FUNCTIONS, SIMULATIONS, STATUS, WORKERS): each goes to the
+  // oldest waiter for its kind. Two of one kind may cross (the scheduler answers STATUS and WORKERS from
+  // actors of their own), which is harmless: each waiter gets an answer as fresh as it asked for.
+  transport::Received ask_in_order(wire::Envelope::Which answer_kind,
+                                   const std::function<void(transport::Outgoing&)>& fill,
+                                   const std::string& what) {
+    const std::uint64_t token = next_request_++;
+    std::future<transport::Received> answer;
+    {
+      std::lock_guard lock(streams_mutex_);
+      answer =
+          in_order_[answer_kind].emplace_back(token, std::promise<transport::Received>()).second.get_future();
+    }
+    try {
+      return await(answer, fill, what, options_.request_timeout);
+    } catch (...) {
+      std::lock_guard lock(streams_mutex_);
+      std::erase_if(in_order_[answer_kind], [token](const auto& waiter) { return waiter.first == token; });
       throw;
     }
   }
@@ -724,6 +775,17 @@ class RemoteBackend final : public ClusterBackend {
         asking_.erase(it);
       }
       waiting.set_value(std::move(message));
+    } else if (envelope.isFunctions() || envelope.isSimulations() || envelope.isStatus() ||
+               envelope.isWorkers()) {
+      std::promise<transport::Received> waiting;
+      {
+        std::lock_guard lock(streams_mutex_);
+        auto& waiters = in_order_[envelope.which()];
+        if (waiters.empty()) return;  // its waiter gave up
+        waiting = std::move(waiters.front().second);
+        waiters.pop_front();
+      }
+      waiting.set_value(std::move(message));
     } else if (envelope.isStreamResults()) {
       auto in = envelope.getStreamResults();
       auto records = wire::decode(in.getRecords(), message.frames());
@@ -772,6 +834,8 @@ class RemoteBackend final : public ClusterBackend {
   std::unordered_map<std::uint64_t, Opening> opening_;
   std::unordered_map<std::uint64_t, std::uint64_t> attaching_;  // attach request -> stream
   std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
+  std::map<wire::Envelope::Which, std::deque<std::pair<std::uint64_t, std::promise<transport::Received>>>>
+      in_order_;  // waiters for answers without a request id, oldest first, with their tokens
   std::map<std::uint64_t, OpenStream> streams_;
   std::unordered_map<std::uint64_t, std::promise<GlmFitted>> fitting_;  // GLM fits waiting, by request id
   std::atomic<std::uint64_t> next_request_{1};

@@ -31,6 +31,9 @@ struct RemoteOptions {
   std::chrono::milliseconds heartbeat_timeout{3000};
   // How long a lost scheduler is reconnected to before every call fails with ConnectionLost.
   std::chrono::milliseconds reconnect_timeout{30000};
+  // How long a question to the scheduler (status, workers, functions, simulations) waits for its answer
+  // while connected, before a ConnectionError naming the address.
+  std::chrono::milliseconds request_timeout{30000};
 };
 
 // Connects and shakes hands; throws transport::ConnectionRefused naming the reason.

@@ -8,13 +8,17 @@
 
 #include "actors/glm/solver_actor.hpp"
 #include "actors/messages.hpp"
+#include "graph/definition_identity.hpp"
 #include "graph/printable.hpp"
+#include "graph/registry.hpp"
 #include "messages/protocol_codec.hpp"
 #include "nodes/checkpoint_codec.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/memory_codec.hpp"
 #include "nodes/query_executor.hpp"
+#include "nodes/registry_codec.hpp"
 #include "nodes/remote_worker_proxy.hpp"
+#include "nodes/status_codec.hpp"
 #include "nodes/stream_codec.hpp"
 #include "nodes/wire_routes.hpp"
 #include "nodes/worker_codec.hpp"
@@ -316,6 +320,14 @@ struct SchedulerGateway::State {
                              " (registered on the scheduler: " + (known.empty() ? "none" : known) + ")",
                          0);
     }
+    // A client that defines the simulation itself must define the one the cluster runs.
+    if (const auto theirs = open.getSimulationIdentity();
+        theirs.size() != 0 && std::string_view(theirs.cStr(), theirs.size()) != type->identity)
+      return answer_open(peer, open.getRequestId(), 0,
+                         definitions_differ("simulation", printable(simulation, 200), "this client",
+                                            printable(std::string_view(theirs.cStr(), theirs.size()), 300),
+                                            "the scheduler", type->identity),
+                         0);
     if (open.getPoolSize() > StreamSettings::kMaxPoolSize)
       return answer_open(peer, open.getRequestId(), 0,
                          "pool size " + std::to_string(open.getPoolSize()) + " exceeds the limit of " +
@@ -752,18 +764,7 @@ struct SchedulerGateway::State {
     ask_scheduler<std::vector<WorkerInfo>>(
         peer.id, workers_atom::value, "workers",
         [](const std::vector<WorkerInfo>& list, transport::Outgoing& answer) {
-          auto out = answer.envelope().initWorkers(static_cast<unsigned>(list.size()));
-          for (std::size_t i = 0; i < list.size(); ++i) {
-            auto entry = out[static_cast<unsigned>(i)];
-            entry.setWorkerId(list[i].id);
-            entry.setName(list[i].name);
-            entry.setAddress(list[i].address.empty() ? "(in the scheduler's process)" : list[i].address);
-            entry.setThreads(list[i].threads);
-            entry.setMemoryLimit(list[i].memory_limit);
-            entry.setTasksAssigned(list[i].tasks_assigned);
-            entry.setRetiring(list[i].retiring);
-            wire::encode_memory(list[i].memory, entry.initMemory());
-          }
+          wire::encode(list, answer.envelope().initWorkers(static_cast<unsigned>(list.size())));
         });
   }
 
@@ -774,28 +775,18 @@ struct SchedulerGateway::State {
     const auto& registry = SimulationRegistry::global();
     const auto names = registry.names();
     auto list = answer.envelope().initSimulations(static_cast<unsigned>(names.size()));
-    const auto texts = [](auto out, const std::vector<std::string>& from) {
-      for (std::size_t i = 0; i < from.size(); ++i) out.set(static_cast<unsigned>(i), from[i]);
-    };
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const SimulationType& type = registry.get(names[i]);
-      auto entry = list[static_cast<unsigned>(i)];
-      entry.setName(type.name);
-      entry.setArity(type.arity ? static_cast<std::int32_t>(*type.arity) : -1);
-      entry.setParameterType(type.parameter_type);
-      entry.setResultType(type.result_type);
-      entry.setThreads(type.threads);
-      entry.setGpus(type.gpus);
-      if (const ProgramSpec* program = type.program.get()) {
-        entry.setProgram(true);
-        texts(entry.initParameters(static_cast<unsigned>(program->parameters.size())), program->parameters);
-        texts(entry.initOutputs(static_cast<unsigned>(program->result.outputs.size())),
-              program->result.outputs);
-        auto argv = program->launcher_prefix();
-        argv.insert(argv.end(), program->command.begin(), program->command.end());
-        texts(entry.initCommand(static_cast<unsigned>(argv.size())), argv);
-      }
-    }
+    for (std::size_t i = 0; i < names.size(); ++i)
+      wire::encode(describe(registry.get(names[i])), list[static_cast<unsigned>(i)]);
+    if (auto target = server.lock()) target->send(peer.id, answer);
+  }
+
+  // What a client may call by name here: the scheduler's registry, which checks every submission.
+  void answer_functions(const transport::PeerInfo& peer) {
+    transport::Outgoing answer;
+    const auto functions = Registry::global().functions();
+    auto list = answer.envelope().initFunctions(static_cast<unsigned>(functions.size()));
+    for (std::size_t i = 0; i < functions.size(); ++i)
+      wire::encode(functions[i], list[static_cast<unsigned>(i)]);
     if (auto target = server.lock()) target->send(peer.id, answer);
   }
 
@@ -804,30 +795,7 @@ struct SchedulerGateway::State {
     ask_scheduler<SchedulerStatus>(
         peer.id, status_atom::value, "status",
         [node = name, client_count](const SchedulerStatus& status, transport::Outgoing& answer) {
-          auto out = answer.envelope().initStatus();
-          out.setName(node);
-          out.setWorkers(status.workers);
-          out.setRetiringWorkers(status.retiring_workers);
-          out.setOperations(status.operations);
-          out.setTasksPending(status.tasks_pending);
-          out.setResultsHeld(status.results_held);
-          out.setTasksDone(status.tasks_done);
-          out.setTasksErred(status.tasks_erred);
-          out.setTasksCancelled(status.tasks_cancelled);
-          out.setTasksStolen(status.tasks_stolen);
-          out.setClients(client_count);
-          out.setWorkersLost(status.workers_lost);
-          out.setTasksRecomputed(status.tasks_recomputed);
-          out.setTasksFromCheckpoint(status.tasks_from_checkpoint);
-          out.setCheckpointsWritten(status.checkpoints_written);
-          out.setCheckpointBytesWritten(status.checkpoint_bytes_written);
-          out.setCheckpointWriteSeconds(status.checkpoint_write_seconds);
-          out.setCheckpointsCorrupt(status.checkpoints_corrupt);
-          out.setCheckpointError(status.checkpoint_error);
-          out.setCheckpointsStored(status.checkpoints_stored);
-          auto memory = out.initMemory(static_cast<unsigned>(status.memory.size()));
-          for (std::size_t i = 0; i < status.memory.size(); ++i)
-            wire::encode_memory(status.memory[i], memory[static_cast<unsigned>(i)]);
+          wire::encode(ClusterStatus{node, client_count, status}, answer.envelope().initStatus());
         });
   }
 
@@ -937,6 +905,9 @@ struct SchedulerGateway::State {
         return;
       case wire::Envelope::SIMULATIONS_REQUEST:
         answer_simulations(peer);
+        return;
+      case wire::Envelope::FUNCTIONS_REQUEST:
+        answer_functions(peer);
         return;
       case wire::Envelope::STREAM_OPEN:
         open_stream(peer, client, envelope.getStreamOpen(), message.frames());

@@ -152,6 +152,7 @@ void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
     wire::encode(*setup.config, out.initConfig(static_cast<unsigned>(setup.config->entries().size())),
                  c.attachments);
   if (setup.program) wire::encode(*setup.program, out.initProgram());
+  out.setIdentity(setup.identity);
 }
 ::tessera::SimulationSetup WireBody<Envelope::SIMULATION_SETUP>::decode(Envelope::Reader e,
                                                                         const DecodeContext& c) {
@@ -174,7 +175,8 @@ void WireBody<Envelope::SIMULATION_SETUP>::encode(Envelope::Builder e,
       in.getPoolSize(),
       static_cast<Isolation>(in.getIsolation()),
       timeout,
-      in.hasProgram() ? wire::decode(in.getProgram(), in.getSimulation().cStr()) : nullptr};
+      in.hasProgram() ? wire::decode(in.getProgram(), in.getSimulation().cStr()) : nullptr,
+      printable(std::string_view(in.getIdentity().cStr(), in.getIdentity().size()), 400)};
 }
 
 void WireBody<Envelope::SIMULATION_END>::encode(Envelope::Builder e, const std::uint64_t& stream,

@@ -103,7 +103,9 @@ enum class Cost : std::uint8_t {
   X(SIMULATION_CANCEL, "simulation cancel", kSchedulerToWorker, Cost::frame, simulation_cancel_atom,         \
     ::tessera::SimulationCancel)                                                                             \
   X(SIMULATIONS_REQUEST, "simulations request", kClientToScheduler, Cost::constant, no_atom, NoPayload)      \
-  X(SIMULATIONS, "simulations", kSchedulerToClient, Cost::frame, no_atom, NoPayload)
+  X(SIMULATIONS, "simulations", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                         \
+  X(FUNCTIONS_REQUEST, "functions request", kClientToScheduler, Cost::constant, no_atom, NoPayload)          \
+  X(FUNCTIONS, "functions", kSchedulerToClient, Cost::frame, no_atom, NoPayload)
 
 struct KindInfo {
   Envelope::Which kind;

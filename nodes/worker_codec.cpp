@@ -41,8 +41,11 @@ void encode(const AssignBatch& batch, const std::function<bool(OpId)>& first_tim
 
 AssignBatch decode(Assign::Reader in, const Frames& frames, OperationTable& known,
                    const DecodeLimits& limits) {
+  // A worker fails the tasks of a function it cannot run as the scheduler defines it, naming why.
+  DecodeLimits operations = limits;
+  operations.differing_functions_fail_tasks = true;
   for (auto op : in.getOperations()) {
-    auto decoded = decode(op, frames, limits);
+    auto decoded = decode(op, frames, operations);
     known[decoded->id()] = std::move(decoded);
   }
   AssignBatch batch;

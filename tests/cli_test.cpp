@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -120,8 +121,8 @@ TEST(CliHelp, EveryProgramAnswersHelpWithExitZero) {
     EXPECT_EQ(unknown.code, 2) << program << ": " << unknown.out << unknown.err;
     EXPECT_NE(unknown.err.find("--no-such-flag"), std::string::npos) << program << ": " << unknown.err;
   }
-  for (const std::string command :
-       {"stream push", "results", "status", "keygen", "checkpoints list", "checkpoints drop"}) {
+  for (const std::string command : {"stream push", "results", "status", "keygen", "checkpoints list",
+                                    "checkpoints drop", "functions", "map"}) {
     const auto outcome = run(tessera_cli(command + " --help"));
     EXPECT_EQ(outcome.code, 0) << command;
     EXPECT_NE(outcome.out.find("Usage: tessera " + command), std::string::npos) << outcome.out;
@@ -315,6 +316,50 @@ TEST_F(CliStreams, LongFiltersAreRefusedOrEchoedBounded) {
 }
 
 // ---- a CURVE node --------------------------------------------------------------------------------
+
+// ---- what the cluster runs, called by name: the CLI loads no plugin ------------------------------
+
+TEST(CliFunctions, TheCliListsTheNodesFunctionsAndMapsOneOverTheRowsOfACsv) {
+  NodeProcess node(
+      "[node]\nname = \"cli\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+      "[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"" TESSERA_NODE_ONLY_PLUGIN
+      "\"]\n");
+  Scratch scratch;
+  const std::string base = "--scheduler " + node.endpoint() + " ";
+  auto outcome = run(tessera_cli(base + "functions --json"));
+  ASSERT_EQ(outcome.code, 0) << outcome.err;
+  const auto listed = nlohmann::json::parse(outcome.out);
+  bool found = false;
+  for (const auto& f : listed)
+    if (f["name"] == "node_only_weighted") {
+      found = true;
+      EXPECT_EQ(f["argument_types"], nlohmann::json({"vector<double>", "double"}));
+      EXPECT_EQ(f["result_type"], "double");
+    }
+  EXPECT_TRUE(found) << outcome.out;
+  EXPECT_TRUE(mentions(run(tessera_cli(base + "functions")), "node_only_cube"));
+
+  const auto output = scratch.dir() / "cubes.csv";
+  outcome = run(tessera_cli(base + "map node_only_cube --input '" +
+                            scratch.write("xs.csv", "x\n1\n2\n-3\n").string() + "' --output '" +
+                            output.string() + "'"));
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file(output), "id,x,result,error\n0,1,1,\n1,2,8,\n2,-3,-27,\n");
+  EXPECT_TRUE(mentions(outcome, "map node_only_cube: 3 tasks, 0 failed"));
+  // A cell the argument's type cannot hold is refused before anything runs, naming the line and cell.
+  outcome = run(tessera_cli(base + "map node_only_cube --input '" +
+                            scratch.write("bad.csv", "1\n2.5\n").string() + "'"));
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(mentions(outcome, "bad.csv:2: cell 1 (2.5) cannot be argument 0 of node_only_cube, a int"));
+  outcome = run(
+      tessera_cli(base + "map node_only_cube --input '" + scratch.write("two.csv", "1,2\n").string() + "'"));
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(mentions(outcome, "2 values, but node_only_cube takes 1 argument (int)"));
+  outcome = run(
+      tessera_cli(base + "map no_such_function --input '" + scratch.write("one.csv", "1\n").string() + "'"));
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(mentions(outcome, "the cluster has no task function 'no_such_function'"));
+}
 
 struct KeyPair {
   fs::path secret, pub;

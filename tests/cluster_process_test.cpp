@@ -306,6 +306,33 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// A worker whose plugin defines a function differently from the scheduler's runs none of its tasks: each
+// fails naming both definitions, instead of giving the wrong answer or waiting for ever.
+TEST(ClusterProcessDefinitions, AWorkerThatDefinesAFunctionDifferentlyFailsItsTasksNamingBoth) {
+  NodeProcess scheduler{
+      "[node]\nname = \"test-scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = "
+      "\"tcp://127.0.0.1:0\"\n[plugins]\npaths = [\"" TESSERA_NODE_ONLY_PLUGIN "\"]\n"};
+  NodeProcess impostor{"[node]\nname = \"impostor\"\nrole = \"worker\"\n[worker]\nscheduler = \"" +
+                       scheduler.endpoint() +
+                       "\"\nthreads_per_worker = 1\n[plugins]\npaths = [\"" TESSERA_IMPOSTOR_PLUGIN "\"]\n"};
+  tessera::Client client(scheduler.endpoint());
+  auto cube = client.submit_by_name("node_only_cube", {tessera::Value(std::int64_t{3})});
+  try {
+    const auto got = cube.result().as_int();
+    FAIL() << "the worker ran its own node_only_cube: " << got;
+  } catch (const tessera::TaskFailed& e) {
+    EXPECT_NE(
+        e.message().find("task function 'node_only_cube': the scheduler defines it as node_only_cube(int) "
+                         "-> int from libtessera_node_only_plugin.so build "),
+        std::string::npos)
+        << e.message();
+    EXPECT_NE(
+        e.message().find("this worker as node_only_cube(int) -> int from libtessera_impostor_plugin.so"),
+        std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(ClusterProcessExample, RemoteRunGivesTheEmbeddedResults) {
   NodeProcess scheduler{shipped("scheduler.toml", "")};
   NodeProcess first{shipped("worker.toml", scheduler.endpoint())};

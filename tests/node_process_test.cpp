@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <tessera/tessera.hpp>
 
@@ -91,6 +93,126 @@ TEST(NodeProcess, AFunctionTheNodeLacksFailsTheSubmissionClearly) {
     EXPECT_NE(e.message().find("unknown task function 'only_in_the_client'"), std::string::npos) << e.what();
   }
   EXPECT_EQ(client.submit(plugin_tasks::square, 2).result(), 4);
+}
+
+// This process's own node_only_square and node_only_sum: the node's plugin defines both differently
+// (tests/plugins/node_only_tasks.cpp), as a user's client program might by mistake.
+namespace client_side {
+std::int64_t node_only_square(std::int64_t x) {
+  return 1000 * x;
+}
+TESSERA_TASK(node_only_square);
+struct NodeOnlySum {
+  explicit NodeOnlySum(const tessera::Config&) {}
+  double run(const std::vector<double>& xs) { return 1000 * xs.at(0); }
+};
+TESSERA_SIMULATION(NodeOnlySum, "node_only_sum");
+}  // namespace client_side
+
+std::string node_only_config() {
+  return "[node]\nname = \"test-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+         "[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN
+         "\", \"" TESSERA_NODE_ONLY_PLUGIN "\"]\n";
+}
+
+std::string submission_error(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const tessera::SubmissionError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(NodeProcess, AClientWithoutThePluginCallsTheNodesFunctionsByName) {
+  NodeProcess node(node_only_config());
+  tessera::Client client(node.endpoint());
+  const auto functions = client.functions();
+  const auto cube = std::find_if(functions.begin(), functions.end(),
+                                 [](const tessera::FunctionInfo& f) { return f.name == "node_only_cube"; });
+  ASSERT_NE(cube, functions.end());
+  EXPECT_EQ(cube->argument_types, std::vector<std::string>{"int"});
+  EXPECT_EQ(cube->result_type, "int");
+  EXPECT_EQ(cube->identity.rfind("node_only_cube(int) -> int from libtessera_node_only_plugin.so build ", 0),
+            0u)
+      << cube->identity;
+
+  using tessera::Value;
+  auto cubes = client.map_by_name("node_only_cube",
+                                  {{Value(std::int64_t{1}), Value(std::int64_t{2}), Value(std::int64_t{3})}});
+  ASSERT_EQ(cubes.size(), 3u);
+  EXPECT_EQ(cubes[2].result().as_int(), 27);
+  EXPECT_EQ(client.submit_by_name("node_only_weighted", {Value(std::vector<double>{1, 2}), Value(2.0)})
+                .result()
+                .as_double(),
+            6.0);
+  // Checked against the cluster's signature before anything runs, naming the function and the argument.
+  EXPECT_NE(submission_error([&] {
+              client.submit_by_name("node_only_cube", {Value(std::int64_t{1}), Value(2.0)});
+            }).find("node_only_cube(int) -> int takes 1 argument, got 2"),
+            std::string::npos);
+  EXPECT_NE(submission_error([&] {
+              client.submit_by_name("node_only_cube", {Value("seven")});
+            }).find("node_only_cube: argument 0 expects int, got string"),
+            std::string::npos);
+  const auto unknown = submission_error([&] { client.submit_by_name("no_such_function", {}); });
+  EXPECT_NE(unknown.find("unknown task function 'no_such_function'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("node_only_cube"), std::string::npos) << unknown;
+  const auto simulations = client.simulations();
+  EXPECT_TRUE(std::any_of(simulations.begin(), simulations.end(),
+                          [](const tessera::SimulationInfo& s) { return s.name == "node_only_sum"; }));
+}
+
+TEST(NodeProcess, AClientsOwnDifferentDefinitionIsRefusedNamingBoth) {
+  NodeProcess node(node_only_config());
+  tessera::Client client(node.endpoint());
+  try {
+    client.submit(client_side::node_only_square, 3).result();
+    FAIL() << "the node ran the client's node_only_square as its own";
+  } catch (const tessera::TaskFailed& e) {
+    EXPECT_NE(e.message().find("task function 'node_only_square': the client defines it as "
+                               "node_only_square(int) -> int from node_process_test build "),
+              std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("the scheduler as node_only_square(int) -> int from "
+                               "libtessera_node_only_plugin.so build "),
+              std::string::npos)
+        << e.message();
+  }
+  // By name too: the client's own definition is the one it means.
+  EXPECT_THROW(client.submit_by_name("node_only_square", {tessera::Value(std::int64_t{3})}).result(),
+               tessera::TaskFailed);
+  const auto refused = submission_error([&] { client.stream("node_only_sum"); });
+  EXPECT_NE(
+      refused.find("simulation 'node_only_sum': this client defines it as node_only_sum(vector<double>) "
+                   "-> double from node_process_test build "),
+      std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("the scheduler as node_only_sum(vector<double>) -> double from "
+                         "libtessera_node_only_plugin.so"),
+            std::string::npos)
+      << refused;
+  // The node goes on.
+  EXPECT_EQ(client.submit(plugin_tasks::square, 5).result(), 25);
+}
+
+TEST(NodeProcess, StatusAndWorkersComeThroughTheClient) {
+  NodeProcess node(config());
+  tessera::Client client(node.endpoint());
+  EXPECT_EQ(client.submit(plugin_tasks::square, 4).result(), 16);
+  const auto status = client.status();
+  EXPECT_EQ(status.name, "test-node");
+  EXPECT_EQ(status.clients, 1u);
+  EXPECT_EQ(status.scheduler.workers, 2u);
+  EXPECT_GE(status.scheduler.tasks_done, 1u);
+  const auto workers = client.workers();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(workers[0].threads, 2u);
+  // A cluster in this process answers the same questions.
+  tessera::LocalCluster local{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client local_client(local);
+  EXPECT_EQ(local_client.status().name, "local");
+  EXPECT_EQ(local_client.workers().size(), 1u);
 }
 
 TEST(NodeProcess, TwoClientsDoNotCollide) {

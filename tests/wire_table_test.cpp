@@ -173,6 +173,7 @@ TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
       {wire::Envelope::SHUTDOWN, wire::Cost::constant},
       {wire::Envelope::WORKERS_REQUEST, wire::Cost::constant},
       {wire::Envelope::SIMULATIONS_REQUEST, wire::Cost::constant},
+      {wire::Envelope::FUNCTIONS_REQUEST, wire::Cost::constant},
       {wire::Envelope::STREAM_OPEN, wire::Cost::stream},
       {wire::Envelope::STREAM_PUSH, wire::Cost::stream},
       {wire::Envelope::STREAM_CLOSE, wire::Cost::constant},

@@ -5,6 +5,7 @@
 
 #include "actors/protocols/simulation_pool.hpp"
 #include "actors/simulation_pool.hpp"
+#include "graph/definition_identity.hpp"
 #include "programs/program_simulation.hpp"
 
 namespace tessera {
@@ -80,6 +81,16 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
           // The stream checked the name where it was opened; this worker lacks the plugin.
           if (!type)
             return refuse("simulation '" + setup->second.simulation + "' is not registered on " + st.name);
+          // A compiled simulation this worker defines differently from the scheduler runs nowhere here:
+          // its sets go back unrun, to the workers that run the scheduler's.
+          if (!owned && !setup->second.identity.empty() && setup->second.identity != type->identity) {
+            SimulationOutcome outcome{st.worker_id, job.stream_id, {}, 0, job.ids};
+            outcome.unavailable = st.name + ": " +
+                                  definitions_differ("simulation", type->name, "the scheduler",
+                                                     setup->second.identity, st.name, type->identity);
+            caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
+            return;
+          }
           // A program set occupies ranks x threads cores: one bigger than this worker could never start.
           if (type->program && type->threads > st.pool->threads())
             return refuse("simulation '" + type->name + "' needs " + std::to_string(type->threads) +

@@ -16,6 +16,7 @@
 #include "graph/graph_spec.hpp"
 #include "graph/operation.hpp"
 #include "graph/watch.hpp"
+#include "scheduling/cluster_status.hpp"
 #include "tessera/delayed.hpp"
 #include "tessera/future.hpp"
 #include "tessera/local_cluster.hpp"
@@ -26,6 +27,9 @@
 namespace tessera {
 
 class ClusterBackend;  // where a client's work goes: this process's cluster or a scheduler node
+namespace detail {
+struct ClusterFunctions;  // client.cpp
+}
 namespace glm {
 class GeneralizedLinearModel;
 }
@@ -47,6 +51,11 @@ struct ConnectOptions {
   // fails with ConnectionLost, naming the address and the wait. After a reconnect the client carries on
   // by itself: streams attach again, unacknowledged pushes and unfinished submissions are sent again.
   std::chrono::milliseconds reconnect_timeout{30000};
+  // How long connecting waits for the scheduler's handshake, and a question to it (status, workers,
+  // functions, simulations) for its answer: a wrong address or a CURVE node reached without keys is a
+  // ConnectionError after it, not a hang.
+  std::chrono::milliseconds handshake_timeout{5000};
+  std::chrono::milliseconds request_timeout{30000};
 };
 
 // How persist (and, through Client::with, submit, map and compute) treats what it computes. With
@@ -140,12 +149,26 @@ class Client {
   }
 
   // Runs the function registered under `name` with dynamically typed arguments (as a command line or
-  // another language would). An unknown name, a wrong count or a wrong type is a SubmissionError that
-  // names the function and the argument. An argument is a Value or a future's task (Future::task()), as
-  // another language's client passes them; the caller keeps those futures alive until this one is done.
+  // another language would). A name this process does not define is looked up on the cluster (its
+  // scheduler's registry, asked once and remembered): a client needs no plugin to call a node's
+  // functions. An unknown name, a wrong count or a wrong type is a SubmissionError that names the
+  // function and the argument (types Tessera's codecs do not name are checked by the scheduler, which
+  // refuses the submission naming the argument). A function this process defines differently from the
+  // cluster is refused naming both definitions. An argument is a Value or a future's task
+  // (Future::task()), as another language's client passes them; the caller keeps those futures alive
+  // until this one is done.
   Future<Value> submit_by_name(std::string_view name, std::vector<Arg> args);
   // One task per element: inputs[k] holds the k-th argument of every task (all of one length).
   std::vector<Future<Value>> map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs);
+
+  // What the cluster can run, as its scheduler has it registered: task functions with their signatures
+  // and identities (graph/definition_identity.hpp), and the simulations streams may name.
+  std::vector<FunctionInfo> functions();
+  std::vector<SimulationInfo> simulations();
+  // What the scheduler is doing (the node's name, its clients, tasks by state, checkpoints, each worker's
+  // memory), and its workers: what `tessera status` and `tessera workers` print.
+  ClusterStatus status();
+  std::vector<WorkerInfo> workers();
 
   // Runs fn over every element of the ranges (one task per element), as one operation.
   template <class F, std::ranges::sized_range... Ranges>
@@ -285,7 +308,12 @@ class Client {
   std::vector<Value> compute_values(const std::vector<const DelayedNode*>& roots);
   void send_cancel(std::vector<TaskRef> tasks);
 
+  // The function a call by name runs: this process's, else the cluster's stand-in (cluster_function).
+  const TaskFunction& function_named(std::string_view name);
+
   std::shared_ptr<ClusterBackend> backend_;
+  // Functions only the cluster defines, by name, shared by this client's copies.
+  std::shared_ptr<detail::ClusterFunctions> cluster_functions_;
   PersistOptions defaults_{};
   GraphOptimizations optimizations_{};
 };

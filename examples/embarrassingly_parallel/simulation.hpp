@@ -20,7 +20,9 @@ inline double costly_simulation(const std::vector<double>& params) {
   std::this_thread::sleep_for(std::chrono::duration<double>(uniform(rng) * max_sleep_seconds.load()));
   return std::accumulate(params.begin(), params.end(), 0.0);
 }
-TESSERA_TASK(costly_simulation);
+// Compiled into the example program and into its plugin: the version tells a node that both are one
+// definition (without it, each module would be its own, and the node would refuse the program's calls).
+TESSERA_TASK_VERSION(costly_simulation, "1");
 
 // The same computation as a simulation class, for streams of parameter sets: built once per simulation
 // actor (the config may set "max_sleep"), then run for each parameter set of 4 numbers.
@@ -33,6 +35,7 @@ struct CostlySimulation {
     return std::accumulate(params.begin(), params.end(), 0.0);
   }
   static constexpr std::size_t arity = 4;
+  static constexpr const char* version = "1";  // as costly_simulation's
   double max_sleep;
   std::mt19937_64 rng{std::random_device{}()};
 };

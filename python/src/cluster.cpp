@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "bindings.hpp"
+#include "dashboard/status_json.hpp"
 #include "graph/printable.hpp"
 #include "graph/registry.hpp"
 #include "graph/simulation.hpp"
@@ -230,6 +231,70 @@ void bind_cluster(py::module_& m) {
            py::arg("scheduler_public_key"), py::arg("heartbeat_timeout"), py::arg("reconnect_timeout"))
       .def("submit", &submit, py::arg("name"))
       .def("map", &map, py::arg("name"))
+      // As `tessera status --json` and `tessera workers --json` (one writer: dashboard/status_json.hpp).
+      .def("status_json",
+           [](const ClientPtr& owner) {
+             ClusterStatus status;
+             {
+               py::gil_scoped_release released;
+               status = owner->client.status();
+             }
+             return dashboard::cluster_status_json(status).dump(-1, ' ', false,
+                                                                dashboard::Json::error_handler_t::replace);
+           })
+      .def("workers_json",
+           [](const ClientPtr& owner) {
+             std::vector<WorkerInfo> workers;
+             {
+               py::gil_scoped_release released;
+               workers = owner->client.workers();
+             }
+             return dashboard::workers_json(workers).dump(-1, ' ', false,
+                                                          dashboard::Json::error_handler_t::replace);
+           })
+      .def("functions",
+           [](const ClientPtr& owner) {
+             std::vector<FunctionInfo> listed;
+             {
+               py::gil_scoped_release released;
+               listed = owner->client.functions();
+             }
+             py::list out;
+             for (const auto& f : listed) {
+               py::dict entry;
+               entry["name"] = f.name;
+               entry["argument_types"] = f.argument_types;
+               entry["result_type"] = f.result_type;
+               entry["identity"] = f.identity;
+               out.append(entry);
+             }
+             return out;
+           })
+      .def("simulations",
+           [](const ClientPtr& owner) {
+             std::vector<SimulationInfo> listed;
+             {
+               py::gil_scoped_release released;
+               listed = owner->client.simulations();
+             }
+             py::list out;
+             for (const auto& s : listed) {
+               py::dict entry;
+               entry["name"] = s.name;
+               entry["program"] = s.program;
+               entry["parameters"] = s.parameters;
+               entry["outputs"] = s.outputs;
+               entry["arity"] = s.arity ? py::object(py::int_(*s.arity)) : py::object(py::none());
+               entry["parameter_type"] = s.parameter_type;
+               entry["result_type"] = s.result_type;
+               entry["cores"] = s.threads;
+               entry["gpus"] = s.gpus;
+               entry["command"] = s.command;
+               entry["identity"] = s.identity;
+               out.append(entry);
+             }
+             return out;
+           })
       .def("cancel", [](const ClientPtr& owner, const std::vector<PyFuture*>& futures) {
         std::vector<Future<Value>> handles;
         for (const auto* f : futures) handles.push_back(f->future);

@@ -1,6 +1,7 @@
 """LocalCluster and Client with Dask's shape: a cluster in this process or a scheduler node's address,
 futures by registered name, streams, ensembles and result queries."""
 
+import json
 import os
 import threading
 
@@ -186,6 +187,25 @@ class Client:
     def map(self, function, *iterables):
         """One task per element of the iterables (zipped); a list of Futures."""
         return self._open().map(_checks.text("map: function", function), *iterables)
+
+    def status(self):
+        """What the scheduler is doing, as `tessera status --json` says it: a dict (name, workers, clients,
+        tasks by state, checkpoints, each worker's memory)."""
+        return json.loads(self._open().status_json())
+
+    def workers(self):
+        """The scheduler's workers, as `tessera workers --json` lists them: a list of dicts."""
+        return json.loads(self._open().workers_json())
+
+    def functions(self):
+        """The task functions the cluster can run, as its scheduler has them: a list of dicts (name,
+        argument_types, result_type, identity). `submit` and `map` call any of them by name."""
+        return self._open().functions()
+
+    def simulations(self):
+        """The simulations streams may name: a list of dicts (name, program, parameters, outputs, arity,
+        parameter_type, result_type, cores, gpus, command, identity)."""
+        return self._open().simulations()
 
     def gather(self, futures, timeout=None):
         """The results of a future, or of a list of them (the first failure, in order, is raised)."""

@@ -1,5 +1,7 @@
 """The same API against a real tessera-node process, plain and with CURVE keys."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,31 @@ def test_futures_streams_and_queries_on_a_node(start_node, test_plugin):
         values = client.results(stream.id).to_numpy()
         assert values.shape == (1000,) and values[30] == 900.0
         assert client.results(stream.id).where("result > 2").count() == 997
+
+
+def test_a_client_without_the_plugin_calls_the_nodes_functions_by_name(start_node):
+    # This interpreter never loads the plugin: the names resolve on the scheduler.
+    node = start_node(node_config(os.environ["TESSERA_NODE_ONLY_PLUGIN"]))
+    with tessera.Client(node.endpoint, reconnect_timeout=5.0) as client:
+        functions = {f["name"]: f for f in client.functions()}
+        assert functions["node_only_cube"]["argument_types"] == ["int"]
+        assert "from libtessera_node_only_plugin.so build " in functions["node_only_cube"]["identity"]
+        assert client.gather(client.map("node_only_cube", [1, 2, 3])) == [1, 8, 27]
+        assert client.submit("node_only_weighted", [1.0, 2.0], 2.0).result(timeout=30) == 6.0
+        with pytest.raises(tessera.SubmissionError, match="node_only_cube.*2 arguments|takes 1"):
+            client.submit("node_only_cube", 1, 2)
+        with pytest.raises(tessera.SubmissionError, match="argument 0"):
+            client.submit("node_only_cube", "seven")
+        with pytest.raises(tessera.SubmissionError, match="'no_such_function'.*node_only_cube"):
+            client.submit("no_such_function", 1)
+        simulations = {s["name"]: s for s in client.simulations()}
+        assert simulations["node_only_sum"]["program"] is False
+        # What `tessera status --json` and `tessera workers --json` print, from the same writer.
+        status = client.status()
+        assert status["name"] == "python-test-node" and status["workers"] == 2 and status["clients"] == 1
+        assert status["tasks_done"] >= 4
+        workers = client.workers()
+        assert len(workers) == 2 and all(w["threads"] == 2 for w in workers)
 
 
 def test_curve_keys(start_node, test_plugin):
