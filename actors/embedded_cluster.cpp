@@ -11,6 +11,7 @@
 #include "actors/actor_threads.hpp"
 #include "actors/allocator_policy.hpp"
 #include "actors/worker_actor.hpp"
+#include "generators/builtin.hpp"
 #include "graph/generator.hpp"
 
 namespace tessera {
@@ -40,6 +41,7 @@ void check_memory_options(const ClusterOptions& options) {
 
 EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   check_memory_options(options_);
+  register_builtin_generators();
   for (std::size_t i = 0; i < options_.gpus.size(); ++i) {
     const int device = options_.gpus[i];
     if (device < 0 || device > ClusterOptions::kMaxGpuOrdinal)

@@ -19,8 +19,8 @@
 #include "actors/result_sink.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/stream_actor.hpp"
-#include "client/tessera/cluster_options.hpp"
 #include "monitor/cluster_monitor.hpp"
+#include "scheduling/cluster_options.hpp"
 #include "scheduling/status.hpp"
 #include "storage/checkpoint_store.hpp"
 

@@ -16,7 +16,7 @@
 #include <memory>
 #include <numeric>
 
-#include "bench_node.hpp"
+#include "../tests/support/node_process.hpp"
 #include "bench_tasks.hpp"
 #include "bench_util.hpp"
 #include "cli_options.hpp"
@@ -58,32 +58,32 @@ int main(int argc, char** argv) try {
     throw std::runtime_error("--topology must be processes or both, not " + topology);
   const std::string plugins = "[plugins]\npaths = [\"" + flags.str("plugin") + "\"]\n";
   const std::string idle = "idle_threads = \"" + flags.str("idle-threads") + "\"\n";
-  std::unique_ptr<tessera::bench::Node> scheduler;
-  std::vector<std::unique_ptr<tessera::bench::Node>> workers;
+  std::unique_ptr<tessera::testing::NodeProcess> scheduler;
+  std::vector<std::unique_ptr<tessera::testing::NodeProcess>> workers;
   const std::string existing = flags.str("scheduler");
   if (!existing.empty()) {
     // Nothing started here: the shape is the existing cluster's.
   } else if (topology == "both") {
-    scheduler = std::make_unique<tessera::bench::Node>(
-        flags.str("node"),
+    scheduler = std::make_unique<tessera::testing::NodeProcess>(
         "[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" + idle +
             "[worker]\nworkers = " + std::to_string(flags.integer("workers")) +
-            "\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins);
+            "\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins,
+        false, flags.str("node"));
   } else {
-    scheduler = std::make_unique<tessera::bench::Node>(
-        flags.str("node"),
+    scheduler = std::make_unique<tessera::testing::NodeProcess>(
         "[node]\nname = \"bench-scheduler\"\nrole = "
         "\"scheduler\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n" +
-            idle + plugins);
+            idle + plugins,
+        false, flags.str("node"));
     for (long long i = 0; i < flags.integer("worker-processes"); ++i) {
       const std::string name = "bench-worker-" + std::to_string(i);
       // ipc://*: a socket file in a directory of its own under $TMPDIR, removed when the node stops.
       const std::string listen = flags.str("worker-listen") == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0";
-      workers.push_back(std::make_unique<tessera::bench::Node>(
-          flags.str("node"),
+      workers.push_back(std::make_unique<tessera::testing::NodeProcess>(
           "[node]\nname = \"" + name + "\"\nrole = \"worker\"\n[scheduler]\n" + idle +
               "[worker]\nscheduler = \"" + scheduler->endpoint() + "\"\nlisten = \"" + listen +
-              "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins));
+              "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins,
+          false, flags.str("node")));
     }
   }
   const std::size_t worker_processes =

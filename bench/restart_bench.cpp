@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "bench_node.hpp"
+#include "../tests/support/node_process.hpp"
 #include "bench_util.hpp"
 #include "cli_options.hpp"
 
@@ -58,14 +58,15 @@ int main(int argc, char** argv) try {
   const std::string scheduler_config =
       "[node]\nname = \"bench-scheduler\"\nrole = \"scheduler\"\ndata_dir = \"" + data_dir.string() +
       "\"\n[scheduler]\nlisten = \"" + endpoint + "\"\n" + plugins;
-  auto scheduler = std::make_unique<tessera::bench::Node>(flags.str("node"), scheduler_config);
-  std::vector<std::unique_ptr<tessera::bench::Node>> workers;
+  auto scheduler =
+      std::make_unique<tessera::testing::NodeProcess>(scheduler_config, false, flags.str("node"));
+  std::vector<std::unique_ptr<tessera::testing::NodeProcess>> workers;
   for (long long i = 0; i < flags.integer("worker-processes"); ++i)
-    workers.push_back(std::make_unique<tessera::bench::Node>(
-        flags.str("node"), "[node]\nname = \"bench-worker-" + std::to_string(i) +
-                               "\"\nrole = \"worker\"\n[worker]\nscheduler = \"" + endpoint +
-                               "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" +
-                               plugins));
+    workers.push_back(std::make_unique<tessera::testing::NodeProcess>(
+        "[node]\nname = \"bench-worker-" + std::to_string(i) +
+            "\"\nrole = \"worker\"\n[worker]\nscheduler = \"" + endpoint +
+            "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins,
+        false, flags.str("node")));
   tessera::ConnectOptions connect;
   connect.name = "bench-restart";
   tessera::Client client(endpoint, connect);
@@ -91,7 +92,7 @@ int main(int argc, char** argv) try {
       while (answered.load() < sets / 4) std::this_thread::sleep_for(std::chrono::microseconds(200));
       scheduler->kill_hard();
       const auto restart = Clock::now();
-      scheduler = std::make_unique<tessera::bench::Node>(flags.str("node"), scheduler_config);
+      scheduler = std::make_unique<tessera::testing::NodeProcess>(scheduler_config, false, flags.str("node"));
       {
         std::lock_guard lock(mutex);
         restart_at = restart;

@@ -9,7 +9,7 @@ set(TESSERA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)
 # so what plugins link) are imported by the CMake package, by hand in
 # TesseraConfig.cmake.in: their link interface is the public headers and Eigen, whereas the exported
 # targets would drag in CAF, ZeroMQ, Cap'n Proto and RocksDB as a user's build dependencies.
-set(TESSERA_RUNTIME_LIBRARIES tessera_backends tessera_graph tessera_programs tessera_scheduling tessera_monitor tessera_dashboard
+set(TESSERA_RUNTIME_LIBRARIES tessera_backends tessera_graph tessera_programs tessera_generators tessera_scheduling tessera_monitor tessera_dashboard
                               tessera_messages tessera_storage tessera_actors tessera_nodes tessera)
 if(TARGET tessera_wide_kernels)
   list(APPEND TESSERA_RUNTIME_LIBRARIES tessera_wide_kernels)

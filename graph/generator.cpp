@@ -2,8 +2,6 @@
 
 #include <mutex>
 
-#include "graph/aposmm.hpp"
-
 namespace tessera {
 namespace {
 
@@ -13,13 +11,6 @@ std::mutex& registry_mutex() {
 }
 
 }  // namespace
-
-GeneratorRegistry::GeneratorRegistry() {
-  // Shipped here, not by a static registration a static library's linker could drop.
-  auto aposmm = std::make_unique<GeneratorType>(generator_type<Aposmm>("aposmm"));
-  const std::string name = aposmm->name;
-  types_.emplace(name, std::move(aposmm));
-}
 
 GeneratorRegistry& GeneratorRegistry::global() {
   static GeneratorRegistry registry;

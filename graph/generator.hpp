@@ -61,7 +61,8 @@ struct GeneratorType {
 
 class GeneratorRegistry {
  public:
-  // Holds the generators Tessera ships ("aposmm") and those registered with TESSERA_GENERATOR.
+  // Holds the generators Tessera ships ("aposmm", added by generators/builtin.hpp when a cluster starts)
+  // and those registered with TESSERA_GENERATOR.
   static GeneratorRegistry& global();
   const GeneratorType& add(GeneratorType type);
   const GeneratorType* find(std::string_view name) const;
@@ -70,7 +71,7 @@ class GeneratorRegistry {
   std::vector<std::string> names() const;
 
  private:
-  GeneratorRegistry();
+  GeneratorRegistry() = default;
   std::map<std::string, std::unique_ptr<GeneratorType>, std::less<>> types_;
 };
 

@@ -1,60 +1,47 @@
 #include "nodes/remote_backend.hpp"
 
-#include <pthread.h>
-
-#include <zmq_addon.hpp>
-
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
-#include <future>
-#include <iostream>
 #include <map>
 #include <mutex>
-#include <thread>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "graph/printable.hpp"
 #include "messages/protocol_codec.hpp"
 #include "nodes/checkpoint_codec.hpp"
+#include "nodes/client_connection.hpp"
 #include "nodes/glm_codec.hpp"
 #include "nodes/registry_codec.hpp"
+#include "nodes/remote_results.hpp"
 #include "nodes/status_codec.hpp"
 #include "nodes/stream_codec.hpp"
 
 namespace tessera {
 namespace {
 
+using wire::Envelope;
+
+// What a client keeps to carry on after a reconnect, over a ClientConnection: its submissions with results
+// still to come, its open streams with their unacknowledged pushes. It asks through the connection and
+// handles the events the connection hands it (results, a stream's progress).
 class RemoteBackend final : public ClusterBackend {
  public:
-  RemoteBackend(const std::string& address, RemoteOptions options)
-      : address_(address),
-        options_(std::move(options)),
-        connection_(std::make_shared<transport::Connection>(connection_options(options_.handshake_timeout))) {
+  RemoteBackend(const std::string& address, RemoteOptions options) {
     link_ = std::make_shared<SchedulerLink>();
     link_->released = [this](const std::shared_ptr<ResultSink>& sink) { send_release(*sink); };
-    thread_ = std::thread([this] {
-      ::pthread_setname_np(::pthread_self(), "tessera-client");
-      run();
-    });
+    request_timeout_ = options.request_timeout;
+    // Last: its I/O thread may call the handlers as soon as it runs.
+    connection_ = std::make_shared<ClientConnection>(
+        address, std::move(options),
+        ClientConnection::Handlers{
+            [this](transport::Received& message) { on_event(message); },
+            [this](transport::Connection& fresh, std::uint64_t epoch) { replay(fresh, epoch); },
+            [this](const std::string& reason) { lose_everything(reason); }});
   }
 
   ~RemoteBackend() override {
-    link_.reset();  // futures that outlive the connection stop reporting releases
-    {
-      std::lock_guard lock(link_mutex_);
-      stopping_ = true;
-    }
-    link_changed_.notify_all();
-    thread_.join();
-    std::lock_guard lock(link_mutex_);
-    if (phase_ != Phase::up) return;
-    // Goodbye: the scheduler releases what this client held now instead of after its grace period.
-    transport::Outgoing goodbye;
-    goodbye.envelope().setShutdown();
-    connection_->set_linger(std::chrono::milliseconds(200));
-    connection_->send(goodbye);
+    link_.reset();        // futures that outlive the connection stop reporting releases
+    connection_->stop();  // no handler runs after, whoever still holds the connection (a result source)
   }
 
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
@@ -62,7 +49,7 @@ class RemoteBackend final : public ClusterBackend {
     if (checkpoint) may_hold_checkpoints_ = true;
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
     sink->set_fetcher(fetcher());
-    const std::uint64_t id = next_sink_id_++;
+    const std::uint64_t id = connection_->next_id();
     sink->set_tag(id);
     transport::Outgoing message;
     wire::encode(wire::SubmitMessage{id, slots, operations, watches, checkpoint},
@@ -73,29 +60,20 @@ class RemoteBackend final : public ClusterBackend {
       sinks_[id] = Submitted{sink, std::move(operations), std::move(watches), slots, {}, 0, checkpoint};
       prune_sinks();
     }
-    std::lock_guard lock(link_mutex_);
-    if (phase_ == Phase::lost) {
-      sink->lose(lost_reason_);
-      return sink;
-    }
-    std::lock_guard sinks(sinks_mutex_);
-    auto& entry = sinks_[id];
-    if (entry.sent_epoch != epoch_) {  // a reconnect in between sent it already
-      entry.sent_epoch = epoch_;
-      connection_->post(message);
-    }
+    const bool up = connection_->with_connection([&](transport::Connection& connection, std::uint64_t epoch) {
+      std::lock_guard lock(sinks_mutex_);
+      auto& entry = sinks_[id];
+      if (entry.sent_epoch != epoch) {  // a reconnect in between sent it already
+        entry.sent_epoch = epoch;
+        connection.post(message);
+      }
+    });
+    if (!up) sink->lose(connection_->lost_reason().value_or("the connection is lost"));
     return sink;
   }
 
   OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) override {
-    const std::uint64_t request = next_request_++;
-    std::future<OpenAnswer> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      auto& opening = opening_[request];
-      opening.sink = sink;
-      answer = opening.answer.get_future();
-    }
+    const std::uint64_t request = connection_->next_id();
     auto fill = [&](transport::Outgoing& message) {
       auto open = message.envelope().initStreamOpen();
       open.setRequestId(request);
@@ -125,64 +103,37 @@ class RemoteBackend final : public ClusterBackend {
               message.attachments());
       }
     };
-    OpenAnswer opened;
-    try {
-      opened =
-          await(answer, fill, "opening a stream on '" + settings.simulation + "'", std::chrono::seconds(30));
-    } catch (...) {
+    // Registered on the I/O thread, before any result of the stream is read: an ensemble's generator sends
+    // results without waiting for the client.
+    auto register_stream = [this, sink](transport::Received& answer) {
+      auto opened = answer.envelope().getStreamOpened();
+      if (opened.getError().size() != 0) return;
       std::lock_guard lock(streams_mutex_);
-      opening_.erase(request);
-      throw;
-    }
-    if (!opened.error.empty()) throw SubmissionError(opened.error);
-    std::lock_guard lock(streams_mutex_);
-    streams_.try_emplace(opened.id, OpenStream{std::move(sink), {}, false});
-    return OpenedStream{opened.id, opened.arity ? std::optional<std::size_t>(opened.arity) : std::nullopt,
-                        opened.program};
+      streams_.try_emplace(opened.getStreamId(), OpenStream{sink, {}, false});
+    };
+    auto received = connection_->ask(Envelope::STREAM_OPENED, request, fill,
+                                     "opening a stream on '" + settings.simulation + "'",
+                                     std::chrono::seconds(30), register_stream);
+    auto opened = received.envelope().getStreamOpened();
+    if (opened.getError().size()) throw SubmissionError(std::string(opened.getError()));
+    return OpenedStream{opened.getStreamId(),
+                        opened.getArity() ? std::optional<std::size_t>(opened.getArity()) : std::nullopt,
+                        program_shape(opened.getProgramParameters())};
   }
 
   GlmFitted fit_glm(GlmFitRequest request) override {
-    const std::uint64_t id = next_request_++;
-    std::future<GlmFitted> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      answer = fitting_[id].get_future();
-    }
+    const std::uint64_t id = connection_->next_id();
     auto fill = [&](transport::Outgoing& message) {
       wire::encode(GlmMessage{id, request}, message.envelope().initGlm(), message.attachments());
     };
-    try {
-      // No deadline of its own: a fit takes as long as it takes; a lost scheduler ends the wait.
-      return await(answer, fill, "a GLM fit", std::nullopt);
-    } catch (...) {
-      std::lock_guard lock(streams_mutex_);
-      fitting_.erase(id);
-      throw;
-    }
-  }
-
-  std::vector<FunctionInfo> functions() override {
-    auto received = ask_in_order(
-        wire::Envelope::FUNCTIONS, [](transport::Outgoing& m) { m.envelope().setFunctionsRequest(); },
-        "a list of functions");
-    return wire::decode(received.envelope().getFunctions());
-  }
-  ClusterStatus status() override {
-    auto received = ask_in_order(
-        wire::Envelope::STATUS, [](transport::Outgoing& m) { m.envelope().setStatusRequest(); }, "a status");
-    return wire::decode(received.envelope().getStatus());
-  }
-  std::vector<WorkerInfo> workers() override {
-    auto received = ask_in_order(
-        wire::Envelope::WORKERS, [](transport::Outgoing& m) { m.envelope().setWorkersRequest(); },
-        "a list of workers");
-    return wire::decode(received.envelope().getWorkers());
-  }
-  std::vector<SimulationInfo> simulations() override {
-    auto received = ask_in_order(
-        wire::Envelope::SIMULATIONS, [](transport::Outgoing& m) { m.envelope().setSimulationsRequest(); },
-        "a list of simulations");
-    return wire::decode(received.envelope().getSimulations());
+    // No deadline of its own: a fit takes as long as it takes; a lost scheduler ends the wait.
+    auto received = connection_->ask(Envelope::GLM, id, fill, "a GLM fit", std::nullopt);
+    auto answer = wire::decode(received.envelope().getGlm(), received.frames());
+    auto* fitted = std::get_if<GlmFitted>(&answer.body);
+    if (!fitted)
+      throw ConnectionError("the scheduler at " + connection_->address() + " answered a GLM fit with a " +
+                            std::string(glm_kind_name(answer.kind())) + " message");
+    return std::move(*fitted);
   }
 
   void push(std::uint64_t stream, StreamBatch batch) override {
@@ -194,8 +145,9 @@ class RemoteBackend final : public ClusterBackend {
       auto it = streams_.find(stream);
       if (it != streams_.end()) it->second.unacked.push_back(std::move(batch));
     }
-    send(message);
+    connection_->post(message);
   }
+
   void close(std::uint64_t stream) override {
     {
       std::lock_guard lock(streams_mutex_);
@@ -204,87 +156,10 @@ class RemoteBackend final : public ClusterBackend {
     }
     transport::Outgoing message;
     message.envelope().setStreamClose(stream);
-    send(message);
-  }
-  std::shared_ptr<ResultSource> results() override;
-
-  // Sends a request that `fill` writes with id `request`, and waits for the answer with that id (the
-  // I/O thread hands it over through asking_); a request given up is forgotten.
-  transport::Received request_answer(std::uint64_t request,
-                                     const std::function<void(transport::Outgoing&)>& fill,
-                                     const std::string& what, std::chrono::milliseconds timeout) {
-    std::future<transport::Received> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      answer = asking_[request].get_future();
-    }
-    try {
-      return await(answer, fill, what, timeout);
-    } catch (...) {
-      std::lock_guard lock(streams_mutex_);
-      asking_.erase(request);
-      throw;
-    }
+    connection_->post(message);
   }
 
-  // For answers that carry no request id (FUNCTIONS, SIMULATIONS, STATUS, WORKERS): each goes to the
-  // oldest waiter for its kind. Two of one kind may cross (the scheduler answers STATUS and WORKERS from
-  // actors of their own), which is harmless: each waiter gets an answer as fresh as it asked for.
-  transport::Received ask_in_order(wire::Envelope::Which answer_kind,
-                                   const std::function<void(transport::Outgoing&)>& fill,
-                                   const std::string& what) {
-    const std::uint64_t token = next_request_++;
-    std::future<transport::Received> answer;
-    {
-      std::lock_guard lock(streams_mutex_);
-      answer =
-          in_order_[answer_kind].emplace_back(token, std::promise<transport::Received>()).second.get_future();
-    }
-    try {
-      return await(answer, fill, what, options_.request_timeout);
-    } catch (...) {
-      std::lock_guard lock(streams_mutex_);
-      std::erase_if(in_order_[answer_kind], [token](const auto& waiter) { return waiter.first == token; });
-      throw;
-    }
-  }
-
-  // Sends a checkpoints request and waits for its answer; an error in it is thrown as
-  // std::invalid_argument (what the scheduler refused, e.g. a key too short).
-  transport::Received ask_checkpoints(wire::CheckpointsQuery query) {
-    query.request_id = next_request_++;
-    auto received = request_answer(
-        query.request_id,
-        [&](transport::Outgoing& message) {
-          wire::encode(query, message.envelope().initCheckpointsRequest());
-        },
-        "a checkpoints request", std::chrono::seconds(60));
-    auto a = received.envelope().getCheckpointsAnswer();
-    if (a.getError().size()) throw std::invalid_argument(std::string(a.getError()));
-    return received;
-  }
-
-  // Sends a results query and waits for its answer (on the I/O thread's behalf).
-  transport::Received ask(std::uint64_t stream, const std::string& filter, const std::string& format,
-                          const std::string& field, std::uint32_t bins, std::uint64_t first,
-                          std::uint64_t last) {
-    const std::uint64_t request = next_request_++;
-    auto fill = [&](transport::Outgoing& message) {
-      auto q = message.envelope().initResultsQuery();
-      q.setRequestId(request);
-      q.setStreamId(stream);
-      q.setFilter(filter);
-      q.setFormat(format);
-      q.setField(field);
-      q.setBins(bins);
-      q.setFirst(first);
-      q.setLast(last);
-    };
-    auto received = request_answer(request, fill, "a results query", std::chrono::seconds(60));
-    auto a = received.envelope().getResultsAnswer();
-    if (a.getError().size()) throw QueryError(std::string(a.getError()));
-    return received;
-  }
+  std::shared_ptr<ResultSource> results() override { return remote_results(connection_); }
 
   std::vector<CheckpointInfo> checkpoints(const std::string& function, std::size_t limit) override {
     std::vector<CheckpointInfo> out;
@@ -301,8 +176,8 @@ class RemoteBackend final : public ClusterBackend {
     }
   }
   // Asked once, at the first graph submitted (a scheduler restarted from its data_dir may hold some);
-  // checkpoints this client asks for count from then on. Ones another client stores later are not
-  // seen: its graphs are still fused, and compute what those checkpoints hold again.
+  // checkpoints this client asks for count from then on. Ones another client stores later are not seen:
+  // its graphs are still fused, and compute what those checkpoints hold again.
   bool may_hold_checkpoints() override {
     std::call_once(checkpoints_asked_, [this] {
       try {
@@ -322,7 +197,7 @@ class RemoteBackend final : public ClusterBackend {
   }
 
   CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) override {
-    const std::uint64_t request = next_request_++;
+    const std::uint64_t request = connection_->next_id();
     auto fill = [&](transport::Outgoing& message) {
       auto out = message.envelope().initStreamCancel();
       out.setRequestId(request);
@@ -334,7 +209,8 @@ class RemoteBackend final : public ClusterBackend {
         list[static_cast<unsigned>(i)].setLast(ranges[i].last);
       }
     };
-    auto received = request_answer(request, fill, "a cancellation", kCancelDeadline);
+    auto received =
+        connection_->ask(Envelope::STREAM_CANCELLED, request, fill, "a cancellation", kCancelDeadline);
     auto a = received.envelope().getStreamCancelled();
     if (a.getError().size()) throw std::invalid_argument(printable(std::string(a.getError()), 400));
     return CancelledSets{a.getQueued(), a.getRunning()};
@@ -347,12 +223,35 @@ class RemoteBackend final : public ClusterBackend {
       list[static_cast<unsigned>(i)].setOp(tasks[i].op);
       list[static_cast<unsigned>(i)].setIndex(tasks[i].index);
     }
-    send(message);
+    connection_->post(message);
+  }
+
+  std::vector<FunctionInfo> functions() override {
+    return wire::decode(question(Envelope::FUNCTIONS, "a list of functions",
+                                 [](transport::Outgoing& m) { m.envelope().setFunctionsRequest(); })
+                            .envelope()
+                            .getFunctions());
+  }
+  std::vector<SimulationInfo> simulations() override {
+    return wire::decode(question(Envelope::SIMULATIONS, "a list of simulations",
+                                 [](transport::Outgoing& m) { m.envelope().setSimulationsRequest(); })
+                            .envelope()
+                            .getSimulations());
+  }
+  ClusterStatus status() override {
+    return wire::decode(question(Envelope::STATUS, "a status",
+                                 [](transport::Outgoing& m) { m.envelope().setStatusRequest(); })
+                            .envelope()
+                            .getStatus());
+  }
+  std::vector<WorkerInfo> workers() override {
+    return wire::decode(question(Envelope::WORKERS, "a list of workers",
+                                 [](transport::Outgoing& m) { m.envelope().setWorkersRequest(); })
+                            .envelope()
+                            .getWorkers());
   }
 
  private:
-  enum class Phase { up, reconnecting, lost };
-
   // A submission, kept while results of it may still come: a scheduler that restarted gets it again.
   struct Submitted {
     std::weak_ptr<ResultSink> sink;
@@ -368,6 +267,28 @@ class RemoteBackend final : public ClusterBackend {
     std::deque<StreamBatch> unacked;  // pushed, not yet written ahead by the stream
     bool closed = false;
   };
+
+  // A question whose answer carries no request id (the oldest of its kind answers it).
+  transport::Received question(Envelope::Which answer, const std::string& what,
+                               const ClientConnection::Fill& fill) {
+    return connection_->ask(answer, 0, fill, what, request_timeout_);
+  }
+
+  // Sends a checkpoints request and waits for its answer; an error in it is thrown as std::invalid_argument
+  // (what the scheduler refused, e.g. a key too short).
+  transport::Received ask_checkpoints(wire::CheckpointsQuery query) {
+    query.request_id = connection_->next_id();
+    auto received = connection_->ask(
+        Envelope::CHECKPOINTS_ANSWER, query.request_id,
+        [&](transport::Outgoing& message) {
+          wire::encode(query, message.envelope().initCheckpointsRequest());
+        },
+        "a checkpoints request", std::chrono::seconds(60));
+    auto a = received.envelope().getCheckpointsAnswer();
+    if (a.getError().size()) throw std::invalid_argument(std::string(a.getError()));
+    return received;
+  }
+
   // What a client needs of a program's declaration to check its pushes: the parameter names the scheduler
   // sent (a peer's text: bounded and made printable); null when it sent none.
   static std::shared_ptr<const ProgramSpec> program_shape(capnp::List<capnp::Text>::Reader names) {
@@ -378,23 +299,6 @@ class RemoteBackend final : public ClusterBackend {
     return shape;
   }
 
-  struct OpenAnswer {
-    std::uint64_t id = 0;
-    std::uint32_t arity = 0;
-    std::string error;
-    // A program's parameter names (its pushes are checked here: arity, finite numbers); null otherwise.
-    std::shared_ptr<const ProgramSpec> program{};
-  };
-
-  transport::ConnectionOptions connection_options(std::chrono::milliseconds handshake) const {
-    return transport::ConnectionOptions{.address = address_,
-                                        .role = wire::Role::CLIENT,
-                                        .name = options_.name,
-                                        .curve = options_.curve,
-                                        .server_public_key = options_.server_public_key,
-                                        .handshake_timeout = handshake};
-  }
-
   void send_release(ResultSink& sink) {
     auto slots = sink.take_released();
     if (slots.empty()) return;
@@ -403,15 +307,15 @@ class RemoteBackend final : public ClusterBackend {
     release.setSinkId(sink.tag());
     auto list = release.initSlots(static_cast<unsigned>(slots.size()));
     for (std::size_t i = 0; i < slots.size(); ++i) list.set(static_cast<unsigned>(i), slots[i]);
-    std::lock_guard lock(link_mutex_);
-    if (phase_ == Phase::lost) return;
-    std::lock_guard sinks(sinks_mutex_);
-    auto it = sinks_.find(sink.tag());
-    if (it == sinks_.end()) return;
-    auto& entry = it->second;
-    if (!entry.operations.empty()) entry.released.insert(entry.released.end(), slots.begin(), slots.end());
-    // A table this scheduler never got (it restarted, and the table had all its results) is not its.
-    if (entry.sent_epoch == epoch_) connection_->post(message);
+    connection_->with_connection([&](transport::Connection& connection, std::uint64_t epoch) {
+      std::lock_guard lock(sinks_mutex_);
+      auto it = sinks_.find(sink.tag());
+      if (it == sinks_.end()) return;
+      auto& entry = it->second;
+      if (!entry.operations.empty()) entry.released.insert(entry.released.end(), slots.begin(), slots.end());
+      // A table this scheduler never got (it restarted, and the table had all its results) is not its.
+      if (entry.sent_epoch == epoch) connection.post(message);
+    });
   }
 
   static void encode_push(std::uint64_t stream, const StreamBatch& batch, transport::Outgoing& message) {
@@ -440,155 +344,15 @@ class RemoteBackend final : public ClusterBackend {
     pruned_size_ = sinks_.size();
   }
 
-  // Any thread: the I/O thread sends it (ZeroMQ sockets are not thread-safe). While reconnecting it goes
-  // to the old connection, and is lost with it: what matters is sent again once connected (restore).
-  void send(transport::Outgoing& message) {
-    std::lock_guard lock(link_mutex_);
-    if (phase_ == Phase::lost) throw ConnectionLost(lost_reason_);
-    connection_->post(message);
-  }
-
-  // Sends a request and waits for its answer; asks again after a reconnect, fails with ConnectionLost
-  // when the scheduler is gone for good, and with ConnectionError when it is there but does not answer
-  // within `timeout` (counted while connected).
-  template <class T>
-  T await(std::future<T>& answer, const std::function<void(transport::Outgoing&)>& fill,
-          const std::string& what, std::optional<std::chrono::milliseconds> timeout) {
-    std::uint64_t sent_epoch = 0;
-    auto deadline = std::chrono::steady_clock::time_point::max();
-    for (;;) {
-      {
-        std::unique_lock lock(link_mutex_);
-        if (phase_ == Phase::lost) throw ConnectionLost(lost_reason_);
-        if (phase_ == Phase::up && sent_epoch != epoch_) {
-          transport::Outgoing message;
-          fill(message);
-          connection_->post(message);
-          sent_epoch = epoch_;
-          if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
-        } else if (phase_ != Phase::up && timeout) {
-          deadline = std::chrono::steady_clock::now() + *timeout;  // reconnect_timeout bounds this wait
-        }
-      }
-      if (answer.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) return answer.get();
-      if (std::chrono::steady_clock::now() >= deadline)
-        throw ConnectionError("the scheduler at " + address_ + " did not answer " + what + " within " +
-                              std::to_string(timeout->count() / 1000) + " s");
-    }
-  }
-
-  void run() {
-    auto last_heard = std::chrono::steady_clock::now();
-    auto next_heartbeat = last_heard;
-    for (;;) {
-      std::shared_ptr<transport::Connection> connection;
-      {
-        std::unique_lock lock(link_mutex_);
-        if (stopping_) return;
-        if (phase_ == Phase::lost) {
-          link_changed_.wait(lock, [&] { return stopping_; });
-          return;
-        }
-        connection = connection_;
-      }
-      const auto now = std::chrono::steady_clock::now();
-      // Heartbeats tell the scheduler this client is still there while it only waits; its answers tell
-      // the client the scheduler is.
-      if (now >= next_heartbeat) {
-        transport::Outgoing heartbeat;
-        heartbeat.envelope().initHeartbeat();
-        connection->post(heartbeat);
-        next_heartbeat = now + options_.heartbeat_interval;
-      }
-      std::optional<transport::Received> message;
-      try {
-        message = connection->pump(std::chrono::milliseconds(20));
-      } catch (const std::exception& e) {
-        std::cerr << "[tessera client] dropped a malformed message from the scheduler: " << e.what()
-                  << std::endl;
-        continue;
-      }
-      if (!message) {
-        if (std::chrono::steady_clock::now() - last_heard > options_.heartbeat_timeout) {
-          reconnect("it sent nothing for " + std::to_string(options_.heartbeat_timeout.count()) + " ms");
-          last_heard = next_heartbeat = std::chrono::steady_clock::now();
-        }
-        continue;
-      }
-      last_heard = std::chrono::steady_clock::now();
-      if (message->envelope().isRefuse()) {
-        // A scheduler that restarted does not know this connection.
-        reconnect("it refused this connection (" +
-                  printable(std::string(message->envelope().getRefuse().getReason()), 200) + ")");
-        last_heard = next_heartbeat = std::chrono::steady_clock::now();
-        continue;
-      }
-      try {
-        handle(*message);
-      } catch (const std::exception& e) {
-        std::cerr << "[tessera client] dropped a message from the scheduler: " << e.what() << std::endl;
-      } catch (const kj::Exception& e) {
-        std::cerr << "[tessera client] dropped a malformed message from the scheduler: "
-                  << e.getDescription().cStr() << std::endl;
-      }
-    }
-  }
-
-  // On the I/O thread: connects again with backoff until reconnect_timeout, then gives up for good.
-  void reconnect(const std::string& cause) {
-    const auto since = std::chrono::steady_clock::now();
-    const auto deadline = since + options_.reconnect_timeout;
-    {
-      std::lock_guard lock(link_mutex_);
-      phase_ = Phase::reconnecting;
-    }
-    std::cerr << "[tessera client] lost the scheduler at " << address_ << ": " << cause
-              << "; reconnecting for up to " << options_.reconnect_timeout.count() / 1000.0 << " s"
-              << std::endl;
-    auto backoff = std::chrono::milliseconds(50);
-    std::string last_error = cause;
-    for (;;) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
-      try {
-        auto fresh = std::make_shared<transport::Connection>(
-            connection_options(std::min<std::chrono::milliseconds>(left, std::chrono::seconds(2))));
-        std::lock_guard lock(link_mutex_);
-        if (stopping_) return;
-        connection_ = fresh;
-        epoch_ += 1;
-        restore(*fresh);
-        phase_ = Phase::up;
-        std::cerr << "[tessera client] reconnected to the scheduler at " << address_ << " after "
-                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count() << " s"
-                  << std::endl;
-        return;
-      } catch (const std::exception& e) {
-        last_error = e.what();
-      }
-      std::unique_lock lock(link_mutex_);
-      // The pause between attempts, not a test's sleep: a stop ends it.
-      if (link_changed_.wait_for(lock, std::min(backoff, left), [&] { return stopping_; })) return;
-      backoff = std::min<std::chrono::milliseconds>(2 * backoff, std::chrono::seconds(2));
-    }
-    const std::string reason = "lost the connection to the scheduler at " + address_ + " (" + cause +
-                               ") and could not connect again within " +
-                               std::to_string(options_.reconnect_timeout.count() / 1000.0).substr(0, 5) +
-                               " s (reconnect_timeout): " + printable(last_error, 300);
-    std::cerr << "[tessera client] " << reason << std::endl;
-    lose_everything(reason);
-  }
-
-  // Under link_mutex_, on a new connection: what the scheduler must know again, in the order it needs it.
-  // Submissions first (later ones and GLM fits may name their operations), then each open stream: attach,
-  // the pushes not acknowledged, its close.
-  void restore(transport::Connection& fresh) {
+  // Under the connection's lock, on a new connection: what the scheduler must know again, in the order it
+  // needs it. Submissions first (later ones and GLM fits may name their operations), then each open stream:
+  // attach, the pushes not acknowledged, its close.
+  void replay(transport::Connection& fresh, std::uint64_t epoch) {
     {
       std::lock_guard lock(sinks_mutex_);
-      // What goes again: every submission with results to come, and, newest first, every settled one
-      // whose operations those read (the restarted scheduler has none of them; a checkpointed one is
-      // read back from its checkpoints rather than computed).
+      // What goes again: every submission with results to come, and, newest first, every settled one whose
+      // operations those read (the restarted scheduler has none of them; a checkpointed one is read back
+      // from its checkpoints rather than computed).
       std::unordered_set<OpId> needed;
       std::unordered_set<std::uint64_t> again;
       for (auto it = sinks_.rbegin(); it != sinks_.rend(); ++it) {
@@ -632,14 +396,29 @@ class RemoteBackend final : public ClusterBackend {
             list.set(static_cast<unsigned>(i), entry.released[i]);
           fresh.post(release);
         }
-        entry.sent_epoch = epoch_;
+        entry.sent_epoch = epoch;
         ++it;
       }
     }
     std::lock_guard lock(streams_mutex_);
     for (auto& [id, open] : streams_) {
-      const std::uint64_t request = next_request_++;
-      attaching_[request] = id;
+      const std::uint64_t request = connection_->next_id();
+      // The scheduler restarted without this stream (another data_dir): it cannot go on.
+      connection_->expect(request, [this, stream = id](transport::Received& answer) {
+        auto opened = answer.envelope().getStreamOpened();
+        if (opened.getError().size() == 0) return;
+        std::shared_ptr<StreamSink> failed;
+        {
+          std::lock_guard lock(streams_mutex_);
+          if (auto it = streams_.find(stream); it != streams_.end()) {
+            failed = it->second.sink;
+            streams_.erase(it);
+          }
+        }
+        if (failed)
+          failed->finish("the scheduler at " + connection_->address() +
+                         " could not resume the stream: " + printable(std::string(opened.getError()), 300));
+      });
       transport::Outgoing attach;
       auto out = attach.envelope().initStreamAttach();
       out.setRequestId(request);
@@ -662,14 +441,8 @@ class RemoteBackend final : public ClusterBackend {
     }
   }
 
-  // The scheduler is gone for good: every waiting and later call fails with `reason`.
+  // The scheduler is gone for good: every result table and stream fails with `reason`.
   void lose_everything(const std::string& reason) {
-    {
-      std::lock_guard lock(link_mutex_);
-      phase_ = Phase::lost;
-      lost_reason_ = reason;
-    }
-    link_changed_.notify_all();
     std::vector<std::shared_ptr<ResultSink>> sinks;
     {
       std::lock_guard lock(sinks_mutex_);
@@ -685,128 +458,82 @@ class RemoteBackend final : public ClusterBackend {
     for (auto& stream : streams) stream->lose(reason);
   }
 
-  void handle(transport::Received& message) {
+  // What the scheduler sends unasked (ClientConnection's Match::event rows), on the I/O thread.
+  void on_event(transport::Received& message) {
     auto envelope = message.envelope();
-    if (envelope.isResults()) {
-      auto results = envelope.getResults();
-      std::shared_ptr<ResultSink> sink;
-      {
-        std::lock_guard lock(sinks_mutex_);
-        auto it = sinks_.find(results.getSinkId());
-        if (it != sinks_.end()) sink = it->second.sink.lock();
+    switch (envelope.which()) {
+      case Envelope::RESULTS:
+        return on_results(message);
+      case Envelope::STREAM_ACCEPTED:
+        return on_accepted(envelope.getStreamAccepted());
+      case Envelope::STREAM_RESULTS: {
+        auto in = envelope.getStreamResults();
+        auto records = wire::decode(in.getRecords(), message.frames());
+        if (auto sink = stream_sink(in.getStreamId())) sink->deliver(records);
+        return;
       }
-      if (!sink) return;
-      std::vector<Delivery> deliveries;
-      if (results.getRefused().size()) {
-        // The whole submission was refused: each of its slots fails with the one reason.
-        auto error =
-            std::make_shared<const TaskFailed>("(submission)", "", std::string(results.getRefused()), false);
-        deliveries.reserve(sink->size());
-        for (std::uint32_t slot = 0; slot < sink->size(); ++slot)
-          deliveries.push_back(Delivery{slot, TaskState::erred, Value{}, error});
-      } else {
-        deliveries = wire::decode(results, message.frames());
-      }
-      sink->deliver(deliveries);
-    } else if (envelope.isStreamOpened()) {
-      auto opened = envelope.getStreamOpened();
-      std::shared_ptr<StreamSink> failed;
-      {
+      case Envelope::STREAM_FINISHED: {
+        auto in = envelope.getStreamFinished();
+        if (auto sink = stream_sink(in.getStreamId())) sink->finish(in.getError());
         std::lock_guard lock(streams_mutex_);
-        if (auto attach = attaching_.find(opened.getRequestId()); attach != attaching_.end()) {
-          const std::uint64_t stream = attach->second;
-          attaching_.erase(attach);
-          if (opened.getError().size() == 0) return;
-          // The scheduler restarted without this stream (another data_dir): it cannot go on.
-          if (auto it = streams_.find(stream); it != streams_.end()) {
-            failed = it->second.sink;
-            streams_.erase(it);
-          }
-        } else {
-          auto it = opening_.find(opened.getRequestId());
-          if (it == opening_.end()) return;
-          // Registered here, on the I/O thread, before any result of the stream is read: an ensemble's
-          // generator sends results without waiting for the client.
-          if (opened.getError().size() == 0)
-            streams_.try_emplace(opened.getStreamId(), OpenStream{it->second.sink, {}, false});
-          it->second.answer.set_value(OpenAnswer{opened.getStreamId(), opened.getArity(), opened.getError(),
-                                                 program_shape(opened.getProgramParameters())});
-          opening_.erase(it);
-          return;
-        }
+        streams_.erase(in.getStreamId());
+        return;
       }
-      if (failed)
-        failed->finish("the scheduler at " + address_ +
-                       " could not resume the stream: " + printable(std::string(opened.getError()), 300));
-    } else if (envelope.isStreamAccepted()) {
-      auto in = envelope.getStreamAccepted();
-      const std::uint64_t up_to = in.getUpTo();
-      std::shared_ptr<StreamSink> sink;
-      {
-        std::lock_guard lock(streams_mutex_);
-        auto it = streams_.find(in.getStreamId());
-        if (it == streams_.end()) return;
-        auto& unacked = it->second.unacked;
-        while (!unacked.empty() && unacked.front().first_id + unacked.front().parameters.size() <= up_to)
-          unacked.pop_front();
-        if (!unacked.empty() && unacked.front().first_id < up_to) {
-          auto& front = unacked.front();
-          const auto taken = static_cast<std::ptrdiff_t>(up_to - front.first_id);
-          front.parameters.erase(front.parameters.begin(), front.parameters.begin() + taken);
-          if (!front.priorities.empty())
-            front.priorities.erase(front.priorities.begin(), front.priorities.begin() + taken);
-          if (!front.timeouts.empty())
-            front.timeouts.erase(front.timeouts.begin(), front.timeouts.begin() + taken);
-          front.first_id = up_to;
-        }
-        sink = it->second.sink;
-      }
-      sink->accept(up_to);
-    } else if (envelope.isResultsAnswer() || envelope.isCheckpointsAnswer() || envelope.isStreamCancelled()) {
-      std::promise<transport::Received> waiting;
-      {
-        std::lock_guard lock(streams_mutex_);
-        auto it =
-            asking_.find(envelope.isResultsAnswer()       ? envelope.getResultsAnswer().getRequestId()
-                         : envelope.isCheckpointsAnswer() ? envelope.getCheckpointsAnswer().getRequestId()
-                                                          : envelope.getStreamCancelled().getRequestId());
-        if (it == asking_.end()) return;
-        waiting = std::move(it->second);
-        asking_.erase(it);
-      }
-      waiting.set_value(std::move(message));
-    } else if (envelope.isFunctions() || envelope.isSimulations() || envelope.isStatus() ||
-               envelope.isWorkers()) {
-      std::promise<transport::Received> waiting;
-      {
-        std::lock_guard lock(streams_mutex_);
-        auto& waiters = in_order_[envelope.which()];
-        if (waiters.empty()) return;  // its waiter gave up
-        waiting = std::move(waiters.front().second);
-        waiters.pop_front();
-      }
-      waiting.set_value(std::move(message));
-    } else if (envelope.isStreamResults()) {
-      auto in = envelope.getStreamResults();
-      auto records = wire::decode(in.getRecords(), message.frames());
-      if (auto sink = stream_sink(in.getStreamId())) sink->deliver(records);
-    } else if (envelope.isStreamFinished()) {
-      auto in = envelope.getStreamFinished();
-      if (auto sink = stream_sink(in.getStreamId())) sink->finish(in.getError());
-      std::lock_guard lock(streams_mutex_);
-      streams_.erase(in.getStreamId());
-    } else if (envelope.isGlm()) {
-      auto answer = wire::decode(envelope.getGlm(), message.frames());
-      std::lock_guard lock(streams_mutex_);
-      auto it = fitting_.find(answer.session);
-      auto* fitted = std::get_if<GlmFitted>(&answer.body);
-      if (it == fitting_.end() || !fitted) return;
-      it->second.set_value(std::move(*fitted));
-      fitting_.erase(it);
-    } else if (envelope.isError()) {
-      std::cerr << "[tessera client] the scheduler reports: " << std::string(envelope.getError().getReason())
-                << std::endl;
+      case Envelope::ERROR:
+        std::cerr << "[tessera client] the scheduler reports: "
+                  << std::string(envelope.getError().getReason()) << std::endl;
+        return;
+      default:
+        return;
     }
+  }
+
+  void on_results(transport::Received& message) {
+    auto results = message.envelope().getResults();
+    std::shared_ptr<ResultSink> sink;
+    {
+      std::lock_guard lock(sinks_mutex_);
+      auto it = sinks_.find(results.getSinkId());
+      if (it != sinks_.end()) sink = it->second.sink.lock();
+    }
+    if (!sink) return;
+    std::vector<Delivery> deliveries;
+    if (results.getRefused().size()) {
+      // The whole submission was refused: each of its slots fails with the one reason.
+      auto error =
+          std::make_shared<const TaskFailed>("(submission)", "", std::string(results.getRefused()), false);
+      deliveries.reserve(sink->size());
+      for (std::uint32_t slot = 0; slot < sink->size(); ++slot)
+        deliveries.push_back(Delivery{slot, TaskState::erred, Value{}, error});
+    } else {
+      deliveries = wire::decode(results, message.frames());
+    }
+    sink->deliver(deliveries);
+  }
+
+  void on_accepted(wire::StreamAccepted::Reader in) {
+    const std::uint64_t up_to = in.getUpTo();
+    std::shared_ptr<StreamSink> sink;
+    {
+      std::lock_guard lock(streams_mutex_);
+      auto it = streams_.find(in.getStreamId());
+      if (it == streams_.end()) return;
+      auto& unacked = it->second.unacked;
+      while (!unacked.empty() && unacked.front().first_id + unacked.front().parameters.size() <= up_to)
+        unacked.pop_front();
+      if (!unacked.empty() && unacked.front().first_id < up_to) {
+        auto& front = unacked.front();
+        const auto taken = static_cast<std::ptrdiff_t>(up_to - front.first_id);
+        front.parameters.erase(front.parameters.begin(), front.parameters.begin() + taken);
+        if (!front.priorities.empty())
+          front.priorities.erase(front.priorities.begin(), front.priorities.begin() + taken);
+        if (!front.timeouts.empty())
+          front.timeouts.erase(front.timeouts.begin(), front.timeouts.begin() + taken);
+        front.first_id = up_to;
+      }
+      sink = it->second.sink;
+    }
+    sink->accept(up_to);
   }
 
   std::shared_ptr<StreamSink> stream_sink(std::uint64_t id) {
@@ -815,112 +542,18 @@ class RemoteBackend final : public ClusterBackend {
     return it == streams_.end() ? nullptr : it->second.sink;
   }
 
-  const std::string address_;
-  const RemoteOptions options_;
-  // Lock order: link_mutex_, then sinks_mutex_ or streams_mutex_.
-  std::mutex link_mutex_;
-  std::condition_variable link_changed_;
-  std::shared_ptr<transport::Connection> connection_;  // replaced on a reconnect (I/O thread)
-  Phase phase_ = Phase::up;
-  std::uint64_t epoch_ = 1;  // connections made so far
-  std::string lost_reason_;
-  bool stopping_ = false;
-
-  std::mutex streams_mutex_;
-  struct Opening {
-    std::promise<OpenAnswer> answer;
-    std::shared_ptr<StreamSink> sink;
-  };
-  std::unordered_map<std::uint64_t, Opening> opening_;
-  std::unordered_map<std::uint64_t, std::uint64_t> attaching_;  // attach request -> stream
-  std::unordered_map<std::uint64_t, std::promise<transport::Received>> asking_;
-  std::map<wire::Envelope::Which, std::deque<std::pair<std::uint64_t, std::promise<transport::Received>>>>
-      in_order_;  // waiters for answers without a request id, oldest first, with their tokens
-  std::map<std::uint64_t, OpenStream> streams_;
-  std::unordered_map<std::uint64_t, std::promise<GlmFitted>> fitting_;  // GLM fits waiting, by request id
-  std::atomic<std::uint64_t> next_request_{1};
+  std::shared_ptr<SchedulerLink> link_;
+  std::chrono::milliseconds request_timeout_{30000};
   std::once_flag checkpoints_asked_;
   std::atomic<bool> may_hold_checkpoints_{false};
-  std::shared_ptr<SchedulerLink> link_;
+  // Lock order: the connection's, then sinks_mutex_ or streams_mutex_.
   std::mutex sinks_mutex_;
   std::map<std::uint64_t, Submitted> sinks_;  // in submission order, as they are sent again
   std::size_t pruned_size_ = 0;
-  std::atomic<std::uint64_t> next_sink_id_{1};
-  std::thread thread_;
+  std::mutex streams_mutex_;
+  std::map<std::uint64_t, OpenStream> streams_;
+  std::shared_ptr<ClientConnection> connection_;  // last: its thread calls into the members above
 };
-
-// Queries answered by the scheduler node's store, through the connection.
-class RemoteResultSource final : public ResultSource {
- public:
-  explicit RemoteResultSource(std::weak_ptr<RemoteBackend> backend) : backend_(std::move(backend)) {}
-  ResultSummary summary(std::uint64_t stream, const std::string& filter, const std::string& field,
-                        std::size_t bins) override {
-    auto received = backend()->ask(stream, filter, "summary", field, static_cast<std::uint32_t>(bins), 0, 0);
-    auto s = received.envelope().getResultsAnswer().getSummary();
-    ResultSummary out;
-    out.count = s.getCount();
-    out.failed = s.getFailed();
-    out.numeric = s.getNumeric();
-    out.mean = s.getMean();
-    out.min = s.getMin();
-    out.max = s.getMax();
-    for (auto h : s.getHistogram()) out.histogram.push_back(h);
-    return out;
-  }
-  std::vector<StreamResult> records(std::uint64_t stream, const std::string& filter, std::uint64_t first,
-                                    std::uint64_t last) override {
-    std::vector<StreamResult> out;
-    for (;;) {  // in pages of the node's answer limit
-      auto received = backend()->ask(stream, filter, "records", "", 0, first, last);
-      auto answer = received.envelope().getResultsAnswer();
-      // The records' checked decoding (failure kinds, attempts, timelines), then each one's parameters.
-      const auto list = answer.getRecords();
-      auto records = wire::decode(list, received.frames());
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        auto& r = records[i];
-        StreamResult result{r.id,      std::move(r.value),    {},
-                            r.failed,  std::move(r.error),    std::move(r.node),
-                            r.failure, std::move(r.attempts), r.timeline};
-        const auto in = list[static_cast<unsigned>(i)];
-        if (in.hasParameters()) result.parameters = wire::decode(in.getParameters(), received.frames());
-        out.push_back(std::move(result));
-      }
-      if (!answer.getMore()) return out;
-      if (answer.getNextId() <= first)
-        throw QueryError("the scheduler's answer did not advance past id " + std::to_string(first));
-      first = answer.getNextId();
-    }
-  }
-  // A large export comes in pages of the node's answer limit: each answer says where the next starts.
-  std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
-                   const std::string& field, std::size_t bins) override {
-    std::string out;
-    std::uint64_t first = 0;
-    for (;;) {
-      auto received =
-          backend()->ask(stream, filter, format, field, static_cast<std::uint32_t>(bins), first, 0);
-      auto answer = received.envelope().getResultsAnswer();
-      out += std::string_view(answer.getText().cStr(), answer.getText().size());
-      if (!answer.getMore()) return out;
-      if (answer.getNextId() <= first && first != 0)
-        throw QueryError("the scheduler's export did not advance past id " + std::to_string(first));
-      first = answer.getNextId();
-    }
-  }
-
- private:
-  std::shared_ptr<RemoteBackend> backend() {
-    auto b = backend_.lock();
-    if (!b) throw ConnectionError("the client's connection is gone");
-    return b;
-  }
-  std::weak_ptr<RemoteBackend> backend_;
-};
-
-std::shared_ptr<ResultSource> RemoteBackend::results() {
-  return std::make_shared<RemoteResultSource>(
-      std::static_pointer_cast<RemoteBackend>(ClusterBackend::shared_from_this()));
-}
 
 }  // namespace
 

@@ -119,13 +119,22 @@ std::shared_ptr<Config> decode_config(std::uint64_t stream, const char* what,
   return config;
 }
 
-std::string encode_info(const StreamInfo& info) {
+// A stream's record is two: its settings (key 's'), written once when it is created, and its counters
+// (key 'm': pushed, closed), rewritten with each accepted push. A store written before the split keeps
+// everything under 'm', which decode_info still reads.
+std::string encode_counters(const StreamInfo& info) {
   capnp::MallocMessageBuilder builder;
   auto out = builder.initRoot<wire::StreamInfo>();
-  out.setSimulation(info.simulation);
   out.setClosed(info.closed);
   out.setPushed(info.pushed);
   out.setCloseRequested(info.close_requested);
+  return flat(builder);
+}
+
+std::string encode_settings(const StreamInfo& info) {
+  capnp::MallocMessageBuilder builder;
+  auto out = builder.initRoot<wire::StreamInfo>();
+  out.setSimulation(info.simulation);
   out.setPoolSize(info.pool_size);
   out.setMaxInFlight(info.max_in_flight);
   out.setIsolation(static_cast<std::uint8_t>(info.isolation));
@@ -153,12 +162,9 @@ std::string encode_info(const StreamInfo& info) {
   return flat(builder);
 }
 
-StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
-  wire::HeaderReader reader(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
-  auto in = reader.root<wire::StreamInfo>();
-  StreamInfo info{id, in.getSimulation(), in.getClosed(), in.getPushed()};
-  info.close_requested = in.getCloseRequested();
+// The settings of `in` into `info` (from 's', or from an 'm' written before the split).
+void decode_settings(std::uint64_t id, wire::StreamInfo::Reader in, StreamInfo& info) {
+  info.simulation = in.getSimulation();
   info.pool_size = in.getPoolSize();
   info.max_in_flight = in.getMaxInFlight();
   if (in.getIsolation() > static_cast<std::uint8_t>(Isolation::process))
@@ -174,6 +180,25 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& bytes) {
   info.budget = in.getBudget();
   info.generator_config =
       decode_config(id, "generator config", in.getGeneratorConfigKeys(), in.getGeneratorConfigValues());
+}
+
+wire::HeaderReader reader_of(const rocksdb::Slice& bytes) {
+  return wire::HeaderReader(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+}
+
+// The counters under 'm', and the settings under 's' (or, in a store written before the split, in 'm').
+StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& counters, const std::string* settings) {
+  auto reader = reader_of(counters);
+  auto in = reader.root<wire::StreamInfo>();
+  StreamInfo info{id, {}, in.getClosed(), in.getPushed()};
+  info.close_requested = in.getCloseRequested();
+  if (settings) {
+    auto own = reader_of(*settings);
+    decode_settings(id, own.root<wire::StreamInfo>(), info);
+  } else {
+    decode_settings(id, in, info);
+  }
   return info;
 }
 
@@ -270,7 +295,8 @@ std::uint64_t ResultStore::create_stream(StreamInfo info) {
   rocksdb::WriteBatch batch;
   batch.Put("n", encoded);
   info.id = next;
-  batch.Put(key('m', next), encode_info(info));
+  batch.Put(key('s', next), encode_settings(info));
+  batch.Put(key('m', next), encode_counters(info));
   if (!info.parameter_names.empty()) batch.Put(key('p', next), encode_names(info.parameter_names));
   rocksdb::WriteOptions sync;
   sync.sync = true;
@@ -281,7 +307,7 @@ std::uint64_t ResultStore::create_stream(StreamInfo info) {
 void ResultStore::update_stream(const StreamInfo& info) {
   rocksdb::WriteOptions sync;
   sync.sync = true;
-  check(db_->Put(sync, key('m', info.id), encode_info(info)), "cannot update a stream", directory_);
+  check(db_->Put(sync, key('m', info.id), encode_counters(info)), "cannot update a stream", directory_);
 }
 
 void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::span<const Value> parameters,
@@ -296,7 +322,7 @@ void ResultStore::accept(const StreamInfo& info, std::uint64_t first_id, std::sp
   rocksdb::WriteBatch batch;
   batch.Put(key('q', info.id, first_id), encode_pending(parameters, priorities, accepted_at, timeouts));
   if (checkpoint) batch.Put(key('g', info.id), encode_checkpoint(*checkpoint));
-  batch.Put(key('m', info.id), encode_info(info));
+  batch.Put(key('m', info.id), encode_counters(info));
   check(db_->Write(rocksdb::WriteOptions(), &batch), "cannot write parameter sets ahead", directory_);
 }
 
@@ -395,9 +421,10 @@ void ResultStore::forget_pushes(std::uint64_t stream, std::span<const std::uint6
 }
 
 std::optional<StreamInfo> ResultStore::stream(std::uint64_t id) const {
-  std::string bytes;
+  std::string bytes, settings;
   if (!db_->Get(rocksdb::ReadOptions(), key('m', id), &bytes).ok()) return std::nullopt;
-  auto info = decode_info(id, bytes);
+  const bool split = db_->Get(rocksdb::ReadOptions(), key('s', id), &settings).ok();
+  auto info = decode_info(id, bytes, split ? &settings : nullptr);
   read_names(info);
   return info;
 }
@@ -405,8 +432,12 @@ std::optional<StreamInfo> ResultStore::stream(std::uint64_t id) const {
 std::vector<StreamInfo> ResultStore::streams() const {
   std::vector<StreamInfo> out;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek("m"); it->Valid() && it->key().size() == 9 && it->key()[0] == 'm'; it->Next())
-    out.push_back(decode_info(read_be64(it->key().data() + 1), it->value()));
+  for (it->Seek("m"); it->Valid() && it->key().size() == 9 && it->key()[0] == 'm'; it->Next()) {
+    const std::uint64_t id = read_be64(it->key().data() + 1);
+    std::string settings;
+    const bool split = db_->Get(rocksdb::ReadOptions(), key('s', id), &settings).ok();
+    out.push_back(decode_info(id, it->value(), split ? &settings : nullptr));
+  }
   for (auto& info : out) read_names(info);
   return out;
 }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aposmm.hpp"
+#include "generators/aposmm.hpp"
 
 namespace {
 

@@ -15,61 +15,19 @@
 #include <string>
 #include <vector>
 
-#include "node_process.hpp"
+#include "support/commands.hpp"
+#include "support/files.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using tessera::testing::NodeProcess;
-
-struct Outcome {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// A scratch folder per test, removed at the end.
-class Scratch {
- public:
-  Scratch() {
-    static int instances = 0;
-    dir_ = fs::temp_directory_path() /
-           ("tessera-cli-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
-    fs::create_directories(dir_);
-  }
-  ~Scratch() { fs::remove_all(dir_); }
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    return dir_ / name;
-  }
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-};
-
-// Runs a shell command line in `cwd`; stdout and stderr apart, with the exit code and the time taken.
-Outcome run(const std::string& command, const fs::path& cwd = fs::temp_directory_path()) {
-  static int calls = 0;
-  const fs::path err = fs::temp_directory_path() / ("tessera-cli-test-stderr-" + std::to_string(getpid()) +
-                                                    "-" + std::to_string(++calls));
-  Outcome outcome;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen(("cd '" + cwd.string() + "' && " + command + " 2>" + err.string()).c_str(), "r");
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) outcome.out.append(buffer, n);
-  const int status = pclose(pipe);
-  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  outcome.err = read_file(err);
-  fs::remove(err);
-  return outcome;
-}
+using tessera::testing::Outcome;
+using tessera::testing::read_file;
+using tessera::testing::run;
+using tessera::testing::ScratchDir;
 
 // One shell word: Z85 keys hold characters such as '<', '&' and '!'.
 std::string quoted(const std::string& word) {
@@ -110,14 +68,14 @@ std::vector<std::string> every_program() {
 }
 
 TEST(CliHelp, EveryProgramAnswersHelpWithExitZero) {
-  Scratch scratch;
+  ScratchDir scratch{"tessera-cli-test"};
   const auto programs = every_program();
   ASSERT_GE(programs.size(), 4u);
   for (const auto& program : programs) {
-    const auto outcome = run(program + " --help", scratch.dir());
+    const auto outcome = run(program + " --help", scratch.path());
     EXPECT_EQ(outcome.code, 0) << program << ": " << outcome.err;
     EXPECT_NE(outcome.out.find("Usage:"), std::string::npos) << program << ": " << outcome.out;
-    const auto unknown = run(program + " --no-such-flag 1", scratch.dir());
+    const auto unknown = run(program + " --no-such-flag 1", scratch.path());
     EXPECT_EQ(unknown.code, 2) << program << ": " << unknown.out << unknown.err;
     EXPECT_NE(unknown.err.find("--no-such-flag"), std::string::npos) << program << ": " << unknown.err;
   }
@@ -128,7 +86,7 @@ TEST(CliHelp, EveryProgramAnswersHelpWithExitZero) {
     EXPECT_NE(outcome.out.find("Usage: tessera " + command), std::string::npos) << outcome.out;
   }
   // glm_example's output file is a positional argument: --help is not taken for one.
-  EXPECT_TRUE(fs::is_empty(scratch.dir()));
+  EXPECT_TRUE(fs::is_empty(scratch.path()));
 }
 
 TEST(CliFlags, NumbersOutOfRangeOrNotNumbersAreRefusedNamingTheFlag) {
@@ -214,7 +172,7 @@ class CliStreams : public ::testing::Test {
   }
 
   static std::unique_ptr<NodeProcess> node;
-  Scratch scratch;
+  ScratchDir scratch{"tessera-cli-test"};
 };
 std::unique_ptr<NodeProcess> CliStreams::node;
 
@@ -264,13 +222,13 @@ TEST_F(CliStreams, EmptyHeaderOnlyAndDirectoryInputsAreRefused) {
     fs::path input;
     std::string says;
   };
-  fs::create_directories(scratch.dir() / "folder.csv");
+  fs::create_directories(scratch.path() / "folder.csv");
   const std::vector<Case> cases{
       {scratch.write("empty.csv", ""), "empty.csv: no parameter sets (the file is empty)"},
       {scratch.write("blank.csv", "\xEF\xBB\xBF\n  \n\r\n"), "blank.csv: no parameter sets"},
       {scratch.write("header.csv", "a,b\n\n"), "header.csv: only a header (line 1), no parameter sets"},
-      {scratch.dir() / "folder.csv", "folder.csv is a directory, not a CSV file"},
-      {scratch.dir() / "missing.csv", "cannot read " + (scratch.dir() / "missing.csv").string()},
+      {scratch.path() / "folder.csv", "folder.csv is a directory, not a CSV file"},
+      {scratch.path() / "missing.csv", "cannot read " + (scratch.path() / "missing.csv").string()},
       {scratch.write("utf16.csv",
                      "\xFF\xFE"
                      "1\0\n\0"),
@@ -324,7 +282,7 @@ TEST(CliFunctions, TheCliListsTheNodesFunctionsAndMapsOneOverTheRowsOfACsv) {
       "[node]\nname = \"cli\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"" TESSERA_NODE_ONLY_PLUGIN
       "\"]\n");
-  Scratch scratch;
+  ScratchDir scratch{"tessera-cli-test"};
   const std::string base = "--scheduler " + node.endpoint() + " ";
   auto outcome = run(tessera_cli(base + "functions --json"));
   ASSERT_EQ(outcome.code, 0) << outcome.err;
@@ -339,7 +297,7 @@ TEST(CliFunctions, TheCliListsTheNodesFunctionsAndMapsOneOverTheRowsOfACsv) {
   EXPECT_TRUE(found) << outcome.out;
   EXPECT_TRUE(mentions(run(tessera_cli(base + "functions")), "node_only_cube"));
 
-  const auto output = scratch.dir() / "cubes.csv";
+  const auto output = scratch.path() / "cubes.csv";
   outcome = run(tessera_cli(base + "map node_only_cube --input '" +
                             scratch.write("xs.csv", "x\n1\n2\n-3\n").string() + "' --output '" +
                             output.string() + "'"));
@@ -366,16 +324,16 @@ struct KeyPair {
   std::string public_key;
 };
 
-KeyPair keygen(const Scratch& scratch, const std::string& name) {
-  const auto outcome = run(tessera_cli("keygen --out " + (scratch.dir() / name).string()));
+KeyPair keygen(const ScratchDir& scratch, const std::string& name) {
+  const auto outcome = run(tessera_cli("keygen --out " + (scratch.path() / name).string()));
   EXPECT_EQ(outcome.code, 0) << outcome.err;
   std::string key;
-  std::ifstream(scratch.dir() / (name + ".pub")) >> key;
-  return {scratch.dir() / (name + ".key"), scratch.dir() / (name + ".pub"), key};
+  std::ifstream(scratch.path() / (name + ".pub")) >> key;
+  return {scratch.path() / (name + ".key"), scratch.path() / (name + ".pub"), key};
 }
 
 TEST(CliCurve, KeysFromFlagsOrAClientConfigReachACurveNodeAndNoKeysAreRefused) {
-  Scratch scratch;
+  ScratchDir scratch{"tessera-cli-test"};
   const auto node_keys = keygen(scratch, "node"), client = keygen(scratch, "client"),
              stranger = keygen(scratch, "stranger");
   NodeProcess node(node_config("[security]\ncurve = true\npublic_key_file = \"" + node_keys.pub.string() +
@@ -393,7 +351,7 @@ TEST(CliCurve, KeysFromFlagsOrAClientConfigReachACurveNodeAndNoKeysAreRefused) {
   EXPECT_EQ(outcome.code, 0) << outcome.err;
 
   // A client config: paths relative to its own folder, run from another folder.
-  fs::create_directories(scratch.dir() / "conf");
+  fs::create_directories(scratch.path() / "conf");
   const auto config = scratch.write("conf/client.toml",
                                     "[security]\npublic_key_file = \"../client.pub\"\nsecret_key_file = "
                                     "\"../client.key\"\nscheduler_public_key = \"" +
@@ -408,8 +366,8 @@ TEST(CliCurve, KeysFromFlagsOrAClientConfigReachACurveNodeAndNoKeysAreRefused) {
   EXPECT_EQ(outcome.out, "3\n") << outcome.err;
   outcome =
       run(std::string(TESSERA_EXAMPLE_BINARY) + " --sets 6 --max-sleep 0 --scheduler " + node.endpoint() +
-              " --client-config " + config.string() + " --output " + (scratch.dir() / "out.csv").string(),
-          scratch.dir());
+              " --client-config " + config.string() + " --output " + (scratch.path() / "out.csv").string(),
+          scratch.path());
   EXPECT_EQ(outcome.code, 0) << outcome.out << outcome.err;
 
   // Without keys: refused within the timeout, with a hint.
@@ -430,7 +388,7 @@ TEST(CliCurve, KeysFromFlagsOrAClientConfigReachACurveNodeAndNoKeysAreRefused) {
       {"--public-key " + garbage.string() + " --secret-key " + client.secret.string() + " --scheduler-key " +
            quoted(node_keys.public_key),
        "--public-key: " + garbage.string() + " does not hold a CURVE key"},
-      {"--public-key " + (scratch.dir() / "none.pub").string() + " --secret-key " + client.secret.string() +
+      {"--public-key " + (scratch.path() / "none.pub").string() + " --secret-key " + client.secret.string() +
            " --scheduler-key " + quoted(node_keys.public_key),
        "--public-key: cannot read"},
       {keys, "--scheduler-key is missing"},
@@ -440,7 +398,7 @@ TEST(CliCurve, KeysFromFlagsOrAClientConfigReachACurveNodeAndNoKeysAreRefused) {
        "--public-key does not hold the public key of the --secret-key pair"},
       {"--client-config " + scratch.write("bad.toml", "[security]\npublic_key = 3\n").string(),
        "bad.toml:2: security.public_key is not a client key"},
-      {"--client-config " + (scratch.dir() / "conf").string(), "is a directory"},
+      {"--client-config " + (scratch.path() / "conf").string(), "is a directory"},
   };
   for (const auto& [args, says] : bad) {
     outcome = run(tessera_cli(base + args + " status"));

@@ -18,23 +18,20 @@
 #include <tessera/tessera.hpp>
 #include <thread>
 
-#include "node_process.hpp"
 #include "nodes/transport.hpp"
+#include "plugin_tasks.hpp"
+#include "support/files.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 #include "test_util.hpp"
-
-namespace plugin_tasks {
-std::int64_t square(std::int64_t x);
-std::int64_t add(std::int64_t a, std::int64_t b);
-std::int64_t slow_square(std::int64_t x);
-std::vector<double> ramp(std::int64_t n);
-double chunk_sum(const std::vector<double>& chunk, std::int64_t offset);
-}  // namespace plugin_tasks
 
 namespace {
 
 using tessera::testing::cli;
 using tessera::testing::NodeProcess;
+using tessera::testing::read_file;
 using tessera::testing::run_command;
+using tessera::testing::ScratchDir;
 using tessera::testing::status_field;
 
 std::string plugins() {
@@ -299,13 +296,6 @@ std::string shipped(const std::string& file, const std::string& scheduler_addres
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // A worker whose plugin defines a function differently from the scheduler's runs none of its tasks: each
 // fails naming both definitions, instead of giving the wrong answer or waiting for ever.
 TEST(ClusterProcessDefinitions, AWorkerThatDefinesAFunctionDifferentlyFailsItsTasksNamingBoth) {
@@ -337,8 +327,8 @@ TEST(ClusterProcessExample, RemoteRunGivesTheEmbeddedResults) {
   NodeProcess scheduler{shipped("scheduler.toml", "")};
   NodeProcess first{shipped("worker.toml", scheduler.endpoint())};
   NodeProcess second{shipped("worker.toml", scheduler.endpoint())};
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera-example-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("tessera-example");
+  const auto& dir = scratch.path();
   int code = 0;
   const std::string example = TESSERA_EXAMPLE_BINARY;
   auto out = run_command(example + " --sets 120 --output " + (dir / "embedded.csv").string(), code);
@@ -350,7 +340,6 @@ TEST(ClusterProcessExample, RemoteRunGivesTheEmbeddedResults) {
   const auto embedded = read_file((dir / "embedded.csv").string());
   EXPECT_GT(embedded.size(), 120u);
   EXPECT_EQ(read_file((dir / "remote.csv").string()), embedded);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
@@ -381,8 +370,8 @@ std::string security(const KeyFiles& own, const std::string& scheduler_key,
 }
 
 TEST(ClusterProcessCurve, EncryptedClusterWorksAndAStrangerIsRefused) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera-curve-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("tessera-curve");
+  const auto& dir = scratch.path();
   const auto scheduler_keys = write_keys(dir, "scheduler");
   const auto alpha_keys = write_keys(dir, "alpha"), beta_keys = write_keys(dir, "beta");
   const auto client_keys = write_keys(dir, "client"), stranger_keys = write_keys(dir, "stranger");
@@ -423,7 +412,6 @@ TEST(ClusterProcessCurve, EncryptedClusterWorksAndAStrangerIsRefused) {
                 .submit(plugin_tasks::square, 9)
                 .result(),
             81);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
@@ -493,9 +481,8 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
       "[node]\nname = \"streams\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
       "workers = 1\nthreads_per_worker = 2\n" +
       plugins());
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera-cli-stream-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("tessera-cli-stream");
+  const auto& dir = scratch.path();
   const auto input = (dir / "params.csv").string();
   std::ofstream(input) << "x\n1\n2\n3\nfour\n5\n";
   int code = 0;
@@ -516,7 +503,6 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
   out = run_command(cli_base + " results --stream 1 --where 'result >> 3'", code);
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("position"), std::string::npos) << out;
-  std::filesystem::remove_all(dir);
 }
 
 // `stream push --output` writes what `results --format csv` prints: both are the client library's query.
@@ -525,9 +511,8 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
       "[node]\nname = \"streams\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
       "workers = 1\nthreads_per_worker = 2\n" +
       plugins());
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera-cli-output-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("tessera-cli-output");
+  const auto& dir = scratch.path();
   const auto input = (dir / "params.csv").string(), output = (dir / "results.csv").string();
   {
     std::ofstream params(input);
@@ -575,7 +560,6 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
       out.find("the results of stream 2 were not written to " + unwritable + ": cannot write " + unwritable),
       std::string::npos)
       << out;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
@@ -620,8 +604,8 @@ ArrayAnswers array_workload(tessera::Client& client, std::int64_t rows) {
 TEST(ClusterProcessMemory, WorkersHoldingFourTimesTheirLimitStayWithinItAndMatchAnUnlimitedRun) {
   constexpr std::uint64_t limit = 64ull << 20;
   constexpr std::int64_t rows = 8 * limit / (64 * sizeof(double));  // x and y: 512 MiB each, 4x per worker
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera-memory-process-" + std::to_string(getpid()));
+  const ScratchDir scratch("tessera-memory-process");
+  const auto& dir = scratch.path();
   NodeProcess scheduler{scheduler_config()};
   NodeProcess alpha{bounded_worker_config("alpha", scheduler.endpoint(), (dir / "alpha").string()), true};
   NodeProcess beta{bounded_worker_config("beta", scheduler.endpoint(), (dir / "beta").string()), true};
@@ -662,8 +646,6 @@ TEST(ClusterProcessMemory, WorkersHoldingFourTimesTheirLimitStayWithinItAndMatch
   tessera::LocalCluster local{{.workers = 1, .threads_per_worker = 2}};
   tessera::Client local_client{local};
   EXPECT_EQ(array_workload(local_client, rows), bounded);
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace

@@ -14,11 +14,8 @@
 #include <tessera/glm.hpp>
 #include <tessera/tessera.hpp>
 
-#include "node_process.hpp"
-
-namespace plugin_tasks {
-std::int64_t slow_square(std::int64_t x);
-}  // namespace plugin_tasks
+#include "plugin_tasks.hpp"
+#include "support/node_process.hpp"
 
 namespace {
 

@@ -31,12 +31,8 @@
 #include <thread>
 
 #include "monitor/task_stream_log.hpp"
-#include "node_process.hpp"
-
-namespace plugin_tasks {
-std::int64_t square(std::int64_t x);
-std::int64_t fails_on_seven(std::int64_t x);
-}  // namespace plugin_tasks
+#include "plugin_tasks.hpp"
+#include "support/node_process.hpp"
 
 namespace {
 

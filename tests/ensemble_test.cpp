@@ -14,13 +14,10 @@
 #include <tessera/tessera.hpp>
 
 #include "fork_safety.hpp"
-#include "node_process.hpp"
+#include "plugin_tasks.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 #include "test_util.hpp"
-
-namespace plugin_tasks {
-extern std::atomic<bool> release_hung_sets;
-std::int64_t square(std::int64_t x);
-}  // namespace plugin_tasks
 
 namespace {
 
@@ -262,14 +259,15 @@ TEST(Ensemble, OutOfRangeSettingsAreRefusedByName) {
 using tessera::testing::cli;
 using tessera::testing::NodeProcess;
 using tessera::testing::run_command;
+using tessera::testing::ScratchDir;
 
 TEST(EnsembleProcess, CliPushWithProcessIsolationTimeoutAndRetriesStoresEveryIdOnce) {
   SKIP_UNLESS_FORK_IS_SAFE();
   NodeProcess node(
       "[node]\nname = \"ensembles\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n");
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera-ensemble-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("tessera-ensemble");
+  const auto& dir = scratch.path();
   const auto input = (dir / "params.csv").string();
   const std::uint64_t n = 30;
   {
@@ -335,7 +333,6 @@ TEST(EnsembleProcess, CliPushWithProcessIsolationTimeoutAndRetriesStoresEveryIdO
     EXPECT_EQ(code, 2) << flags << ": " << out;
     EXPECT_NE(out.find(expected), std::string::npos) << flags << ": " << out;
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(EnsembleProcess, TheNodesStreamsIsolationIsTheDefaultOfAStreamThatDoesNotSay) {

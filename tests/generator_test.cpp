@@ -11,12 +11,9 @@
 #include <random>
 #include <tessera/tessera.hpp>
 
-#include "node_process.hpp"
+#include "plugin_tasks.hpp"
+#include "support/node_process.hpp"
 #include "test_util.hpp"
-
-namespace plugin_tasks {
-extern std::atomic<std::int64_t> gated_runs;  // links the test plugin's simulations into this binary
-}  // namespace plugin_tasks
 
 namespace {
 

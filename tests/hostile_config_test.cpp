@@ -23,71 +23,15 @@
 #include <vector>
 
 #include "nodes/transport.hpp"
-#include "test_util.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using tessera::testing::eventually;
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// One tessera-node process with its stdout and stderr in files of `dir`.
-class NodeRun {
- public:
-  NodeRun(const fs::path& dir, const std::vector<std::string>& args)
-      : out_(dir / "stdout"), err_(dir / "stderr") {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, STDOUT_FILENO);
-      dup2(err, STDERR_FILENO);
-      std::vector<char*> argv{const_cast<char*>(TESSERA_NODE_BINARY)};
-      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      execv(TESSERA_NODE_BINARY, argv.data());
-      _exit(127);
-    }
-  }
-  ~NodeRun() {
-    if (running()) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  // True once the process has exited within `timeout`; exit_code() then tells how (128 + N: signal N).
-  bool wait_exit(std::chrono::milliseconds timeout) {
-    return eventually([&] { return !running(); }, timeout);
-  }
-  bool wait_stdout(const std::string& text, std::chrono::milliseconds timeout) {
-    return eventually([&] { return out().find(text) != std::string::npos || !running(); }, timeout) &&
-           out().find(text) != std::string::npos;
-  }
-  void signal(int number) { kill(pid_, number); }
-  int exit_code() const { return exit_code_; }
-  std::string out() const { return read_file(out_); }
-  std::string err() const { return read_file(err_); }
-
- private:
-  // Reaps the process once it has exited.
-  bool running() {
-    int status = 0;
-    if (exit_code_ < 0 && waitpid(pid_, &status, WNOHANG) == pid_)
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_ < 0;
-  }
-
-  fs::path out_, err_;
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
-};
+using tessera::testing::NodeRun;
+using tessera::testing::ScratchDir;
 
 // A TCP socket listening on 127.0.0.1 (any free port): a port already in use, or a "scheduler" that
 // accepts connections and never answers.
@@ -128,17 +72,13 @@ class Listener {
 class HostileDir {
  public:
   HostileDir() {
-    static int instances = 0;
-    dir_ = fs::temp_directory_path() /
-           ("tessera-hostile-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
     fs::create_directories(dir_ / "keys");
     keys_ = tessera::transport::generate_curve_keys();
     std::ofstream(dir_ / "keys/node.key") << keys_.secret_key << "\n";
     std::ofstream(dir_ / "keys/node.pub") << keys_.public_key << "\n";
     std::ofstream(dir_ / "file") << "not a directory\n";
   }
-  ~HostileDir() { fs::remove_all(dir_); }
-  const fs::path& path() const { return dir_; }
+  const fs::path& path() const { return dir_.path(); }
   const std::string& public_key() const { return keys_.public_key; }
   std::vector<std::string> write_config(const std::string& text) const {
     std::ofstream(dir_ / "node.toml") << text;
@@ -146,7 +86,7 @@ class HostileDir {
   }
 
  private:
-  fs::path dir_;
+  ScratchDir dir_{"tessera-hostile"};
   tessera::transport::CurveKeys keys_;
 };
 

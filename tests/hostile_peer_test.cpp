@@ -20,14 +20,16 @@
 
 #include <limits>
 
-#include "node_process.hpp"
 #include "nodes/transport.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 #include "tessera/tessera.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using tessera::testing::NodeProcess;
+using tessera::testing::ScratchDir;
 using namespace tessera::transport;
 using Clock = std::chrono::steady_clock;
 
@@ -353,8 +355,8 @@ TEST(HostilePeer, AWorkerThatBlackHolesItsWorkIsRoutedAroundWithinTheProgressTim
 TEST(HostilePeer, AForgerCannotJoinACurveCluster) {
   const auto node_keys = generate_curve_keys();
   const auto client_keys = generate_curve_keys();
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera-curve-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("tessera-curve");
+  const auto& dir = scratch.path();
   std::ofstream(dir / "node.pub") << node_keys.public_key << "\n";
   std::ofstream(dir / "node.key") << node_keys.secret_key << "\n";
   NodeProcess node(node_config("", "[security]\ncurve = true\npublic_key_file = \"" +
@@ -378,7 +380,6 @@ TEST(HostilePeer, AForgerCannotJoinACurveCluster) {
   const auto [answered, right] = run_stream(client, 200);
   EXPECT_EQ(answered, 200u);
   EXPECT_TRUE(right);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

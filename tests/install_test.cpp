@@ -13,7 +13,7 @@
 #include <sstream>
 #include <tessera/tessera.hpp>
 
-#include "node_process.hpp"
+#include "support/node_process.hpp"
 
 namespace {
 

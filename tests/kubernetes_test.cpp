@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "node_process.hpp"
+#include "support/node_process.hpp"
 
 namespace {
 

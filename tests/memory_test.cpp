@@ -19,6 +19,7 @@
 #include "actors/chunk_store.hpp"
 #include "storage/result_store.hpp"
 #include "storage/spill_store.hpp"
+#include "support/scratch_dir.hpp"
 #include "test_util.hpp"
 
 namespace memory_tasks {
@@ -48,6 +49,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using tessera::testing::eventually;
+using tessera::testing::ScratchDir;
 
 constexpr std::uint64_t MiB = 1ull << 20;
 #ifdef TESSERA_SANITIZED
@@ -57,21 +59,6 @@ constexpr bool kRssIsOurs = false;
 #else
 constexpr bool kRssIsOurs = true;
 #endif
-
-// A directory of its own, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int instances = 0;
-    path = fs::temp_directory_path() /
-           ("tessera-memory-test-" + std::to_string(getpid()) + "-" + std::to_string(++instances));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 std::uint64_t status_kib(const char* field) {
   std::ifstream status("/proc/self/status");
@@ -123,8 +110,8 @@ tessera::Value megabytes_of(double fill, std::size_t mib) {
 }
 
 TEST(ChunkStore, SpillsTheLeastRecentlyUsedPastItsTargetAndReadsThemBack) {
-  TempDir dir;
-  auto database = std::make_shared<tessera::NodeDatabase>(dir.path);
+  ScratchDir dir{"tessera-memory-test"};
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path());
   tessera::ChunkStore store(
       {.limit = 10 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [&] {
          return database;
@@ -196,15 +183,15 @@ int damage_table_files(const fs::path& dir) {
 }
 
 TEST(ChunkStore, ADamagedRecordIsLostNotMisread) {
-  TempDir dir;
-  auto database = std::make_shared<tessera::NodeDatabase>(dir.path);
+  ScratchDir dir{"tessera-memory-test"};
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path());
   tessera::ChunkStore store(
       {.limit = 10 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [&] {
          return database;
        }});
   for (int i = 0; i < 4; ++i) store.put({1, static_cast<std::uint32_t>(i)}, megabytes_of(i, 1));
   ASSERT_TRUE(store.spill(tessera::SpillGoal::everything));
-  ASSERT_GT(damage_table_files(dir.path), 0);
+  ASSERT_GT(damage_table_files(dir.path()), 0);
   EXPECT_THROW(store.get({1, 0}), tessera::ChunkLost);
   EXPECT_EQ(store.report().corrupt_records, 1u);
   EXPECT_FALSE(store.contains({1, 0}));  // gone: its producer must run again
@@ -214,15 +201,15 @@ TEST(ChunkStore, ADamagedRecordIsLostNotMisread) {
 // the node's results store still takes writes, and clear() starts the store again without reading the
 // damaged file.
 TEST(SpillStore, ADamagedFileFailsItsCompactionOnlyAndClearDropsIt) {
-  TempDir dir;
-  auto database = std::make_shared<tessera::NodeDatabase>(dir.path);
+  ScratchDir dir{"tessera-memory-test"};
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path());
   tessera::ResultStore results(database);
   tessera::SpillStore spills(database);
   std::vector<std::pair<std::string, tessera::Value>> first;
   for (int i = 0; i < 4; ++i) first.emplace_back("a" + std::to_string(i), megabytes_of(i, 1));
   spills.write_values(first);
   spills.erase({"a3"});  // garbage for the compaction to drop: it must read the rest
-  ASSERT_GT(damage_table_files(dir.path), 0);
+  ASSERT_GT(damage_table_files(dir.path()), 0);
   EXPECT_THROW(spills.read("a0"), tessera::SpillCorrupt);
   try {
     spills.reclaim();
@@ -238,7 +225,7 @@ TEST(SpillStore, ADamagedFileFailsItsCompactionOnlyAndClearDropsIt) {
   EXPECT_EQ(results.put(stream, {{.id = 0, .value = tessera::Value(1.0)}}).size(), 1u);
 
   spills.clear();
-  EXPECT_EQ(damage_table_files(dir.path), 0);  // every table file is gone
+  EXPECT_EQ(damage_table_files(dir.path()), 0);  // every table file is gone
   EXPECT_THROW(spills.read("b0"), tessera::SpillError);
   EXPECT_NO_THROW(spills.write_values(second));
   EXPECT_EQ(spills.read("b0").as_doubles().front(), 7.0);
@@ -271,12 +258,12 @@ ArrayAnswers array_workload(tessera::Client& client, std::int64_t rows) {
 TEST(MemoryLimit, ArraysFourTimesTheLimitGiveTheUnlimitedResultsWithinTheBound) {
   constexpr std::uint64_t limit = 128 * MiB;
   constexpr std::int64_t rows = 4 * limit / (64 * sizeof(double));  // x alone is 4x the limit, y too
-  TempDir dir;
+  ScratchDir dir{"tessera-memory-test"};
   ArrayAnswers bounded;
   std::uint64_t peak = 0;
   {
     PeakRss rss;
-    tessera::LocalCluster cluster(limited(limit, dir.path));
+    tessera::LocalCluster cluster(limited(limit, dir.path()));
     tessera::Client client(cluster);
     bounded = array_workload(client, rows);
     peak = rss.above_baseline();
@@ -310,12 +297,12 @@ TEST(MemoryLimit, FuturesAndABagFourTimesTheLimitGiveTheUnlimitedResults) {
     const double bag_total = client.compute(bag.fold(memory_tasks::plus, 0.0));
     return std::make_tuple(totals, first, bag_total);
   };
-  TempDir dir;
+  ScratchDir dir{"tessera-memory-test"};
   std::uint64_t peak = 0;
   std::tuple<std::vector<double>, std::vector<double>, double> bounded;
   {
     PeakRss rss;
-    tessera::LocalCluster cluster(limited(limit, dir.path));
+    tessera::LocalCluster cluster(limited(limit, dir.path()));
     tessera::Client client(cluster);
     bounded = run(client);
     peak = rss.above_baseline();
@@ -345,10 +332,10 @@ TEST(MemoryLimit, TsqrAndSvdWhoseLeavesExceedTheLimit) {
     const Eigen::VectorXd s = svd.s.compute_vector(client);
     return std::make_tuple(r, q_sum, s);
   };
-  TempDir dir;
+  ScratchDir dir{"tessera-memory-test"};
   std::tuple<Eigen::MatrixXd, double, Eigen::VectorXd> bounded;
   {
-    tessera::LocalCluster cluster(limited(limit, dir.path));
+    tessera::LocalCluster cluster(limited(limit, dir.path()));
     tessera::Client client(cluster);
     bounded = run(client);
     ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spills > 0; }));
@@ -366,8 +353,8 @@ TEST(MemoryLimit, TsqrAndSvdWhoseLeavesExceedTheLimit) {
 
 TEST(MemoryLimit, ARetiringWorkerHandsOverItsSpilledResults) {
   constexpr std::uint64_t limit = 32 * MiB;
-  TempDir dir;
-  tessera::LocalCluster cluster(limited(limit, dir.path, 2));
+  ScratchDir dir{"tessera-memory-test"};
+  tessera::LocalCluster cluster(limited(limit, dir.path(), 2));
   tessera::Client client(cluster);
   std::vector<std::int64_t> ids(32);  // 128 MiB over two workers: most of it spilled
   std::iota(ids.begin(), ids.end(), 0);
@@ -398,8 +385,8 @@ std::uint64_t table_bytes(const fs::path& dir) {
 
 TEST(MemoryLimit, ResultsReleasedWhileSpilledAreDeletedAndTheirSpaceComesBack) {
   constexpr std::uint64_t limit = 32 * MiB;
-  TempDir dir;
-  tessera::LocalCluster cluster(limited(limit, dir.path));
+  ScratchDir dir{"tessera-memory-test"};
+  tessera::LocalCluster cluster(limited(limit, dir.path()));
   tessera::Client client(cluster);
   std::vector<std::int64_t> ids(48);  // 192 MiB
   std::iota(ids.begin(), ids.end(), 0);
@@ -407,14 +394,15 @@ TEST(MemoryLimit, ResultsReleasedWhileSpilledAreDeletedAndTheirSpaceComesBack) {
     auto held = client.map(memory_tasks::block, ids);
     for (const auto& f : held) ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
     ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes > 128 * MiB; }));
-    EXPECT_GT(table_bytes(dir.path), 128 * MiB);
+    EXPECT_GT(table_bytes(dir.path()), 128 * MiB);
   }
   // Under a sanitizer the deletes and the last compaction run several times slower.
   const auto patience = kRssIsOurs ? std::chrono::seconds(20) : std::chrono::seconds(120);
   ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes == 0; }, patience));
   // Compacted away: all of it in the plain build; under a sanitizer the last compaction can lag.
   const std::uint64_t left = kRssIsOurs ? 16 * MiB : 96 * MiB;
-  EXPECT_TRUE(eventually([&] { return table_bytes(dir.path) < left; }, patience)) << table_bytes(dir.path);
+  EXPECT_TRUE(eventually([&] { return table_bytes(dir.path()) < left; }, patience))
+      << table_bytes(dir.path());
 }
 
 // ---- Faults ----
@@ -461,15 +449,15 @@ TEST(MemoryLimit, AnUnwritableDataDirFailsTasksNamingWorkerPathAndReasonAndTheWo
 
 TEST(MemoryLimit, ADamagedSpilledRecordIsComputedAgainFromLineage) {
   constexpr std::uint64_t limit = 32 * MiB;
-  TempDir dir;
-  tessera::LocalCluster cluster(limited(limit, dir.path));
+  ScratchDir dir{"tessera-memory-test"};
+  tessera::LocalCluster cluster(limited(limit, dir.path()));
   tessera::Client client(cluster);
   std::vector<std::int64_t> ids(32);  // 128 MiB held: most of it spilled
   std::iota(ids.begin(), ids.end(), 0);
   auto held = client.map(memory_tasks::block, ids);
   for (const auto& f : held) ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
   ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spilled_bytes > 64 * MiB; }));
-  ASSERT_GT(damage_table_files(dir.path), 0) << "no table files in " << dir.path;
+  ASSERT_GT(damage_table_files(dir.path()), 0) << "no table files in " << dir.path();
   const auto totals = client.gather(client.map(memory_tasks::block_total, held));
   for (std::size_t i = 0; i < ids.size(); ++i)
     EXPECT_EQ(totals[i], memory_tasks::block_total(memory_tasks::block(ids[i]))) << i;

@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "node_process.hpp"
+#include "support/node_process.hpp"
 
 namespace tessera::testing {
 

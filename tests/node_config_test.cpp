@@ -8,6 +8,7 @@
 
 #include "nodes/node_config.hpp"
 #include "nodes/transport.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace {
 
@@ -594,9 +595,8 @@ TEST(NodeConfig, KeyLocationsNameFileLineAndKey) {
 }
 
 TEST(NodeConfig, UnusableDataDirIsRefusedAtStart) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera-config-data-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const tessera::testing::ScratchDir scratch("tessera-config-data");
+  const auto& dir = scratch.path();
   std::ofstream(dir / "file") << "x";
   const auto under_file = parse_node_config(kBoth + "[worker]\ndata_dir = \"file/data\"\n", "node.toml", dir);
   EXPECT_EQ(under_file.data_dir, (dir / "file/data").string());
@@ -615,7 +615,6 @@ TEST(NodeConfig, UnusableDataDirIsRefusedAtStart) {
   EXPECT_NO_THROW(tessera::check_data_dir(usable));
   EXPECT_TRUE(std::filesystem::is_directory(dir / "store/a"));
   EXPECT_TRUE(std::filesystem::is_empty(dir / "store/a"));
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -13,20 +13,17 @@
 #include <numeric>
 #include <tessera/tessera.hpp>
 
-#include "node_process.hpp"
-
-namespace plugin_tasks {
-std::int64_t square(std::int64_t x);
-std::int64_t add(std::int64_t a, std::int64_t b);
-double total(const std::vector<double>& xs);
-std::vector<double> ramp(std::int64_t n);
-std::int64_t fails_on_seven(std::int64_t x);
-}  // namespace plugin_tasks
+#include "plugin_tasks.hpp"
+#include "support/commands.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using tessera::testing::NodeProcess;
+using tessera::testing::run_command;
+using tessera::testing::ScratchDir;
 
 std::string config(const std::string& extra = "") {
   return "[node]\nname = \"test-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
@@ -231,8 +228,8 @@ TEST(NodeProcess, StopsCleanlyOnSigterm) {
 }
 
 TEST(NodeProcess, BadConfigExitsWithCode2AndNamesTheKey) {
-  const fs::path dir = fs::temp_directory_path() / ("tessera-bad-config-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const ScratchDir scratch("tessera-bad-config");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "bad.toml") << "[node]\nname = \"x\"\nrole = \"both\"\n[worker]\nthreads = 3\n";
   const std::string command =
       std::string(TESSERA_NODE_BINARY) + " --config " + (dir / "bad.toml").string() + " 2>&1";
@@ -241,18 +238,8 @@ TEST(NodeProcess, BadConfigExitsWithCode2AndNamesTheKey) {
   std::string text;
   while (fgets(buffer, sizeof buffer, out)) text += buffer;
   const int status = pclose(out);
-  fs::remove_all(dir);
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_NE(text.find("bad.toml:5: unknown key 'worker.threads'"), std::string::npos) << text;
-}
-
-std::string run_command(const std::string& command, int& exit_code) {
-  FILE* out = popen((command + " 2>&1").c_str(), "r");
-  char buffer[1024];
-  std::string text;
-  while (fgets(buffer, sizeof buffer, out)) text += buffer;
-  exit_code = WEXITSTATUS(pclose(out));
-  return text;
 }
 
 TEST(NodeProcess, CliReportsStatusAsTextAndJson) {
@@ -272,8 +259,8 @@ TEST(NodeProcess, CliReportsStatusAsTextAndJson) {
 }
 
 TEST(NodeProcess, CliKeygenWritesAPrivateKeyPair) {
-  const fs::path dir = fs::temp_directory_path() / ("tessera-keygen-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const ScratchDir scratch("tessera-keygen");
+  const fs::path& dir = scratch.path();
   int code = -1;
   run_command(std::string(TESSERA_CLI_BINARY) + " keygen --out " + (dir / "node").string(), code);
   EXPECT_EQ(code, 0);
@@ -284,7 +271,6 @@ TEST(NodeProcess, CliKeygenWritesAPrivateKeyPair) {
   EXPECT_EQ(pub.size(), 40u);
   EXPECT_EQ(fs::status(dir / "node.key").permissions() & (fs::perms::group_all | fs::perms::others_all),
             fs::perms::none);
-  fs::remove_all(dir);
 }
 
 TEST(NodeProcess, UnreachableSchedulerIsAClearError) {

@@ -15,6 +15,8 @@
 #include <tessera/tessera.hpp>
 #include <thread>
 
+#include "plugin_tasks.hpp"
+
 namespace plugin_tasks {
 
 std::int64_t square(std::int64_t x) {

@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "graph/program_spec.hpp"
-#include "node_process.hpp"
 #include "nodes/node_config.hpp"
 #include "programs/program_process.hpp"
 #include "programs/program_result.hpp"
+#include "support/node_process.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -26,7 +26,8 @@
 #include <vector>
 
 #include "netns_lab.hpp"
-#include "node_process.hpp"
+#include "support/files.hpp"
+#include "support/node_process.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -35,15 +36,11 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using tessera::testing::LabUnavailable;
 using tessera::testing::NetnsLab;
+using tessera::testing::read_file;
 
 // These conditions run programs or read /proc: look every 100 ms.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
   return tessera::testing::eventually(condition, timeout, std::chrono::milliseconds(100));
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 std::string program(const std::string& name) {

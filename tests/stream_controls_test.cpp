@@ -17,13 +17,10 @@
 
 #include "backends/device_queue.hpp"
 #include "fork_safety.hpp"
-#include "node_process.hpp"
+#include "plugin_tasks.hpp"
+#include "support/node_process.hpp"
+#include "support/scratch_dir.hpp"
 #include "test_util.hpp"
-
-namespace plugin_tasks {
-extern std::atomic<std::int64_t> gated_runs;  // links the test plugin's simulations into this binary
-extern std::atomic<int> threaded_peak;
-}  // namespace plugin_tasks
 
 namespace {
 
@@ -31,19 +28,13 @@ namespace fs = std::filesystem;
 using tessera::Failure;
 using tessera::StreamRecord;
 using tessera::testing::eventually;
+using tessera::testing::ScratchDir;
 
 // The gated simulation's files: its negative sets wait while `gate` exists, and say they began by
 // creating `started`.
 class Gate {
  public:
-  Gate() {
-    static std::atomic<int> made{0};
-    dir_ = fs::temp_directory_path() /
-           ("tessera-gate-" + std::to_string(getpid()) + "-" + std::to_string(made++));
-    fs::create_directories(dir_);
-    std::ofstream(gate()) << "closed\n";
-  }
-  ~Gate() { fs::remove_all(dir_); }
+  Gate() { std::ofstream(gate()) << "closed\n"; }
   std::string gate() const { return (dir_ / "gate").string(); }
   std::string started() const { return (dir_ / "started").string(); }
   void open() const { fs::remove(gate()); }
@@ -56,7 +47,7 @@ class Gate {
   }
 
  private:
-  fs::path dir_;
+  ScratchDir dir_{"tessera-gate"};
 };
 
 // A stream of the gated simulation on one simulation actor (the worker's only compute thread).
@@ -469,8 +460,8 @@ TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
 
 TEST(StreamControlsProcess, CliPushTakesPrioritiesFromANamedColumn) {
   NodeProcess node(kNodeConfig);
-  const auto dir = fs::temp_directory_path() / ("tessera-priorities-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const ScratchDir scratch("tessera-priorities");
+  const auto& dir = scratch.path();
   const auto input = (dir / "params.csv").string();
   {
     std::ofstream params(input);
@@ -509,7 +500,6 @@ TEST(StreamControlsProcess, CliPushTakesPrioritiesFromANamedColumn) {
       base + " stream push --simulation gated --quiet --input " + input + " --priority-column x", code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("has no header row naming its columns"), std::string::npos) << out;
-  fs::remove_all(dir);
 }
 
 TEST(StreamControlsProcess, CliStreamsAGpuSimulationOverTheNodesConfiguredDevices) {
@@ -517,8 +507,8 @@ TEST(StreamControlsProcess, CliStreamsAGpuSimulationOverTheNodesConfiguredDevice
       "[node]\nname = \"gpus\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[worker]\nworkers = 1\nthreads_per_worker = 4\ngpus = [4, 6]\n[plugins]\npaths = "
       "[\"" TESSERA_TEST_PLUGIN "\"]\n");
-  const auto dir = fs::temp_directory_path() / ("tessera-gpus-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const ScratchDir scratch("tessera-gpus");
+  const auto& dir = scratch.path();
   const auto input = (dir / "params.csv").string();
   {
     std::ofstream params(input);
@@ -538,7 +528,6 @@ TEST(StreamControlsProcess, CliStreamsAGpuSimulationOverTheNodesConfiguredDevice
   EXPECT_EQ(on(4) + on(6), 30);
   EXPECT_GT(on(4), 0);
   EXPECT_GT(on(6), 0);
-  fs::remove_all(dir);
 }
 
 }  // namespace

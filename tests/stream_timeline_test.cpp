@@ -12,11 +12,8 @@
 #include <tessera/tessera.hpp>
 
 #include "fork_safety.hpp"
-#include "node_process.hpp"
-
-namespace plugin_tasks {
-extern std::atomic<std::int64_t> gated_runs;  // links the test plugin's simulations into this binary
-}  // namespace plugin_tasks
+#include "plugin_tasks.hpp"
+#include "support/node_process.hpp"
 
 namespace {
 

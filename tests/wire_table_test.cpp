@@ -3,12 +3,14 @@
 // a routed body (the simulation setup, added after the table) round-trips through the wire.
 #include <gtest/gtest.h>
 
+#include <capnp/message.h>
 #include <capnp/schema.h>
 
 #include <limits>
 #include <map>
 #include <set>
 
+#include "nodes/client_protocol.hpp"
 #include "nodes/stream_codec.hpp"
 #include "nodes/transport.hpp"
 #include "nodes/wire_bodies.hpp"
@@ -193,6 +195,61 @@ TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
     EXPECT_EQ(static_cast<int>(info.cost), static_cast<int>(it->second)) << info.name;
   }
   EXPECT_EQ(from_clients, reviewed.size());
+}
+
+// The client protocol's rows (nodes/client_protocol.hpp) cover the wire table: every kind a client may
+// send has a handler on the scheduler (but the transport's own hello, and the value its tests echo), every
+// kind a client may be sent says how the client matches it, and what the rows say agrees with the table.
+TEST(ClientProtocol, EveryClientKindIsDeclaredOnceAndAgreesWithTheWireTable) {
+  std::set<wire::Envelope::Which> requests, answers;
+  for (const auto& row : wire::kClientRequests) {
+    EXPECT_TRUE(requests.insert(row.request).second) << wire::kind_name(row.request) << " twice";
+    const auto* info = wire::find_kind(row.request);
+    ASSERT_NE(info, nullptr);
+    EXPECT_TRUE(info->directions & wire::kClientToScheduler) << info->name;
+    if (row.answer != wire::kNoAnswer) {
+      const auto* answer = wire::find_kind(row.answer);
+      ASSERT_NE(answer, nullptr) << info->name;
+      EXPECT_TRUE(answer->directions & wire::kSchedulerToClient) << answer->name;
+      EXPECT_NE(wire::find_client_answer(row.answer), nullptr) << answer->name << " has no answer row";
+    }
+    // Reading the store is never done on the I/O thread.
+    if (info->cost == wire::Cost::query) {
+      EXPECT_EQ(static_cast<int>(row.answered_on), static_cast<int>(wire::AnsweredOn::query_executor))
+          << info->name;
+    }
+  }
+  for (const auto& row : wire::kClientAnswers) {
+    EXPECT_TRUE(answers.insert(row.kind).second) << wire::kind_name(row.kind) << " twice";
+    const auto* info = wire::find_kind(row.kind);
+    ASSERT_NE(info, nullptr);
+    EXPECT_TRUE(info->directions & wire::kSchedulerToClient) << info->name;
+  }
+  for (const auto& info : wire::kWireKinds) {
+    if ((info.directions & wire::kClientToScheduler) && info.kind != wire::Envelope::HELLO &&
+        info.kind != wire::Envelope::VALUE) {
+      EXPECT_TRUE(requests.count(info.kind)) << "'" << info.name << "' may come from a client: give it a row";
+    }
+    if ((info.directions & wire::kSchedulerToClient) && info.kind != wire::Envelope::WELCOME &&
+        info.kind != wire::Envelope::VALUE) {
+      EXPECT_TRUE(answers.count(info.kind))
+          << "'" << info.name << "' may reach a client: say how it is matched";
+    }
+  }
+}
+
+// Answers matched by request id carry it where the row says.
+TEST(ClientProtocol, AnswersCarryTheirRequestIds) {
+  capnp::MallocMessageBuilder builder;
+  auto envelope = builder.initRoot<wire::Envelope>();
+  envelope.initStreamOpened().setRequestId(41);
+  EXPECT_EQ(wire::answer_request_id(envelope.asReader()), 41u);
+  envelope.initResultsAnswer().setRequestId(42);
+  EXPECT_EQ(wire::answer_request_id(envelope.asReader()), 42u);
+  envelope.initGlm().setSession(43);
+  EXPECT_EQ(wire::answer_request_id(envelope.asReader()), 43u);
+  envelope.initStatus();
+  EXPECT_FALSE(wire::answer_request_id(envelope.asReader()).has_value());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // What a GLM fit asks for: family, regularizer, solver and their settings. The client builds it from an
-// estimator's Options (client/tessera/glm_options.hpp, the public part), it travels to the scheduler
+// estimator's Options (graph/glm_options.hpp, the public part), it travels to the scheduler
 // inside a GlmFitRequest (actors/glm/messages.hpp), and the solver actor reads it there.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/glm_partials.hpp"
-#include "client/tessera/glm_options.hpp"
+#include "graph/glm_options.hpp"
 
 namespace tessera::glm {
 

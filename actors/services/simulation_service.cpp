@@ -17,8 +17,13 @@ struct SimulationServiceState {
   std::shared_ptr<ComputePool> pool;
   std::vector<int> gpus;
   std::string runs_dir;
-  // What each stream's jobs share, from its setup; streams with the same settings share a pool.
-  std::unordered_map<std::uint64_t, SimulationSetup> streams;
+  // What each stream's jobs share, from its setup, with its pool's key (computed once, at the setup):
+  // streams with the same settings share a pool.
+  struct Stream {
+    SimulationSetup setup;
+    std::string pool_key;
+  };
+  std::unordered_map<std::uint64_t, Stream> streams;
   std::unordered_map<std::string, caf::actor> pools;
   std::unordered_map<std::uint64_t, caf::actor> pool_of;  // the pool each stream's jobs went to
 };
@@ -50,7 +55,9 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
         if (self->state.name.empty()) self->state.name = "worker-" + std::to_string(id);
       },
       [=](simulation_setup_atom, SimulationSetup& setup) {
-        self->state.streams[setup.stream_id] = std::move(setup);
+        auto key = pool_key(setup);
+        const auto id = setup.stream_id;
+        self->state.streams[id] = SimulationServiceState::Stream{std::move(setup), std::move(key)};
       },
       [=](simulation_end_atom, std::uint64_t stream) {
         self->state.streams.erase(stream);
@@ -65,29 +72,28 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
             outcome.records.push_back(StreamRecord{id, Value{}, true, why, st.name, Failure::error});
           caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
         };
-        const auto setup = st.streams.find(job.stream_id);
-        if (setup == st.streams.end())
+        const auto stream = st.streams.find(job.stream_id);
+        if (stream == st.streams.end())
           return refuse("stream " + std::to_string(job.stream_id) + " was not set up on " + st.name);
-        auto key = pool_key(setup->second);
-        auto it = st.pools.find(key);
+        const SimulationSetup& setup = stream->second.setup;
+        auto it = st.pools.find(stream->second.pool_key);
         if (it == st.pools.end()) {
           // A program runs as the scheduler declared it; a compiled simulation needs this process's plugin.
           std::shared_ptr<const SimulationType> owned;
-          if (setup->second.program)
+          if (setup.program)
             owned = std::make_shared<const SimulationType>(
-                programs::program_simulation_type(setup->second.simulation, setup->second.program));
+                programs::program_simulation_type(setup.simulation, setup.program));
           const SimulationType* type =
-              owned ? owned.get() : SimulationRegistry::global().find(setup->second.simulation);
+              owned ? owned.get() : SimulationRegistry::global().find(setup.simulation);
           // The stream checked the name where it was opened; this worker lacks the plugin.
-          if (!type)
-            return refuse("simulation '" + setup->second.simulation + "' is not registered on " + st.name);
+          if (!type) return refuse("simulation '" + setup.simulation + "' is not registered on " + st.name);
           // A compiled simulation this worker defines differently from the scheduler runs nowhere here:
           // its sets go back unrun, to the workers that run the scheduler's.
-          if (!owned && !setup->second.identity.empty() && setup->second.identity != type->identity) {
+          if (!owned && !setup.identity.empty() && setup.identity != type->identity) {
             SimulationOutcome outcome{st.worker_id, job.stream_id, {}, 0, job.ids};
             outcome.unavailable = st.name + ": " +
                                   definitions_differ("simulation", type->name, "the scheduler",
-                                                     setup->second.identity, st.name, type->identity);
+                                                     setup.identity, st.name, type->identity);
             caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
             return;
           }
@@ -103,18 +109,18 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
                           " GPU device" + (type->gpus == 1 ? "" : "s") + " per instance; " + st.name +
                           " has " + (st.gpus.empty() ? "none" : std::to_string(st.gpus.size())) +
                           " (worker.gpus, or the devices found)");
-          std::uint32_t size = setup->second.pool_size
-                                   ? setup->second.pool_size
+          std::uint32_t size = setup.pool_size
+                                   ? setup.pool_size
                                    : std::max<std::uint32_t>(1, st.pool->threads() / type->threads);
           if (type->gpus > 0)
             size = std::min<std::uint32_t>(size, static_cast<std::uint32_t>(st.gpus.size() / type->gpus));
-          double timeout = setup->second.timeout_seconds;
+          double timeout = setup.timeout_seconds;
           if (timeout <= 0 && type->program) timeout = type->program->timeout_seconds;
-          SimulationPoolArgs args{type,         owned,   st.runs_dir, setup->second.config,    size,
-                                  st.worker_id, st.name, st.pool,     setup->second.isolation, timeout};
+          SimulationPoolArgs args{type,         owned,   st.runs_dir, setup.config,    size,
+                                  st.worker_id, st.name, st.pool,     setup.isolation, timeout};
           if (type->gpus > 0) args.gpus = st.gpus;
           auto spawned = spawn_simulation_pool(self->home_system(), std::move(args));
-          it = st.pools.emplace(std::move(key), spawned).first;
+          it = st.pools.emplace(stream->second.pool_key, spawned).first;
         }
         st.pool_of[job.stream_id] = it->second;
         caf::anon_send(it->second, simulate_atom::value, std::move(job));

@@ -1,4 +1,4 @@
-#include "graph/aposmm.hpp"
+#include "generators/aposmm.hpp"
 
 #include <algorithm>
 #include <bit>

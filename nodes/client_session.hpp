@@ -1,0 +1,39 @@
+// The scheduler's session for a client's computations and questions: submissions, releases and
+// cancellations of tasks, GLM fits, status, workers, functions and simulations, heartbeats and goodbyes
+// (the `client` rows of nodes/client_protocol.hpp).
+#pragma once
+
+#include "nodes/client_protocol.hpp"
+#include "nodes/gateway_state.hpp"
+
+namespace tessera {
+
+class ClientSession {
+ public:
+  explicit ClientSession(GatewayState& gateway) : g_(gateway) {}
+
+  using Received = transport::Received;
+  using Peer = transport::PeerInfo;
+  template <wire::Envelope::Which Kind>
+  using Request = wire::ClientRequest<Kind>;
+
+  void on(Request<wire::Envelope::HEARTBEAT>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::SUBMIT>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::RELEASE>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::CANCEL>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::STATUS_REQUEST>, const Peer& peer, GatewayClient& client,
+          Received& message);
+  void on(Request<wire::Envelope::WORKERS_REQUEST>, const Peer& peer, GatewayClient& client,
+          Received& message);
+  void on(Request<wire::Envelope::SIMULATIONS_REQUEST>, const Peer& peer, GatewayClient& client,
+          Received& message);
+  void on(Request<wire::Envelope::FUNCTIONS_REQUEST>, const Peer& peer, GatewayClient& client,
+          Received& message);
+  void on(Request<wire::Envelope::GLM>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::SHUTDOWN>, const Peer& peer, GatewayClient& client, Received& message);
+
+ private:
+  GatewayState& g_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,69 @@
+// What the scheduler's gateway knows of its peers, shared by its sessions (client, stream, query, worker:
+// nodes/*_session.hpp). Touched on the gateway's I/O thread only, except where a member says otherwise.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "nodes/query_executor.hpp"
+#include "nodes/remote_sinks.hpp"
+#include "nodes/scheduler_gateway.hpp"
+
+namespace tessera {
+
+using GatewayClock = std::chrono::steady_clock;
+
+// One connected client.
+struct GatewayClient {
+  std::string name;
+  std::unordered_map<OpId, OpId> ids;  // the client's operation ids -> this process's
+  std::unordered_map<std::uint64_t, std::shared_ptr<RemoteSink>> sinks;
+  GatewayClock::time_point last_seen = GatewayClock::now();
+  std::unordered_map<std::uint64_t, caf::actor> streams;  // its open streams
+  struct Pushed {
+    std::shared_ptr<RemoteStreamSink> sink;
+    std::uint64_t sets = 0;
+  };
+  std::unordered_map<std::uint64_t, Pushed> pushed;  // per open stream, against limits.max_slots_per_client
+  std::uint64_t slots_held = 0;                      // against limits.max_slots_per_client
+  // Its queries waiting or being answered (the executor's threads count them down).
+  std::shared_ptr<std::atomic<std::uint32_t>> queries = std::make_shared<std::atomic<std::uint32_t>>(0);
+};
+
+// One worker process.
+struct WorkerPeer {
+  std::uint32_t id = 0;
+  std::string name;
+  GatewayClock::time_point last_seen = GatewayClock::now();
+};
+
+struct GatewayState {
+  caf::actor scheduler;
+  std::string name;
+  GatewayOptions options;
+  std::weak_ptr<const SchedulerLink> link;
+  std::weak_ptr<transport::Server> server;
+  transport::LogFunction log;
+  std::unordered_map<std::string, GatewayClient> clients;
+  std::atomic<std::uint32_t> client_count{0};  // clients.size(), for other threads (the dashboard)
+  std::unordered_map<std::string, WorkerPeer> workers;
+  std::unordered_map<std::uint64_t, caf::actor> streams;  // every open stream, for workers' answers
+  // Streams resumed after a restart that no client has attached yet, since when: closed after
+  // client_grace, as a silent client's are.
+  std::unordered_map<std::uint64_t, std::pair<caf::actor, GatewayClock::time_point>> orphans;
+  std::unique_ptr<QueryExecutor> queries;
+
+  // To one peer, if the server still runs.
+  void send(const std::string& peer, transport::Outgoing& message) const {
+    if (auto target = server.lock()) target->send(peer, message);
+  }
+  // A client that left, or went silent past client_grace: what it held is released, its streams closed
+  // (what it pushed still runs and is stored).
+  void let_go(GatewayClient& client);
+};
+
+}  // namespace tessera

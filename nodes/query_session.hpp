@@ -1,0 +1,29 @@
+// The scheduler's session for questions about what the node stores: stream results (summaries, records,
+// exports) and checkpoints (list, drop). Each is checked for cost on the I/O thread and answered on the
+// query executor, at most limits.max_queries_per_client waiting per client (the `query` rows of
+// nodes/client_protocol.hpp).
+#pragma once
+
+#include "nodes/client_protocol.hpp"
+#include "nodes/gateway_state.hpp"
+
+namespace tessera {
+
+class QuerySession {
+ public:
+  explicit QuerySession(GatewayState& gateway) : g_(gateway) {}
+
+  using Received = transport::Received;
+  using Peer = transport::PeerInfo;
+  template <wire::Envelope::Which Kind>
+  using Request = wire::ClientRequest<Kind>;
+
+  void on(Request<wire::Envelope::RESULTS_QUERY>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::CHECKPOINTS_REQUEST>, const Peer& peer, GatewayClient& client,
+          Received& message);
+
+ private:
+  GatewayState& g_;
+};
+
+}  // namespace tessera

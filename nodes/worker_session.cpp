@@ -1,0 +1,91 @@
+#include "nodes/worker_session.hpp"
+
+#include "actors/messages.hpp"
+#include "graph/printable.hpp"
+#include "nodes/glm_codec.hpp"
+#include "nodes/memory_codec.hpp"
+#include "nodes/remote_worker_proxy.hpp"
+#include "nodes/wire_routes.hpp"
+
+namespace tessera {
+
+// A worker process said hello: a proxy stands for it, and the scheduler gives it an id.
+void WorkerSession::joined(const transport::PeerInfo& peer) {
+  auto& system = g_.scheduler->home_system();
+  auto proxy = spawn_remote_worker_proxy(system, g_.server, peer.id);
+  caf::scoped_actor self{system};
+  std::uint32_t id = 0;
+  bool registered = false;
+  self->request(g_.scheduler, std::chrono::seconds(10), register_atom::value,
+                WorkerRegistration{proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
+                                   peer.public_key, peer.memory_limit})
+      .receive(
+          [&](std::uint32_t assigned) {
+            id = assigned;
+            registered = true;
+          },
+          [&](const caf::error&) {});
+  if (!registered) {
+    g_.log("worker " + in_quotes(peer.name) + " could not be registered: the scheduler did not answer");
+    caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+    return;
+  }
+  g_.workers[peer.id] = WorkerPeer{id, peer.name};
+  g_.log("worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(id) + " (" +
+         std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) + ")");
+}
+
+void WorkerSession::handle(WorkerPeer& worker, transport::Received& message) {
+  auto envelope = message.envelope();
+  worker.last_seen = GatewayClock::now();
+  // The transport already refused what a worker may not send to the scheduler (the wire table).
+  const wire::DecodeContext context{message.frames(), worker.id};
+  switch (envelope.which()) {
+    case wire::Envelope::SIMULATED: {
+      // For the stream's actor, not the scheduler.
+      auto it = g_.streams.find(envelope.getSimulated().getStreamId());
+      if (it == g_.streams.end()) return;  // the stream ended meanwhile
+      wire::deliver_to_actor<wire::kWorkerToScheduler>(envelope, context, it->second);
+      return;
+    }
+    case wire::Envelope::GLM: {
+      auto answer = wire::decode(envelope.getGlm(), message.frames());
+      if (answer.kind() != GlmKind::loaded && answer.kind() != GlmKind::partials &&
+          answer.kind() != GlmKind::solved)
+        throw wire::WireError("a worker may not send a GLM " + std::string(glm_kind_name(answer.kind())) +
+                              " message");
+      caf::anon_send(g_.scheduler, glm_atom::value, std::move(answer));
+      return;
+    }
+    case wire::Envelope::MEMORY: {
+      // A worker speaks for itself only: the id is the connection's, whatever the report says.
+      auto memory = wire::decode_memory(envelope.getMemory());
+      memory.worker = worker.id;
+      caf::anon_send(g_.scheduler, memory_atom::value, std::move(memory));
+      return;
+    }
+    case wire::Envelope::HEARTBEAT:
+      return;
+    default:
+      if (!wire::deliver_to_actor<wire::kWorkerToScheduler>(envelope, context, g_.scheduler))
+        throw wire::WireError("no handler here for '" + wire::kind_name(envelope.which()) + "'");
+  }
+}
+
+void WorkerSession::tick(transport::Server& target) {
+  const auto now = GatewayClock::now();
+  for (auto it = g_.workers.begin(); it != g_.workers.end();) {
+    if (now - it->second.last_seen <= g_.options.worker_timeout) {
+      ++it;
+      continue;
+    }
+    g_.log("worker " + in_quotes(it->second.name) + " (worker " + std::to_string(it->second.id) +
+           ") sent nothing for " + std::to_string(g_.options.worker_timeout.count()) +
+           " ms: declared lost; its running tasks and held results are recomputed elsewhere");
+    caf::anon_send(g_.scheduler, lost_atom::value, it->second.id);
+    target.forget(it->first);
+    it = g_.workers.erase(it);
+  }
+}
+
+}  // namespace tessera
