@@ -18,6 +18,12 @@
 namespace tessera::python {
 
 namespace {
+// A question to the cluster, asked with the GIL released (it may wait on the network).
+template <class Ask>
+auto without_gil(Ask&& ask) {
+  py::gil_scoped_release released;
+  return ask();
+}
 
 py::dict status_dict(const SchedulerStatus& s) {
   py::dict d;
@@ -234,31 +240,19 @@ void bind_cluster(py::module_& m) {
       // As `tessera status --json` and `tessera workers --json` (one writer: dashboard/status_json.hpp).
       .def("status_json",
            [](const ClientPtr& owner) {
-             ClusterStatus status;
-             {
-               py::gil_scoped_release released;
-               status = owner->client.status();
-             }
+             const auto status = without_gil([&] { return owner->client.status(); });
              return dashboard::cluster_status_json(status).dump(-1, ' ', false,
                                                                 dashboard::Json::error_handler_t::replace);
            })
       .def("workers_json",
            [](const ClientPtr& owner) {
-             std::vector<WorkerInfo> workers;
-             {
-               py::gil_scoped_release released;
-               workers = owner->client.workers();
-             }
+             const auto workers = without_gil([&] { return owner->client.workers(); });
              return dashboard::workers_json(workers).dump(-1, ' ', false,
                                                           dashboard::Json::error_handler_t::replace);
            })
       .def("functions",
            [](const ClientPtr& owner) {
-             std::vector<FunctionInfo> listed;
-             {
-               py::gil_scoped_release released;
-               listed = owner->client.functions();
-             }
+             const auto listed = without_gil([&] { return owner->client.functions(); });
              py::list out;
              for (const auto& f : listed) {
                py::dict entry;
@@ -272,11 +266,7 @@ void bind_cluster(py::module_& m) {
            })
       .def("simulations",
            [](const ClientPtr& owner) {
-             std::vector<SimulationInfo> listed;
-             {
-               py::gil_scoped_release released;
-               listed = owner->client.simulations();
-             }
+             const auto listed = without_gil([&] { return owner->client.simulations(); });
              py::list out;
              for (const auto& s : listed) {
                py::dict entry;
