@@ -6,7 +6,7 @@ set -euo pipefail
 
 # What configuring and building need (the main job's targets and the rest alike).
 packages=(
-  build-essential cmake pkg-config dpkg-dev
+  build-essential cmake ninja-build pkg-config dpkg-dev
   libcaf-dev libzmq3-dev cppzmq-dev libcapnp-dev capnproto libeigen3-dev
   librocksdb-dev libtomlplusplus-dev libcpp-httplib-dev libopenblas-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
