@@ -12,14 +12,14 @@
 #include "graph/program_spec.hpp"
 
 namespace tessera::cli {
+
+void print_json(const nlohmann::ordered_json& json) {
+  std::cout << json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// Names are the peers' bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
-void print_json(const Json& json) {
-  std::cout << json.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
-}
 
 std::string joined(const std::vector<std::string>& parts, const char* separator) {
   std::string out;

@@ -3,11 +3,17 @@
 // the rows of a CSV file, called by name: the CLI loads no plugin).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "cli_streams.hpp"
 
 namespace tessera::cli {
+
+// One JSON value on a line of stdout. Names are the peers' bytes: invalid UTF-8 becomes U+FFFD instead
+// of an exception.
+void print_json(const nlohmann::ordered_json& json);
 
 int list_functions(const Target& target, bool json);
 int list_simulations(const Target& target, bool json);

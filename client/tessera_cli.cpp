@@ -35,16 +35,12 @@
 namespace {
 
 using tessera::cli::excerpt;
+using tessera::cli::print_json;
 using Json = nlohmann::ordered_json;
 
 // Text a peer chose (a node's or a worker's name) is shown escaped and bounded.
 std::string shown(std::string_view text) {
   return excerpt(text, 256);
-}
-
-// Names are the peers' bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
-void print_json(const Json& json) {
-  std::cout << json.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
 void write_key_file(const std::string& path, const std::string& key) {
