@@ -122,10 +122,30 @@ class StreamSink {
     std::lock_guard lock(mutex_);
     return in_flight_;
   }
-  // Results arrive here instead of the queue from now on (called on a Tessera thread).
+  // Every result not taken yet goes to `callback`: those already waiting first, on this thread, in
+  // completion order, then each as it comes, on a Tessera thread. (An ensemble's results start at once,
+  // so a callback set just after it opens must not miss the first ones to the queue.) The callback never
+  // runs on two threads at once: it takes over from the queue only once the queue is empty.
   void on_result(std::function<void(const StreamRecord&)> callback) {
-    std::lock_guard lock(mutex_);
-    callback_ = std::move(callback);
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (queue_.empty() && spilled_.empty()) {
+        callback_ = std::move(callback);
+        return;
+      }
+      auto waiting = std::move(queue_);
+      queue_.clear();
+      auto spilled = std::move(spilled_);
+      spilled_.clear();
+      lock.unlock();
+      {
+        InCallback inside;
+        for (const auto& r : waiting) callback(r);
+        for (std::uint64_t id : spilled)
+          if (auto r = fetch_ ? fetch_(id) : std::nullopt) callback(*r);
+      }
+      lock.lock();  // what came meanwhile was queued: it goes next round
+    }
   }
   // The next result in completion order; nullopt once the stream has finished and all were taken.
   std::optional<StreamRecord> next(
@@ -177,6 +197,10 @@ class StreamSink {
     static thread_local bool inside = false;
     return inside;
   }
+  struct InCallback {
+    InCallback() { in_callback() = true; }
+    ~InCallback() { in_callback() = false; }
+  };
   virtual void deliver(std::vector<StreamRecord>& records) {
     std::function<void(const StreamRecord&)> callback;
     {
@@ -201,10 +225,7 @@ class StreamSink {
     if (callback) {
       // The callback runs on the thread that answers the stream (its actor, or the connection's I/O
       // thread): what waits for that thread must not be called from it.
-      struct Inside {
-        Inside() { in_callback() = true; }
-        ~Inside() { in_callback() = false; }
-      } inside;
+      InCallback inside;
       for (const auto& r : records) callback(r);
     }
   }

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <tessera/tessera.hpp>
 #include <thread>
@@ -129,6 +130,41 @@ TEST(Stream, ResultsComeThroughACallbackAndQueriesWorkWhileItRuns) {
   stream.close();
   ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
   EXPECT_EQ(called.load(), 1000);
+}
+
+// Results that came before the callback was set (an ensemble's start at once) go to it first, on the
+// caller's thread, then the rest as they come: none is left in the queue, none is given twice.
+TEST(Stream, ACallbackSetLateIsGivenTheResultsThatCameBeforeIt) {
+  tessera::LocalCluster cluster{{.workers = 2, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("slow", {.max_in_flight = 256});
+  for (int i = 0; i < 400; ++i) stream.push(double(i));
+  stream.flush();
+  ASSERT_TRUE(tessera::testing::eventually([&] { return stream.completed() >= 20; }));
+  std::mutex mutex;
+  std::set<std::uint64_t> seen;
+  std::size_t calls = 0;
+  std::atomic<int> inside{0}, overlapped{0};
+  stream.on_result([&](const tessera::StreamRecord& r) {
+    if (inside.fetch_add(1) != 0) overlapped += 1;
+    {
+      std::lock_guard lock(mutex);
+      seen.insert(r.id);
+      calls += 1;
+    }
+    inside.fetch_sub(1);
+  });
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_GE(calls, 20u);  // the waiting ones were given before on_result returned
+  }
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(calls, 400u);
+  EXPECT_EQ(seen.size(), 400u);
+  EXPECT_EQ(overlapped.load(), 0);
+  EXPECT_FALSE(stream.next(std::chrono::steady_clock::now()).has_value());
 }
 
 TEST(Stream, AThrowingSimulationStoresAnErrorAndTheStreamGoesOn) {

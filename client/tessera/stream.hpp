@@ -136,7 +136,8 @@ class Stream {
   // A filter must have a clause on id or parameters ("ok" alone, or nothing, would select every set).
   CancelledSets cancel_where(std::string_view filter);
 
-  // From now on each result goes to `callback` (on a Tessera thread) instead of the iterator.
+  // Each result not taken by the iterator goes to `callback` instead: those already waiting at once, on
+  // this thread, then each as it comes, on a Tessera thread (never two calls at once).
   void on_result(std::function<void(const StreamRecord&)> callback);
   // The next result in completion order; nullopt once the stream is closed and every result was taken
   // (or the deadline passed).
