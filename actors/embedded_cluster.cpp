@@ -168,21 +168,12 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   if (!resolved.isolation) resolved.isolation = options_.stream_isolation;
   // A program's declaration names its parameters when the client did not (a CSV without a header).
   if (program && resolved.parameter_names.empty()) resolved.parameter_names = program->parameters;
-  StreamInfo info{0, resolved.simulation};
+  StreamInfo info;
+  info.settings = resolved;
   if (program) {
     info.program = true;
     info.result_names = program->result.outputs;
   }
-  info.pool_size = resolved.pool_size;
-  info.max_in_flight = resolved.max_in_flight;
-  info.config = resolved.config;
-  info.isolation = *resolved.isolation;
-  info.timeout_seconds = resolved.timeout_seconds;
-  info.retries = resolved.retries;
-  info.parameter_names = resolved.parameter_names;
-  info.generator = resolved.generator;
-  info.generator_config = resolved.generator_config;
-  info.budget = resolved.budget;
   const std::uint64_t id = store()->create_stream(std::move(info));
   return {id, spawn_stream(id, std::move(resolved), std::move(sink), false)};
 }
@@ -192,19 +183,7 @@ std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_stream
   std::vector<std::pair<std::uint64_t, caf::actor>> resumed;
   for (const auto& info : store()->streams()) {
     if (info.closed) continue;
-    StreamSettings settings;
-    settings.simulation = info.simulation;
-    settings.config = info.config;
-    settings.pool_size = info.pool_size;
-    settings.max_in_flight = info.max_in_flight;
-    settings.isolation = info.isolation;
-    settings.timeout_seconds = info.timeout_seconds;
-    settings.retries = info.retries;
-    settings.parameter_names = info.parameter_names;
-    settings.generator = info.generator;
-    settings.generator_config = info.generator_config;
-    settings.budget = info.budget;
-    resumed.emplace_back(info.id, spawn_stream(info.id, std::move(settings), sink_for(info.id), true));
+    resumed.emplace_back(info.id, spawn_stream(info.id, info.settings, sink_for(info.id), true));
   }
   return resumed;
 }

@@ -65,11 +65,11 @@ struct StreamState {
   std::string generator_error;  // set when it failed: the stream ends with it
 
   std::uint64_t max_in_flight() const {
-    return args.settings.max_in_flight ? args.settings.max_in_flight : StreamSettings::kDefaultMaxInFlight;
+    return info.settings.max_in_flight ? info.settings.max_in_flight : StreamSettings::kDefaultMaxInFlight;
   }
 
   std::uint32_t actors_on(std::size_t w) const {
-    return args.settings.pool_size ? args.settings.pool_size
+    return info.settings.pool_size ? info.settings.pool_size
                                    : std::max<std::uint32_t>(1, workers[w].threads / threads_each);
   }
   // Simulation actors over every worker: what the generator keeps busy.
@@ -215,7 +215,7 @@ void dispatch(StreamActor* self) {
   if (st.workers.empty()) return;
   const std::size_t size = st.job_size();
   const double dispatched_at = timeline_now();
-  const double stream_timeout = st.args.settings.timeout_seconds;
+  const double stream_timeout = st.info.settings.timeout_seconds;
   bool sent = true;
   while (!st.pending.empty() && sent) {
     sent = false;
@@ -226,12 +226,12 @@ void dispatch(StreamActor* self) {
       if (!st.set_up[w]) {
         // What every job shares travels once, ahead of the first job (messages between two actors stay
         // in order, across processes too). A program's declaration is the scheduler's.
-        const SimulationType* type = SimulationRegistry::global().find(st.args.settings.simulation);
+        const SimulationType* type = SimulationRegistry::global().find(st.info.settings.simulation);
         self->send(
             caf::actor_cast<protocols::worker_actor_type>(st.workers[w].actor), simulation_setup_atom::value,
             SimulationSetup{
-                st.args.id, st.args.settings.simulation, st.args.settings.config, st.args.settings.pool_size,
-                st.args.settings.isolation.value_or(Isolation::thread), st.args.settings.timeout_seconds,
+                st.args.id, st.info.settings.simulation, st.info.settings.config, st.info.settings.pool_size,
+                st.info.settings.isolation.value_or(Isolation::thread), st.info.settings.timeout_seconds,
                 type ? type->program : nullptr, type ? type->identity : std::string()});
         st.set_up[w] = true;
       }
@@ -264,12 +264,12 @@ void dispatch(StreamActor* self) {
 bool retry(StreamState& st, StreamRecord& record) {
   auto& attempts = st.attempts[record.id];
   if (record.failure == Failure::crash) attempts.crashes += 1;
-  const bool again = attempts.reasons.size() < st.args.settings.retries && attempts.crashes < 2;
+  const bool again = attempts.reasons.size() < st.info.settings.retries && attempts.crashes < 2;
   if (again) {
     attempts.reasons.push_back((record.node.empty() ? "" : record.node + ": ") + record.error);
     return true;
   }
-  if (attempts.crashes >= 2 && attempts.reasons.size() < st.args.settings.retries)
+  if (attempts.crashes >= 2 && attempts.reasons.size() < st.info.settings.retries)
     record.error += " (it crashed its process twice: a poison set, not run again)";
   return false;
 }
@@ -340,14 +340,14 @@ bool mark_unavailable(StreamActor* self, const SimulationOutcome& outcome) {
   bool any_left = false;
   for (const auto& w : st.workers) any_left = any_left || !st.unavailable.count(w.id);
   if (any_left) {
-    std::cerr << "[tessera] stream " << st.args.id << ": simulation '" << st.args.settings.simulation
+    std::cerr << "[tessera] stream " << st.args.id << ": simulation '" << st.info.settings.simulation
               << "' cannot run on " << outcome.unavailable << "; its sets go to the other workers"
               << std::endl;
     return false;
   }
   std::string why;
   for (const auto& [worker, reason] : st.unavailable) (why += why.empty() ? "" : "; ") += reason;
-  end(self, "no worker can run simulation '" + st.args.settings.simulation + "': " + why);
+  end(self, "no worker can run simulation '" + st.info.settings.simulation + "': " + why);
   return true;
 }
 
@@ -376,7 +376,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   for (auto& r : outcome.records) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
-    if (r.failed && st.args.settings.retries > 0 && retry(st, r)) {
+    if (r.failed && st.info.settings.retries > 0 && retry(st, r)) {
       again.push_back(take_back(st, it));
       continue;
     }
@@ -413,7 +413,8 @@ void cancel(StreamActor* self, StreamCancel& request) {
     return reply({}, where + "a cancellation selects sets by ids or by a filter; this one gave neither");
   ResultFilter filter;
   try {
-    filter = ResultFilter::parse(request.where, FieldNames{st.info.parameter_names, st.info.result_names});
+    filter = ResultFilter::parse(request.where,
+                                 FieldNames{st.info.settings.parameter_names, st.info.result_names});
   } catch (const QueryError& e) {
     return reply({}, where + e.what());
   }
@@ -518,7 +519,7 @@ void resume(StreamActor* self) {
     st.args.gauge->resumed(st.info.pushed, st.stored);
     if (st.closed) st.args.gauge->closed();
   }
-  std::cerr << "[tessera] stream " << st.args.id << " ('" << st.info.simulation
+  std::cerr << "[tessera] stream " << st.args.id << " ('" << st.info.settings.simulation
             << "') resumed: " << st.info.pushed << " parameter sets accepted, " << st.pending.size()
             << " to run again" << (st.closed ? ", closed" : "") << std::endl;
 }
@@ -545,18 +546,10 @@ bool attach(StreamActor* self, StreamAttach& request) {
 protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, StreamActorArgs args) {
   self->state.args = std::move(args);
   auto& st = self->state;
-  st.info = StreamInfo{st.args.id, st.args.settings.simulation};
-  st.info.pool_size = st.args.settings.pool_size;
-  st.info.max_in_flight = st.args.settings.max_in_flight;
-  st.info.isolation = st.args.settings.isolation.value_or(Isolation::thread);
-  st.info.timeout_seconds = st.args.settings.timeout_seconds;
-  st.info.retries = st.args.settings.retries;
-  st.info.parameter_names = st.args.settings.parameter_names;
-  st.info.config = st.args.settings.config;
-  st.info.generator = st.args.settings.generator;
-  st.info.generator_config = st.args.settings.generator_config;
-  st.info.budget = st.args.settings.budget;
-  if (const auto* type = SimulationRegistry::global().find(st.args.settings.simulation)) {
+  // The stream runs by its record's settings (a resumed one's come from the store, the same).
+  st.info.id = st.args.id;
+  st.info.settings = std::move(st.args.settings);
+  if (const auto* type = SimulationRegistry::global().find(st.info.settings.simulation)) {
     st.threads_each = type->threads;
     if (type->program) {
       st.info.program = true;
@@ -571,15 +564,15 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
       end(self, e.what());
     }
   }
-  if (!st.finished && !st.args.settings.generator.empty() && !st.closed) {
-    const auto* type = GeneratorRegistry::global().find(st.args.settings.generator);
+  if (!st.finished && !st.info.settings.generator.empty() && !st.closed) {
+    const auto* type = GeneratorRegistry::global().find(st.info.settings.generator);
     if (!type) {
-      end(self, "no generator is registered as '" + st.args.settings.generator + "' on this node");
+      end(self, "no generator is registered as '" + st.info.settings.generator + "' on this node");
     } else {
       st.generator = spawn_generator_actor(
           self->home_system(),
           GeneratorActorArgs{st.args.id, caf::actor_cast<caf::actor>(self), type,
-                             st.args.settings.generator_config, st.args.settings.budget, st.max_in_flight(),
+                             st.info.settings.generator_config, st.info.settings.budget, st.max_in_flight(),
                              st.args.store, st.args.resumed, st.info.pushed});
     }
   }
@@ -592,7 +585,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
           st.answered.assign(st.workers.size(), 0);
           st.set_up.assign(st.workers.size(), false);
           if (st.workers.empty() && !st.args.resumed) {
-            end(self, "the cluster has no workers to run simulation '" + st.args.settings.simulation + "'");
+            end(self, "the cluster has no workers to run simulation '" + st.info.settings.simulation + "'");
             return;
           }
           if (st.generator) self->send(st.generator, generator_slots_atom::value, st.slots());
@@ -689,36 +682,6 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
 }
 
 }  // namespace
-
-std::string StreamSettings::check() const {
-  const std::string where = "stream of '" + simulation + "': ";
-  if (pool_size > kMaxPoolSize)
-    return where + "pool_size " + std::to_string(pool_size) + " exceeds the limit of " +
-           std::to_string(kMaxPoolSize) + " simulation actors per worker";
-  if (!std::isfinite(timeout_seconds) || timeout_seconds < 0 || timeout_seconds > kMaxTimeoutSeconds) {
-    std::ostringstream text;
-    text << where << "timeout " << timeout_seconds << " s is not a number of seconds in [0, "
-         << kMaxTimeoutSeconds << "] (0: none)";
-    return text.str();
-  }
-  if (!generator.empty() && (budget == 0 || budget > kMaxBudget))
-    return where + "the budget of generator '" + generator + "' is " + std::to_string(budget) +
-           " parameter sets; it must be in [1, " + std::to_string(kMaxBudget) + "]";
-  if (generator.empty() && budget != 0)
-    return where + "a budget of " + std::to_string(budget) + " parameter sets needs a generator";
-  if (retries > kMaxRetries)
-    return where + "retries " + std::to_string(retries) + " exceeds the limit of " +
-           std::to_string(kMaxRetries);
-  if (parameter_names.size() > kMaxParameterNames)
-    return where + std::to_string(parameter_names.size()) + " parameter names exceed the limit of " +
-           std::to_string(kMaxParameterNames);
-  for (std::size_t i = 0; i < parameter_names.size(); ++i)
-    if (parameter_names[i].size() > kMaxParameterNameBytes)
-      return where + "parameter name " + std::to_string(i + 1) + " is " +
-             std::to_string(parameter_names[i].size()) + " bytes, over the limit of " +
-             std::to_string(kMaxParameterNameBytes);
-  return {};
-}
 
 caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args) {
   return caf::actor_cast<caf::actor>(system.spawn(stream_actor, std::move(args)));

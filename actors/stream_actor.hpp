@@ -19,40 +19,11 @@
 
 #include "actors/stream_sink.hpp"
 #include "graph/simulation.hpp"
+#include "graph/stream_settings.hpp"
 #include "monitor/stream_board.hpp"
 #include "storage/result_store.hpp"
 
 namespace tessera {
-
-struct StreamSettings {
-  std::string simulation;
-  std::shared_ptr<const Config> config = std::make_shared<Config>();
-  std::uint32_t pool_size = 0;  // simulation actors per worker; 0: one per compute thread
-  // Parameter sets accepted and not answered at once, enforced here whatever the client does; 0: the
-  // client library's default.
-  std::uint64_t max_in_flight = 0;
-  static constexpr std::uint64_t kDefaultMaxInFlight = 4096;
-  // Unset: the cluster's default (EmbeddedCluster resolves it when the stream opens).
-  std::optional<Isolation> isolation{};
-  double timeout_seconds = 0;  // 0: none; at most kMaxTimeoutSeconds
-  std::uint32_t retries = 0;   // at most kMaxRetries
-  static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
-  static constexpr std::uint32_t kMaxRetries = 100;
-  // What the parameters are called, for the header of exports (empty: unnamed).
-  std::vector<std::string> parameter_names{};
-  static constexpr std::size_t kMaxParameterNames = 4096;
-  static constexpr std::size_t kMaxParameterNameBytes = 256;
-  // An ensemble: the generator registered under this name proposes the sets (empty: the client pushes
-  // them), built from generator_config, at most `budget` of them (in [1, kMaxBudget]).
-  std::string generator{};
-  std::shared_ptr<const Config> generator_config = std::make_shared<Config>();
-  std::uint64_t budget = 0;
-  static constexpr std::uint64_t kMaxBudget = 1'000'000'000;
-  // What is wrong with these settings (naming the setting), or empty.
-  std::string check() const;
-  // More would be refused: a peer's stream must not make workers spawn without end.
-  static constexpr std::uint32_t kMaxPoolSize = 1024;
-};
 
 struct StreamActorArgs {
   std::uint64_t id = 0;

@@ -65,26 +65,16 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   st.simulation = std::move(simulation);
   st.max_in_flight = std::max<std::size_t>(1, options.max_in_flight);
   st.sink = std::make_shared<StreamSink>(st.max_in_flight);
+  // The one place StreamOptions becomes StreamSettings; check() names what is wrong.
   StreamSettings settings;
   settings.simulation = st.simulation;
   settings.config = std::make_shared<const Config>(std::move(options.config));
-  static_assert(StreamOptions::kMaxPoolSize == StreamSettings::kMaxPoolSize);
-  if (options.pool_size > StreamOptions::kMaxPoolSize)
-    throw std::invalid_argument("stream of '" + st.simulation + "': pool_size " +
-                                std::to_string(options.pool_size) + " exceeds the limit of " +
-                                std::to_string(StreamOptions::kMaxPoolSize) +
-                                " simulation actors per worker");
   settings.pool_size = options.pool_size;
   settings.max_in_flight = st.max_in_flight;
-  static_assert(StreamOptions::kMaxTimeoutSeconds == StreamSettings::kMaxTimeoutSeconds);
-  static_assert(StreamOptions::kMaxRetries == StreamSettings::kMaxRetries);
-  static_assert(StreamOptions::kMaxParameterNames == StreamSettings::kMaxParameterNames);
-  static_assert(StreamOptions::kMaxParameterNameBytes == StreamSettings::kMaxParameterNameBytes);
   settings.isolation = options.isolation;
   settings.timeout_seconds = options.timeout.count();
   settings.retries = options.retries;
   settings.parameter_names = std::move(options.parameter_names);
-  static_assert(EnsembleOptions::kMaxBudget == StreamSettings::kMaxBudget);
   if (!generator.empty()) {
     st.generator = generator;
     st.sink->set_generated();

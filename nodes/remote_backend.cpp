@@ -77,31 +77,10 @@ class RemoteBackend final : public ClusterBackend {
     auto fill = [&](transport::Outgoing& message) {
       auto open = message.envelope().initStreamOpen();
       open.setRequestId(request);
-      open.setSimulation(settings.simulation);
-      open.setPoolSize(settings.pool_size);
-      open.setMaxInFlight(settings.max_in_flight);
-      open.setIsolation(settings.isolation ? static_cast<std::uint8_t>(*settings.isolation) + 1 : 0);
-      open.setTimeoutSeconds(settings.timeout_seconds);
-      open.setRetries(settings.retries);
+      wire::encode(settings, open, message.attachments());
       // The scheduler refuses a stream whose simulation this client defines differently.
       if (const SimulationType* own = SimulationRegistry::global().find(settings.simulation))
         open.setSimulationIdentity(own->identity);
-      auto names = open.initParameterNames(static_cast<unsigned>(settings.parameter_names.size()));
-      for (std::size_t i = 0; i < settings.parameter_names.size(); ++i)
-        names.set(static_cast<unsigned>(i), settings.parameter_names[i]);
-      if (settings.config)
-        wire::encode(*settings.config,
-                     open.initConfig(static_cast<unsigned>(settings.config->entries().size())),
-                     message.attachments());
-      if (!settings.generator.empty()) {
-        open.setGenerator(settings.generator);
-        open.setBudget(settings.budget);
-        if (settings.generator_config)
-          wire::encode(
-              *settings.generator_config,
-              open.initGeneratorConfig(static_cast<unsigned>(settings.generator_config->entries().size())),
-              message.attachments());
-      }
     };
     // Registered on the I/O thread, before any result of the stream is read: an ensemble's generator sends
     // results without waiting for the client.

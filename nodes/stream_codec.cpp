@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "graph/printable.hpp"
 #include "messages/outcome_codec.hpp"
 
 namespace tessera::wire {
@@ -28,6 +29,51 @@ std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in, const 
   auto config = std::make_shared<Config>();
   for (auto entry : in) config->set(entry.getKey(), decode(entry.getValue(), frames));
   return config;
+}
+
+void encode(const StreamSettings& settings, StreamOpen::Builder out, Attachments& attachments) {
+  out.setSimulation(settings.simulation);
+  out.setPoolSize(settings.pool_size);
+  out.setMaxInFlight(settings.max_in_flight);
+  out.setIsolation(settings.isolation ? static_cast<std::uint8_t>(*settings.isolation) + 1 : 0);
+  out.setTimeoutSeconds(settings.timeout_seconds);
+  out.setRetries(settings.retries);
+  auto names = out.initParameterNames(count(settings.parameter_names.size()));
+  for (std::size_t i = 0; i < settings.parameter_names.size(); ++i)
+    names.set(count(i), settings.parameter_names[i]);
+  if (settings.config)
+    encode(*settings.config, out.initConfig(count(settings.config->entries().size())), attachments);
+  if (!settings.generator.empty()) {
+    out.setGenerator(settings.generator);
+    out.setBudget(settings.budget);
+    if (settings.generator_config)
+      encode(*settings.generator_config,
+             out.initGeneratorConfig(count(settings.generator_config->entries().size())), attachments);
+  }
+}
+
+StreamSettings decode(StreamOpen::Reader in, const Frames& frames) {
+  StreamSettings settings;
+  settings.simulation = in.getSimulation();
+  const std::string where = "stream of '" + printable(settings.simulation, 200) + "': ";
+  if (in.getIsolation() > 2)
+    throw WireError(where + "isolation " + std::to_string(in.getIsolation()) +
+                    " is unknown (0: the node's default, 1: thread, 2: process)");
+  if (in.getParameterNames().size() > StreamSettings::kMaxParameterNames)
+    throw WireError(where + std::to_string(in.getParameterNames().size()) +
+                    " parameter names exceed the limit of " +
+                    std::to_string(StreamSettings::kMaxParameterNames));
+  settings.config = decode(in.getConfig(), frames);
+  settings.pool_size = in.getPoolSize();
+  settings.max_in_flight = in.getMaxInFlight();
+  if (in.getIsolation() > 0) settings.isolation = static_cast<Isolation>(in.getIsolation() - 1);
+  settings.timeout_seconds = in.getTimeoutSeconds();
+  settings.retries = in.getRetries();
+  for (auto name : in.getParameterNames()) settings.parameter_names.emplace_back(name);
+  settings.generator = in.getGenerator();
+  settings.budget = in.getBudget();
+  if (!settings.generator.empty()) settings.generator_config = decode(in.getGeneratorConfig(), frames);
+  return settings;
 }
 
 capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std::size_t n) {

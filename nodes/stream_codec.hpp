@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "actors/messages.hpp"
+#include "graph/stream_settings.hpp"
 #include "messages/protocol.capnp.h"
 #include "messages/wire_codec.hpp"
 
@@ -12,6 +13,13 @@ namespace tessera::wire {
 
 void encode(const Config& config, capnp::List<ConfigEntry>::Builder out, Attachments& attachments);
 std::shared_ptr<const Config> decode(capnp::List<ConfigEntry>::Reader in, const Frames& frames);
+
+// A stream's settings on the wire: StreamOpen's fields but its requestId and simulationIdentity.
+// Isolation travels as 0 (unset: the scheduler's default), 1 (thread), 2 (process).
+void encode(const StreamSettings& settings, StreamOpen::Builder out, Attachments& attachments);
+// What no StreamSettings can hold (an unknown isolation, more parameter names than it takes) is a
+// WireError naming the field; settings.check() judges the rest.
+StreamSettings decode(StreamOpen::Reader in, const Frames& frames);
 
 capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std::size_t count);
 void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments);

@@ -51,39 +51,17 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
                                           printable(std::string_view(theirs.cStr(), theirs.size()), 300),
                                           "the scheduler", type->identity),
                        0);
-  if (open.getPoolSize() > StreamSettings::kMaxPoolSize)
-    return answer_open(peer, open.getRequestId(), 0,
-                       "pool size " + std::to_string(open.getPoolSize()) + " exceeds the limit of " +
-                           std::to_string(StreamSettings::kMaxPoolSize) + " simulation actors per worker",
-                       0);
-  if (open.getIsolation() > 2)
-    return answer_open(peer, open.getRequestId(), 0,
-                       "isolation " + std::to_string(open.getIsolation()) +
-                           " is unknown (0: the node's default, 1: thread, 2: process)",
-                       0);
   StreamSettings settings;
-  settings.simulation = simulation;
-  settings.config = wire::decode(open.getConfig(), frames);
-  settings.pool_size = open.getPoolSize();
-  if (open.getIsolation() > 0) settings.isolation = static_cast<Isolation>(open.getIsolation() - 1);
-  settings.timeout_seconds = open.getTimeoutSeconds();
-  settings.retries = open.getRetries();
-  if (open.getParameterNames().size() > StreamSettings::kMaxParameterNames)
-    return answer_open(peer, open.getRequestId(), 0,
-                       std::to_string(open.getParameterNames().size()) +
-                           " parameter names exceed the limit of " +
-                           std::to_string(StreamSettings::kMaxParameterNames),
-                       0);
-  for (auto name : open.getParameterNames()) settings.parameter_names.emplace_back(name);
-  settings.generator = open.getGenerator();
-  settings.budget = open.getBudget();
-  if (!settings.generator.empty())
-    settings.generator_config = wire::decode(open.getGeneratorConfig(), frames);
+  try {
+    settings = wire::decode(open, frames);
+  } catch (const wire::WireError& e) {
+    return answer_open(peer, open.getRequestId(), 0, e.what(), 0);
+  }
   if (auto wrong = settings.check(); !wrong.empty())
     return answer_open(peer, open.getRequestId(), 0, wrong, 0);
   // The client's own bound, never past what the node lets a client push ahead.
   settings.max_in_flight = std::min<std::uint64_t>(
-      open.getMaxInFlight() ? open.getMaxInFlight() : StreamSettings::kDefaultMaxInFlight,
+      settings.max_in_flight ? settings.max_in_flight : StreamSettings::kDefaultMaxInFlight,
       g_.options.limits.max_slots_per_client);
   if (client.streams.size() >= g_.options.limits.max_streams_per_client)
     return answer_open(peer, open.getRequestId(), 0,

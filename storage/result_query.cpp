@@ -212,8 +212,8 @@ CsvColumns csv_columns(const ResultStore& store, std::uint64_t stream) {
   if (parameters) {
     flatten(*parameters, cells);
     columns.parameters = cells.size();
-    if (info && info->parameter_names.size() == columns.parameters) {
-      for (const auto& name : info->parameter_names) names.push_back(csv_cell(name));
+    if (info && info->settings.parameter_names.size() == columns.parameters) {
+      for (const auto& name : info->settings.parameter_names) names.push_back(csv_cell(name));
     } else if (columns.parameters == 1 && one_cell(*parameters)) {
       names.emplace_back("parameter");
     } else {
@@ -433,7 +433,7 @@ std::optional<double> ResultField::read_set(std::uint64_t set_id, const Value& p
 FieldNames field_names(const ResultStore& store, std::uint64_t stream) {
   FieldNames names;
   if (auto info = store.stream(stream)) {
-    names.parameters = std::move(info->parameter_names);
+    names.parameters = std::move(info->settings.parameter_names);
     names.results = std::move(info->result_names);
   }
   return names;
@@ -644,10 +644,11 @@ void export_names_json(const ResultStore& store, std::uint64_t stream, std::ostr
 
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
                          const ResultSummary& s, std::ostream& out) {
-  const auto info = store.stream(stream).value_or(StreamInfo{stream, "?"});
+  auto info = store.stream(stream).value_or(StreamInfo{.id = stream});
+  if (info.settings.simulation.empty()) info.settings.simulation = "?";
   const auto number = [](double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); };
   out << json_line(Json{{"stream", stream},
-                        {"simulation", info.simulation},
+                        {"simulation", info.settings.simulation},
                         {"closed", info.closed},
                         {"count", s.count},
                         {"failed", s.failed},
@@ -657,7 +658,7 @@ void export_summary_json(const ResultStore& store, std::uint64_t stream, std::st
                         {"min", number(s.min)},
                         {"max", number(s.max)},
                         {"histogram", s.histogram},
-                        {"parameter_names", info.parameter_names},
+                        {"parameter_names", info.settings.parameter_names},
                         {"result_names", info.result_names}});
 }
 

@@ -134,28 +134,29 @@ std::string encode_counters(const StreamInfo& info) {
 std::string encode_settings(const StreamInfo& info) {
   capnp::MallocMessageBuilder builder;
   auto out = builder.initRoot<wire::StreamInfo>();
-  out.setSimulation(info.simulation);
-  out.setPoolSize(info.pool_size);
-  out.setMaxInFlight(info.max_in_flight);
-  out.setIsolation(static_cast<std::uint8_t>(info.isolation));
-  out.setTimeoutSeconds(info.timeout_seconds);
-  out.setRetries(info.retries);
+  const StreamSettings& settings = info.settings;
+  out.setSimulation(settings.simulation);
+  out.setPoolSize(settings.pool_size);
+  out.setMaxInFlight(settings.max_in_flight);
+  out.setIsolation(static_cast<std::uint8_t>(settings.isolation.value_or(Isolation::thread)));
+  out.setTimeoutSeconds(settings.timeout_seconds);
+  out.setRetries(settings.retries);
   out.setProgram(info.program);
   if (!info.result_names.empty()) {
     auto names = out.initResultNames(static_cast<unsigned>(info.result_names.size()));
     for (std::size_t i = 0; i < info.result_names.size(); ++i)
       names.set(static_cast<unsigned>(i), info.result_names[i]);
   }
-  if (info.config && !info.config->entries().empty()) {
-    const auto count = static_cast<unsigned>(info.config->entries().size());
-    encode_config(*info.config, out.initConfigKeys(count), out.initConfigValues(count));
+  if (settings.config && !settings.config->entries().empty()) {
+    const auto count = static_cast<unsigned>(settings.config->entries().size());
+    encode_config(*settings.config, out.initConfigKeys(count), out.initConfigValues(count));
   }
-  if (!info.generator.empty()) {
-    out.setGenerator(info.generator);
-    out.setBudget(info.budget);
-    if (info.generator_config && !info.generator_config->entries().empty()) {
-      const auto count = static_cast<unsigned>(info.generator_config->entries().size());
-      encode_config(*info.generator_config, out.initGeneratorConfigKeys(count),
+  if (!settings.generator.empty()) {
+    out.setGenerator(settings.generator);
+    out.setBudget(settings.budget);
+    if (settings.generator_config && !settings.generator_config->entries().empty()) {
+      const auto count = static_cast<unsigned>(settings.generator_config->entries().size());
+      encode_config(*settings.generator_config, out.initGeneratorConfigKeys(count),
                     out.initGeneratorConfigValues(count));
     }
   }
@@ -164,21 +165,22 @@ std::string encode_settings(const StreamInfo& info) {
 
 // The settings of `in` into `info` (from 's', or from an 'm' written before the split).
 void decode_settings(std::uint64_t id, wire::StreamInfo::Reader in, StreamInfo& info) {
-  info.simulation = in.getSimulation();
-  info.pool_size = in.getPoolSize();
-  info.max_in_flight = in.getMaxInFlight();
+  StreamSettings& settings = info.settings;
+  settings.simulation = in.getSimulation();
+  settings.pool_size = in.getPoolSize();
+  settings.max_in_flight = in.getMaxInFlight();
   if (in.getIsolation() > static_cast<std::uint8_t>(Isolation::process))
     throw StoreError("stream " + std::to_string(id) + ": its stored isolation " +
                      std::to_string(in.getIsolation()) + " is unknown");
-  info.isolation = static_cast<Isolation>(in.getIsolation());
-  info.timeout_seconds = in.getTimeoutSeconds();
-  info.retries = in.getRetries();
+  settings.isolation = static_cast<Isolation>(in.getIsolation());
+  settings.timeout_seconds = in.getTimeoutSeconds();
+  settings.retries = in.getRetries();
   info.program = in.getProgram();
   for (auto name : in.getResultNames()) info.result_names.emplace_back(name);
-  info.config = decode_config(id, "config", in.getConfigKeys(), in.getConfigValues());
-  info.generator = in.getGenerator();
-  info.budget = in.getBudget();
-  info.generator_config =
+  settings.config = decode_config(id, "config", in.getConfigKeys(), in.getConfigValues());
+  settings.generator = in.getGenerator();
+  settings.budget = in.getBudget();
+  settings.generator_config =
       decode_config(id, "generator config", in.getGeneratorConfigKeys(), in.getGeneratorConfigValues());
 }
 
@@ -282,7 +284,9 @@ ResultStore::ResultStore(std::shared_ptr<NodeDatabase> database)
 ResultStore::~ResultStore() = default;
 
 std::uint64_t ResultStore::create_stream(const std::string& simulation) {
-  return create_stream(StreamInfo{0, simulation});
+  StreamInfo info;
+  info.settings.simulation = simulation;
+  return create_stream(std::move(info));
 }
 
 std::uint64_t ResultStore::create_stream(StreamInfo info) {
@@ -297,7 +301,8 @@ std::uint64_t ResultStore::create_stream(StreamInfo info) {
   info.id = next;
   batch.Put(key('s', next), encode_settings(info));
   batch.Put(key('m', next), encode_counters(info));
-  if (!info.parameter_names.empty()) batch.Put(key('p', next), encode_names(info.parameter_names));
+  if (!info.settings.parameter_names.empty())
+    batch.Put(key('p', next), encode_names(info.settings.parameter_names));
   rocksdb::WriteOptions sync;
   sync.sync = true;
   check(db_->Write(sync, &batch), "cannot create a stream", directory_);
@@ -404,7 +409,7 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
       if (prioritised) batch.priorities.push_back(std::isfinite(priorities[i]) ? priorities[i] : 0.0);
       if (timed)
         batch.timeouts.push_back(std::isfinite(timeouts[i]) && timeouts[i] > 0
-                                     ? std::min(timeouts[i], StreamInfo::kMaxTimeoutSeconds)
+                                     ? std::min(timeouts[i], StreamSettings::kMaxTimeoutSeconds)
                                      : 0.0);
     }
     out.push_back(std::move(batch));
@@ -445,7 +450,7 @@ std::vector<StreamInfo> ResultStore::streams() const {
 void ResultStore::read_names(StreamInfo& info) const {
   std::string bytes;
   if (db_->Get(rocksdb::ReadOptions(), key('p', info.id), &bytes).ok())
-    info.parameter_names = decode_names(bytes);
+    info.settings.parameter_names = decode_names(bytes);
 }
 
 std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results,

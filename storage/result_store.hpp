@@ -18,36 +18,25 @@
 
 #include "graph/simulation.hpp"
 #include "graph/stream_record.hpp"
+#include "graph/stream_settings.hpp"
 #include "graph/value.hpp"
 
 #include "storage/node_database.hpp"
 
 namespace tessera {
 
+// A stream's record: the settings it was opened with (stored once, so that a restarted node resumes it
+// as it was; isolation stored resolved) and its counters (rewritten with each push).
 struct StreamInfo {
   std::uint64_t id = 0;
-  std::string simulation;
+  StreamSettings settings{};
   bool closed = false;       // finished: closed and every accepted set answered
   std::uint64_t pushed = 0;  // parameter sets accepted: ids below this
   bool close_requested = false;
-  // What it was opened with, so that a restarted node resumes it as it was.
-  std::uint32_t pool_size = 0;
-  std::uint64_t max_in_flight = 0;
-  std::shared_ptr<const Config> config = std::make_shared<Config>();
-  Isolation isolation = Isolation::thread;
-  double timeout_seconds = 0;
-  static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
-  std::uint32_t retries = 0;
-  std::vector<std::string> parameter_names{};  // for exports' headers; empty: unnamed
   // A program simulation's stream: its records carry a ProgramOutcome, and its result's elements may be
   // named (the declaration's `outputs`; empty: unnamed).
   bool program = false;
   std::vector<std::string> result_names{};
-  // An ensemble: its generator proposes the sets (empty: the client pushes them), built from this config,
-  // and proposes at most `budget`.
-  std::string generator{};
-  std::shared_ptr<const Config> generator_config = std::make_shared<Config>();
-  std::uint64_t budget = 0;
 };
 
 // Where an ensemble's generator was when it made a push: its saved state, the stream's ids proposed so

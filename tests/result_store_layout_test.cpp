@@ -32,11 +32,12 @@ TEST(ResultStoreLayout, APushRewritesTheCountersNotTheSettings) {
   tessera::testing::ScratchDir dir("tessera-store-layout");
   auto database = std::make_shared<NodeDatabase>(dir.path());
   ResultStore store(database);
-  StreamInfo info{0, "costly_simulation"};
+  StreamInfo info;
+  info.settings.simulation = "costly_simulation";
   auto config = std::make_shared<Config>();
   config->set("table", to_value(std::vector<double>(4096, 1.5)));  // 32 KiB of config
-  info.config = config;
-  info.pool_size = 3;
+  info.settings.config = config;
+  info.settings.pool_size = 3;
   const auto id = store.create_stream(info);
   info.id = id;
   const std::size_t settings = bytes_under(database->db(), 's', id);
@@ -50,9 +51,9 @@ TEST(ResultStoreLayout, APushRewritesTheCountersNotTheSettings) {
   const auto read = store.stream(id);
   ASSERT_TRUE(read.has_value());
   EXPECT_EQ(read->pushed, 2u);
-  EXPECT_EQ(read->pool_size, 3u);
-  EXPECT_EQ(read->simulation, "costly_simulation");
-  EXPECT_EQ(read->config->get<std::vector<double>>("table", {}).size(), 4096u);
+  EXPECT_EQ(read->settings.pool_size, 3u);
+  EXPECT_EQ(read->settings.simulation, "costly_simulation");
+  EXPECT_EQ(read->settings.config->get<std::vector<double>>("table", {}).size(), 4096u);
 }
 
 TEST(ResultStoreLayout, AStoreWrittenBeforeTheSplitIsStillRead) {
@@ -77,14 +78,14 @@ TEST(ResultStoreLayout, AStoreWrittenBeforeTheSplitIsStillRead) {
   ResultStore store(database);
   const auto read = store.stream(9);
   ASSERT_TRUE(read.has_value());
-  EXPECT_EQ(read->simulation, "echo");
+  EXPECT_EQ(read->settings.simulation, "echo");
   EXPECT_EQ(read->pushed, 7u);
   EXPECT_TRUE(read->close_requested);
-  EXPECT_EQ(read->pool_size, 5u);
-  EXPECT_EQ(read->retries, 2u);
+  EXPECT_EQ(read->settings.pool_size, 5u);
+  EXPECT_EQ(read->settings.retries, 2u);
   const auto all = store.streams();
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].pool_size, 5u);
+  EXPECT_EQ(all[0].settings.pool_size, 5u);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(ResultStore, KeepsEachIdOnceAndSurvivesReopening) {
   const auto info = *store.stream(stream);
   EXPECT_TRUE(info.closed);
   EXPECT_EQ(info.pushed, 3u);
-  EXPECT_EQ(info.simulation, "costly_simulation");
+  EXPECT_EQ(info.settings.simulation, "costly_simulation");
   EXPECT_EQ(store.create_stream("other"), stream + 1);
   EXPECT_EQ(store.streams().size(), 2u);
   std::vector<std::uint64_t> ids;
@@ -77,12 +77,13 @@ TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
   std::uint64_t stream = 0;
   {
     ResultStore store(dir.path());
-    StreamInfo info{0, "costly_simulation"};
-    info.pool_size = 3;
-    info.max_in_flight = 100;
+    StreamInfo info;
+    info.settings.simulation = "costly_simulation";
+    info.settings.pool_size = 3;
+    info.settings.max_in_flight = 100;
     auto config = std::make_shared<Config>();
     config->set("scale", to_value(2.5));
-    info.config = config;
+    info.settings.config = config;
     stream = store.create_stream(info);
     info.id = stream;
     std::vector<Value> sets;
@@ -104,9 +105,9 @@ TEST(ResultStore, SetsWrittenAheadStayUntilAnsweredAndSurviveReopening) {
   ASSERT_TRUE(info);
   EXPECT_EQ(info->pushed, 13u);
   EXPECT_FALSE(info->closed);
-  EXPECT_EQ(info->pool_size, 3u);
-  EXPECT_EQ(info->max_in_flight, 100u);
-  EXPECT_DOUBLE_EQ(info->config->get<double>("scale", 0), 2.5);
+  EXPECT_EQ(info->settings.pool_size, 3u);
+  EXPECT_EQ(info->settings.max_in_flight, 100u);
+  EXPECT_DOUBLE_EQ(info->settings.config->get<double>("scale", 0), 2.5);
   auto pushes = store.pending(stream);
   ASSERT_EQ(pushes.size(), 2u);
   EXPECT_TRUE(pushes[0].priorities.empty());  // all 0
@@ -177,8 +178,9 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
   export_csv(store, stream, ResultFilter::parse("failed"), csv);
   EXPECT_EQ(csv.str(), kHeader + "100,,,,error,boom,w,,,,,\n");
   // The names the stream was opened with head its parameter columns (quoted where they need it).
-  StreamInfo named{0, "sim"};
-  named.parameter_names = {"x", "rate, per s"};
+  StreamInfo named;
+  named.settings.simulation = "sim";
+  named.settings.parameter_names = {"x", "rate, per s"};
   const auto second = store.create_stream(named);
   std::vector<StreamResult> vectors{StreamResult{0, to_value(std::vector<double>{1, 2}),
                                                  to_value(std::vector<double>{3, 4}), false, "", ""}};

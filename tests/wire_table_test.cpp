@@ -6,6 +6,7 @@
 #include <capnp/message.h>
 #include <capnp/schema.h>
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -123,6 +124,75 @@ TEST(WireTable, ASimulationSetupRoundTrips) {
   ASSERT_TRUE(back.config);
   EXPECT_EQ(back.config->entries().size(), 1u);
   EXPECT_EQ(back.config->entries().begin()->second, Value(2.5));
+}
+
+namespace {
+
+// StreamSettings through a StreamOpen and back; `tamper` edits the encoded message before decoding.
+StreamSettings settings_round_trip(const StreamSettings& settings,
+                                   const std::function<void(wire::StreamOpen::Builder)>& tamper = {}) {
+  transport::Outgoing message;
+  auto open = message.envelope().initStreamOpen();
+  wire::encode(settings, open, message.attachments());
+  if (tamper) tamper(open);
+  auto frames = message.frames();
+  std::vector<std::span<const std::byte>> attachments;
+  for (std::size_t i = 1; i < frames.size(); ++i)
+    attachments.emplace_back(static_cast<const std::byte*>(frames[i].data()), frames[i].size());
+  wire::HeaderReader reader(
+      std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
+  return wire::decode(reader.root<wire::Envelope>().getStreamOpen(),
+                      std::span<const std::span<const std::byte>>(attachments));
+}
+
+}  // namespace
+
+// A stream's settings are encoded and decoded in one place: every field comes back, an unset isolation
+// stays unset, and what no settings can hold is refused naming the field.
+TEST(WireTable, StreamSettingsRoundTripAndAnUnknownIsolationIsRefusedByName) {
+  StreamSettings settings;
+  settings.simulation = "costly_simulation";
+  auto config = std::make_shared<Config>();
+  config->set("scale", Value(2.5));
+  settings.config = config;
+  settings.pool_size = 3;
+  settings.max_in_flight = 77;
+  settings.isolation = Isolation::process;
+  settings.timeout_seconds = 1.5;
+  settings.retries = 4;
+  settings.parameter_names = {"x", "rate"};
+  settings.generator = "aposmm";
+  auto generator_config = std::make_shared<Config>();
+  generator_config->set("lower", Value(-1.0));
+  settings.generator_config = generator_config;
+  settings.budget = 500;
+  const auto back = settings_round_trip(settings);
+  EXPECT_EQ(back.simulation, "costly_simulation");
+  EXPECT_EQ(back.config->get<double>("scale", 0), 2.5);
+  EXPECT_EQ(back.pool_size, 3u);
+  EXPECT_EQ(back.max_in_flight, 77u);
+  EXPECT_EQ(back.isolation, Isolation::process);
+  EXPECT_DOUBLE_EQ(back.timeout_seconds, 1.5);
+  EXPECT_EQ(back.retries, 4u);
+  EXPECT_EQ(back.parameter_names, (std::vector<std::string>{"x", "rate"}));
+  EXPECT_EQ(back.generator, "aposmm");
+  EXPECT_EQ(back.generator_config->get<double>("lower", 0), -1.0);
+  EXPECT_EQ(back.budget, 500u);
+  EXPECT_TRUE(back.check().empty()) << back.check();
+  settings.isolation.reset();
+  EXPECT_FALSE(settings_round_trip(settings).isolation.has_value());
+  try {
+    settings_round_trip(settings, [](wire::StreamOpen::Builder open) { open.setIsolation(9); });
+    ADD_FAILURE() << "isolation 9 accepted";
+  } catch (const wire::WireError& e) {
+    EXPECT_NE(std::string(e.what()).find("stream of 'costly_simulation': isolation 9 is unknown"),
+              std::string::npos)
+        << e.what();
+  }
+  // What decodes but no stream may run by is check()'s to name.
+  const auto negative =
+      settings_round_trip(settings, [](wire::StreamOpen::Builder open) { open.setTimeoutSeconds(-2); });
+  EXPECT_NE(negative.check().find("timeout -2 s"), std::string::npos) << negative.check();
 }
 
 TEST(WireTable, ASimulationCancelRoundTrips) {

@@ -31,18 +31,21 @@
 #include "graph/errors.hpp"
 #include "graph/simulation.hpp"
 #include "graph/stream_record.hpp"
+#include "graph/stream_settings.hpp"
 #include "graph/value.hpp"
 
 namespace tessera {
 
 class ClusterBackend;  // where the stream runs: this process's cluster or a scheduler node
 
+// The public face of StreamSettings (graph/stream_settings.hpp), with a duration for the timeout and the
+// config by value; Stream converts it in one place.
 struct StreamOptions {
   // Parameter sets pushed but not yet answered; a push waits beyond this. Default 4096.
-  std::size_t max_in_flight = 4096;
+  std::size_t max_in_flight = StreamSettings::kDefaultMaxInFlight;
   // Simulation actors per worker; 0 (default): one per compute thread. At most kMaxPoolSize.
   std::uint32_t pool_size = 0;
-  static constexpr std::uint32_t kMaxPoolSize = 1024;
+  static constexpr std::uint32_t kMaxPoolSize = StreamSettings::kMaxPoolSize;
   // Given to each simulation actor's constructor.
   Config config{};
   // Where the instances run: Isolation::thread (the worker's compute threads, the fastest) or
@@ -54,16 +57,16 @@ struct StreamOptions {
   // and replaced; under thread isolation the result is discarded when it comes, and until then the
   // simulation actor (and its compute thread) stays busy with it. Zero: no timeout. At most kMaxTimeout.
   std::chrono::duration<double> timeout{0};
-  static constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
+  static constexpr double kMaxTimeoutSeconds = StreamSettings::kMaxTimeoutSeconds;
   // A set that fails (throws, crashes its process, times out) runs again up to this many times; every
   // attempt's reason is kept in its record. One that crashes its process twice is final whatever is left.
   std::uint32_t retries = 0;
-  static constexpr std::uint32_t kMaxRetries = 100;
+  static constexpr std::uint32_t kMaxRetries = StreamSettings::kMaxRetries;
   // What the parameters are called (tessera stream push passes its CSV's header): the CSV export's header
   // names its parameter columns so. At most kMaxParameterNames names of at most kMaxParameterNameBytes.
   std::vector<std::string> parameter_names{};
-  static constexpr std::size_t kMaxParameterNames = 4096;
-  static constexpr std::size_t kMaxParameterNameBytes = 256;
+  static constexpr std::size_t kMaxParameterNames = StreamSettings::kMaxParameterNames;
+  static constexpr std::size_t kMaxParameterNameBytes = StreamSettings::kMaxParameterNameBytes;
 };
 
 // What one push says about its parameter set.
@@ -82,7 +85,7 @@ struct SetOptions {
 struct EnsembleOptions {
   // The most parameter sets the generator may propose: required, in [1, kMaxBudget].
   std::uint64_t budget = 0;
-  static constexpr std::uint64_t kMaxBudget = 1'000'000'000;
+  static constexpr std::uint64_t kMaxBudget = StreamSettings::kMaxBudget;
   // Given to the generator's constructor (for aposmm: lower, upper, sample_size, ...).
   Config config{};
   // The simulation's stream: its config, isolation, timeout, retries, pool_size, max_in_flight.
