@@ -10,6 +10,7 @@
 
 #include "cli_options.hpp"
 #include "graph/program_spec.hpp"
+#include "storage/csv_cell.hpp"
 
 namespace tessera::cli {
 
@@ -25,14 +26,6 @@ std::string joined(const std::vector<std::string>& parts, const char* separator)
   std::string out;
   for (const auto& part : parts) (out += out.empty() ? "" : separator) += part;
   return out;
-}
-
-// A cell as CSV writes it: quoted when it holds a comma, a quote or a line break.
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) (out += c) += c == '"' ? "\"" : "";
-  return out + "\"";
 }
 
 // A result in a CSV cell: numbers in their shortest round-trip form, a vector as [a; b; c].

@@ -244,9 +244,11 @@ std::vector<Value> Client::get(const GraphSpec& graph, const std::vector<std::st
   GraphSpec culled;
   const GraphSpec* sent = &graph;
   if (optimizations_.cull) sent = &(culled = cull(graph, keys));
+  // A name this process lacks is the cluster's (fusion leaves such tasks as they are).
+  const FunctionResolver resolve = [this](const std::string& name) { return &function_named(name); };
   LoweredGraph lowered = fusing(optimizations_, defaults_.checkpoint, *backend_)
-                             ? lower(fuse(*sent, keys, fusion_limits(optimizations_)))
-                             : lower(*sent);
+                             ? lower(fuse(*sent, keys, fusion_limits(optimizations_)), resolve)
+                             : lower(*sent, resolve);
   std::vector<TaskRef> wanted;
   wanted.reserve(keys.size());
   for (const auto& key : keys) {

@@ -43,13 +43,25 @@ std::string describe_cycle(const std::map<std::string, TaskSpec>& tasks,
 
 }  // namespace
 
-LoweredGraph lower(const GraphSpec& spec) {
+LoweredGraph lower(const GraphSpec& spec, const FunctionResolver& resolve) {
   const auto& tasks = spec.tasks();
+  // Each name resolved once: a resolver may ask the cluster.
+  std::map<std::string, const TaskFunction*> resolved;
+  auto function_of = [&](const std::string& key, const std::string& name) -> const TaskFunction* {
+    if (auto it = resolved.find(name); it != resolved.end()) return it->second;
+    const TaskFunction* fn = nullptr;
+    try {
+      fn = resolve ? resolve(name) : Registry::global().find(name);
+    } catch (const SubmissionError& e) {
+      throw SubmissionError("task '" + key + "': " + e.what());
+    }
+    return resolved[name] = fn;
+  };
   // Validate names and dependencies first, so errors name the key.
   std::map<std::string, int> indegree;  // number of unresolved dependencies
   std::map<std::string, std::vector<std::string>> dependents;
   for (const auto& [key, task] : tasks) {
-    const TaskFunction* fn = Registry::global().find(task.function);
+    const TaskFunction* fn = function_of(key, task.function);
     if (!fn)
       throw SubmissionError("task '" + key + "': unknown task function '" + task.function +
                             "': register it with TESSERA_TASK or tessera::register_task");
@@ -98,7 +110,7 @@ LoweredGraph lower(const GraphSpec& spec) {
   for (const auto& key : order) {
     const TaskSpec& task = tasks.at(key);
     auto& group = groups[task.function];
-    group.fn = Registry::global().find(task.function);
+    group.fn = resolved.at(task.function);
     out.refs[key] = TaskRef{0, static_cast<std::uint32_t>(group.keys.size())};
     group.keys.push_back(key);
   }

@@ -2,6 +2,7 @@
 // low-level graphs. Arguments are literal values or the keys of other tasks.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -41,8 +42,12 @@ struct LoweredGraph {
   std::unordered_map<std::string, TaskRef> refs;
 };
 
+// How a task's function name becomes its function: the registry of this process by default; a client
+// also asks its cluster (Client::function_named). Null, or a SubmissionError, for an unknown name.
+using FunctionResolver = std::function<const TaskFunction*(const std::string& name)>;
+
 // Validates and lowers a GraphSpec. Throws SubmissionError naming the key for an unknown function, a wrong
 // argument count or type, a missing dependency, or a cycle (naming the keys on it).
-LoweredGraph lower(const GraphSpec& spec);
+LoweredGraph lower(const GraphSpec& spec, const FunctionResolver& resolve = {});
 
 }  // namespace tessera

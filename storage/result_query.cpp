@@ -12,6 +12,7 @@
 
 #include "graph/printable.hpp"
 #include "graph/program_spec.hpp"  // render_number: the shortest text that reads back the same
+#include "storage/csv_cell.hpp"
 
 namespace tessera {
 namespace {
@@ -49,15 +50,6 @@ std::optional<double> element(const Value& v, std::size_t i) {
     default:
       return i == 0 ? number_of(v) : std::nullopt;  // a one-output result kept as a scalar
   }
-}
-
-// A CSV cell (RFC 4180): quoted, with its quotes doubled, when it holds a separator, a quote or a line
-// break, so that text from a simulation cannot add cells or rows.
-std::string csv_cell(const std::string& text, bool always_quote = false) {
-  if (!always_quote && text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) (out += c) += c == '"' ? "\"" : "";
-  return out + "\"";
 }
 
 // The cells of a value, flattened for CSV: numbers as numbers, text as text.

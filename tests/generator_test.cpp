@@ -56,6 +56,23 @@ double utilisation(const std::vector<StreamRecord>& records, std::size_t slots) 
   return busy / (double(slots) * (last - first));
 }
 
+// The most sets running at one moment (from their timelines): a count, not a speed, so a loaded machine
+// does not change it.
+std::size_t most_at_once(const std::vector<StreamRecord>& records) {
+  std::vector<std::pair<double, int>> events;  // a finish sorts before a start at the same instant
+  for (const auto& r : records) {
+    events.emplace_back(r.timeline.started, 1);
+    events.emplace_back(r.timeline.finished, -1);
+  }
+  std::sort(events.begin(), events.end());
+  std::size_t now = 0, most = 0;
+  for (const auto& [at, change] : events) {
+    now = change > 0 ? now + 1 : now - 1;
+    most = std::max(most, now);
+  }
+  return most;
+}
+
 TEST(Generator, AposmmReachesTheMinimumInFewerSetsThanARandomSweepNeedsForAHundredth) {
   EXPECT_GE(plugin_tasks::gated_runs.load(), 0);
   constexpr std::size_t kSlots = 4;
@@ -99,8 +116,9 @@ TEST(Generator, AposmmReachesTheMinimumInFewerSetsThanARandomSweepNeedsForAHundr
   RecordProperty("random_sets_to_1e-2", static_cast<int>(uniform_sets));
   ASSERT_LE(adaptive_sets, kBudget) << "aposmm did not reach the minimum to 1e-6";
   EXPECT_LT(adaptive_sets, uniform_sets);
-  // Every slot kept busy: the generator proposes ahead of the results (a loose bound, for sanitizers).
-  EXPECT_GT(busy, 0.5);
+  // Every slot fed at once: the generator proposes ahead of the results. (Its utilisation, printed above,
+  // is a speed and belongs to bench/: on a loaded machine it falls for the random sweep too.)
+  EXPECT_EQ(most_at_once(adaptive), kSlots);
 }
 
 TEST(Generator, AGeneratorThatThrowsEndsTheEnsembleWithItsErrorAndItsSetsAreAnswered) {

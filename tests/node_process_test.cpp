@@ -158,6 +158,16 @@ TEST(NodeProcess, AClientWithoutThePluginCallsTheNodesFunctionsByName) {
   const auto simulations = client.simulations();
   EXPECT_TRUE(std::any_of(simulations.begin(), simulations.end(),
                           [](const tessera::SimulationInfo& s) { return s.name == "node_only_sum"; }));
+  // A graph of named tasks may name the cluster's functions too, beside the client's own.
+  tessera::GraphSpec graph;
+  graph.add("c", "node_only_cube", {Value(std::int64_t{3})});
+  graph.add("d", "node_only_cube", {tessera::Key{"c"}});
+  EXPECT_EQ(client.get(graph, {"d"}).at(0).as_int(), 19683);
+  tessera::GraphSpec unknown_graph;
+  unknown_graph.add("k", "no_such_function", {});
+  const auto in_graph = submission_error([&] { client.get(unknown_graph, {"k"}); });
+  EXPECT_NE(in_graph.find("task 'k': unknown task function 'no_such_function'"), std::string::npos)
+      << in_graph;
 }
 
 TEST(NodeProcess, AClientsOwnDifferentDefinitionIsRefusedNamingBoth) {

@@ -25,23 +25,6 @@ auto without_gil(Ask&& ask) {
   return ask();
 }
 
-py::dict status_dict(const SchedulerStatus& s) {
-  py::dict d;
-  d["workers"] = s.workers;
-  d["retiring_workers"] = s.retiring_workers;
-  d["operations"] = s.operations;
-  d["tasks_pending"] = s.tasks_pending;
-  d["results_held"] = s.results_held;
-  d["tasks_done"] = s.tasks_done;
-  d["tasks_erred"] = s.tasks_erred;
-  d["tasks_cancelled"] = s.tasks_cancelled;
-  d["tasks_stolen"] = s.tasks_stolen;
-  d["workers_lost"] = s.workers_lost;
-  d["tasks_recomputed"] = s.tasks_recomputed;
-  d["tasks_from_checkpoint"] = s.tasks_from_checkpoint;
-  return d;
-}
-
 // A task argument: a future of this client becomes a reference to its task (and is kept alive by the
 // new future), anything else a literal Value.
 Arg to_arg(py::handle object, const ClientState& owner, py::list& inputs, const std::string& where) {
@@ -202,13 +185,13 @@ void bind_cluster(py::module_& m) {
                 deadline);
           },
           py::arg("workers"), py::arg("timeout"))
-      .def("status", [](const LocalCluster& cluster) {
-        SchedulerStatus s;
-        {
-          py::gil_scoped_release released;
-          s = cluster.status();
-        }
-        return status_dict(s);
+      // As `tessera status --json`'s scheduler part (one writer: dashboard/status_json.hpp); an embedded
+      // cluster's clients are in this process, not counted.
+      .def("status_json", [](const LocalCluster& cluster) {
+        const auto status = without_gil([&] { return cluster.status(); });
+        auto out = dashboard::scheduler_json(status, 0);
+        out.erase("clients");
+        return out.dump(-1, ' ', false, dashboard::Json::error_handler_t::replace);
       });
 
   py::class_<ClientState, ClientPtr>(m, "_Client")

@@ -67,7 +67,8 @@ class LocalCluster:
             _checks.seconds("wait_for_workers: timeout", timeout))
 
     def status(self):
-        return self._engine().status()
+        """The scheduler's counters and each worker's memory, as `tessera status --json` gives them."""
+        return json.loads(self._engine().status_json())
 
     def close(self):
         """Lets the cluster go; it stops once its clients (and their futures and streams) are gone too."""

@@ -19,6 +19,14 @@ def test_submit_map_gather(client):
     assert client.gather(client.map("add", range(5), client.map("square", range(5)))) == [0, 2, 6, 12, 20]
 
 
+def test_a_local_cluster_s_status_is_what_the_cli_prints(cluster, client):
+    client.gather(client.map("square", range(10)))
+    status = cluster.status()  # dashboard/status_json's writer, as `tessera status --json`'s scheduler part
+    assert status["workers"] == 2 and status["tasks_done"] >= 10 and status["tasks_erred"] == 0
+    assert len(status["memory"]) == 2 and all("managed_bytes" in m and "memory_limit" in m for m in status["memory"])
+    assert "clients" not in status
+
+
 def test_values_cross_as_numpy(client):
     ramp = client.submit("ramp", 5).result()
     assert isinstance(ramp, np.ndarray) and ramp.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
