@@ -15,6 +15,7 @@
 #include "nodes/stream_codec.hpp"
 #include "nodes/transport.hpp"
 #include "nodes/wire_bodies.hpp"
+#include "support/wire.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -92,17 +93,15 @@ namespace {
 // A payload through its wire row and back (throws WireError as the decoder does).
 template <wire::Envelope::Which Kind, class Payload>
 Payload round_trip(const Payload& payload) {
-  transport::Outgoing message;
-  wire::EncodeContext encode{message.attachments()};
-  wire::WireBody<Kind>::encode(message.envelope(), payload, encode);
-  auto frames = message.frames();
-  std::vector<std::span<const std::byte>> attachments;
-  for (std::size_t i = 1; i < frames.size(); ++i)
-    attachments.emplace_back(static_cast<const std::byte*>(frames[i].data()), frames[i].size());
-  wire::HeaderReader reader(
-      std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
-  const wire::DecodeContext decode{std::span<const std::span<const std::byte>>(attachments)};
-  return wire::WireBody<Kind>::decode(reader.root<wire::Envelope>(), decode);
+  return tessera::testing::through_the_wire(
+      [&](transport::Outgoing& message) {
+        wire::EncodeContext encode{message.attachments()};
+        wire::WireBody<Kind>::encode(message.envelope(), payload, encode);
+      },
+      [](wire::Envelope::Reader envelope, std::span<const std::span<const std::byte>> frames) {
+        const wire::DecodeContext decode{frames};
+        return wire::WireBody<Kind>::decode(envelope, decode);
+      });
 }
 
 SimulationSetup setup_round_trip(const SimulationSetup& setup) {
@@ -131,18 +130,15 @@ namespace {
 // StreamSettings through a StreamOpen and back; `tamper` edits the encoded message before decoding.
 StreamSettings settings_round_trip(const StreamSettings& settings,
                                    const std::function<void(wire::StreamOpen::Builder)>& tamper = {}) {
-  transport::Outgoing message;
-  auto open = message.envelope().initStreamOpen();
-  wire::encode(settings, open, message.attachments());
-  if (tamper) tamper(open);
-  auto frames = message.frames();
-  std::vector<std::span<const std::byte>> attachments;
-  for (std::size_t i = 1; i < frames.size(); ++i)
-    attachments.emplace_back(static_cast<const std::byte*>(frames[i].data()), frames[i].size());
-  wire::HeaderReader reader(
-      std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
-  return wire::decode(reader.root<wire::Envelope>().getStreamOpen(),
-                      std::span<const std::span<const std::byte>>(attachments));
+  return tessera::testing::through_the_wire(
+      [&](transport::Outgoing& message) {
+        auto open = message.envelope().initStreamOpen();
+        wire::encode(settings, open, message.attachments());
+        if (tamper) tamper(open);
+      },
+      [](wire::Envelope::Reader envelope, std::span<const std::span<const std::byte>> frames) {
+        return wire::decode(envelope.getStreamOpen(), frames);
+      });
 }
 
 }  // namespace

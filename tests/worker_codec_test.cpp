@@ -8,6 +8,7 @@
 
 #include "nodes/transport.hpp"
 #include "nodes/worker_codec.hpp"
+#include "support/wire.hpp"
 
 namespace {
 
@@ -26,19 +27,7 @@ OperationPtr sample_operation() {
                                                          Column::broadcast(Arg{to_value(std::int64_t{5})})});
 }
 
-// Encodes into an envelope and reads it back, as the receiving process would.
-template <class Fill, class Read>
-void through_the_wire(Fill fill, Read read) {
-  transport::Outgoing message;
-  fill(message);
-  auto frames = message.frames();
-  std::vector<std::span<const std::byte>> attachments;
-  for (std::size_t i = 1; i < frames.size(); ++i)
-    attachments.emplace_back(static_cast<const std::byte*>(frames[i].data()), frames[i].size());
-  wire::HeaderReader reader(
-      std::span<const std::byte>(static_cast<const std::byte*>(frames[0].data()), frames[0].size()));
-  read(reader.root<wire::Envelope>(), std::span<const std::span<const std::byte>>(attachments));
-}
+using tessera::testing::through_the_wire;
 
 TEST(WorkerCodec, AssignmentsCarryEachDefinitionOnce) {
   auto op = sample_operation();
