@@ -46,20 +46,22 @@ from ._cluster import (
     compute,
     current_client,
     full,
+    persist,
     ones,
     random,
     to_npy,
     zeros,
 )
+from ._delayed import Delayed, delayed
 from . import _glm as glm
 from . import _frames  # noqa: F401  (adds to_numpy and to_pandas to ResultQuery, push_many to Stream)
 
 __version__ = _tessera.__version__
 
 __all__ = [
-    "Array", "Client", "ConnectionError", "ConnectionLost", "FitError", "Future", "KernelError",
+    "Array", "Client", "ConnectionError", "Delayed", "ConnectionLost", "FitError", "Future", "KernelError",
     "LocalCluster", "PluginError", "QueryError", "Record", "ResultQuery", "StoredResult", "Stream",
     "SubmissionError", "TaskFailed", "ValueTypeError", "as_completed", "compute", "concatenate",
-    "current_client", "curve_keypair", "from_npy", "from_numpy", "full", "functions", "glm", "linalg", "load_plugin",
-    "ones", "random", "register_program", "simulations", "to_npy", "where", "zeros",
+    "current_client", "curve_keypair", "delayed", "from_npy", "from_numpy", "full", "functions", "glm", "linalg", "load_plugin",
+    "ones", "persist", "random", "register_program", "simulations", "to_npy", "where", "zeros",
 ]

@@ -5,7 +5,7 @@ import json
 import os
 import threading
 
-from . import _checks, _tessera
+from . import _checks, _delayed, _tessera
 
 _current = threading.local()
 _last = [None]
@@ -248,8 +248,13 @@ class Client:
         return _tessera._results(self._open(), stream_id)
 
     # --- arrays ---
-    def compute(self, *arrays):
-        return compute(*arrays, client=self)
+    def compute(self, *values):
+        """Results of arrays and delayed values (tessera.compute)."""
+        return compute(*values, client=self)
+
+    def persist(self, *values):
+        """Delayed values whose tasks run from now on (tessera.persist)."""
+        return persist(*values, client=self)
 
     def close(self):
         if _last[0] is self:
@@ -282,10 +287,33 @@ def _client_state(client):
     return (client or current_client())._open()
 
 
-def compute(*arrays, client=None):
-    """Computes arrays in one graph; NumPy arrays (floats for 0-d), one per argument."""
-    results = _tessera._compute_all(list(arrays), _client_state(client))
+def compute(*values, client=None):
+    """Computes arrays (in one graph; NumPy arrays, floats for 0-d) and delayed values (each call once, all
+    sent together; their results); anything else is returned as it is. One result per argument."""
+    arrays = [i for i, v in enumerate(values) if isinstance(v, _tessera.Array)]
+    lazy = [i for i, v in enumerate(values) if isinstance(v, _delayed.Delayed)]
+    results = list(values)
+    if arrays:
+        for i, r in zip(arrays, _tessera._compute_all([values[i] for i in arrays], _client_state(client))):
+            results[i] = r
+    if lazy:
+        chosen = client or current_client()
+        futures = _delayed.submit_all([values[i] for i in lazy], chosen)
+        for i, r in zip(lazy, chosen.gather(futures)):
+            results[i] = r
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def persist(*values, client=None):
+    """Starts the delayed values' tasks now; the same values, each backed by its task's future (arrays:
+    Array.persist)."""
+    chosen = client or current_client()
+    out = []
+    for i, v in enumerate(values):
+        if not isinstance(v, _delayed.Delayed):
+            raise TypeError("persist: argument %d is a %s, not a delayed value" % (i, type(v).__name__))
+    out = _delayed.persist(list(values), chosen)
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def _array_compute(self, client=None):

@@ -19,6 +19,36 @@ def test_submit_map_gather(client):
     assert client.gather(client.map("add", range(5), client.map("square", range(5)))) == [0, 2, 6, 12, 20]
 
 
+def test_delayed_calls_run_once_each_when_computed(cluster, client):
+    square, add = tessera.delayed("square"), tessera.delayed("add")
+    a = square(3)
+    total = add(a, a)  # the shared call runs once
+    before = cluster.status()["tasks_done"]
+    assert total.compute() == 18
+    assert cluster.status()["tasks_done"] - before == 2
+    chain = add(total, square(4))
+    assert tessera.compute(total, chain, 7) == (18, 34, 7)
+    assert client.compute(square(5)) == 25
+    persisted = client.persist(chain)
+    assert isinstance(persisted, tessera.Delayed) and "persisted" in repr(persisted)
+    assert persisted.compute() == 34
+    before = cluster.status()["tasks_done"]
+    assert add(persisted, 1).compute() == 35  # the persisted chain does not run again
+    assert cluster.status()["tasks_done"] - before == 1
+    long = tessera.delayed("add")(0, 0)
+    for i in range(1, 3000):  # a long chain is not a deep recursion
+        long = add(long, i)
+    assert long.compute() == sum(range(3000))
+    with pytest.raises(TypeError, match="registered under"):
+        tessera.delayed(lambda x: x)
+    with pytest.raises(TypeError, match="argument 0 of delayed.'add'.: a list holding delayed values"):
+        add([a], 1)
+    with pytest.raises(tessera.SubmissionError, match="no_such_function"):
+        tessera.delayed("no_such_function")(1).compute()
+    with pytest.raises(TypeError, match="argument 1 is a int, not a delayed value"):
+        client.persist(a, 3)
+
+
 def test_a_local_cluster_s_status_is_what_the_cli_prints(cluster, client):
     client.gather(client.map("square", range(10)))
     status = cluster.status()  # dashboard/status_json's writer, as `tessera status --json`'s scheduler part

@@ -1,0 +1,113 @@
+"""tessera.delayed: calls of registered task functions made lazily, as dask.delayed's are. Nothing runs until
+the values are computed (tessera.compute, Client.compute, .compute()) or persisted (Client.persist): then
+each call becomes one task, its delayed arguments the futures of the tasks before it, all sent at once, and a
+call shared by several values runs once.
+
+    inc = tessera.delayed("inc")
+    total = tessera.delayed("add")(inc(1), inc(2))
+    total.compute()  # 5
+"""
+
+import itertools
+
+from . import _checks
+
+_keys = itertools.count()
+
+
+class Delayed:
+    """One call not made yet: a registered function on literal values and other delayed values; or, once
+    persisted, the future of its task."""
+
+    __slots__ = ("_function", "_args", "_key", "_future")
+
+    def __init__(self, function, args, future=None):
+        self._function = function
+        self._args = args
+        self._key = "%s-%d" % (function, next(_keys))
+        self._future = future
+
+    @property
+    def key(self):
+        """A name for this call, unique in this process ('add-7')."""
+        return self._key
+
+    def compute(self, client=None):
+        """Runs what this value needs and returns its result."""
+        from ._cluster import compute
+
+        return compute(self, client=client)
+
+    def __repr__(self):
+        return "Delayed(%r%s)" % (self._key, ", persisted" if self._future is not None else "")
+
+
+class _DelayedFunction:
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __call__(self, *args):
+        for i, arg in enumerate(args):
+            if isinstance(arg, (list, tuple, set, dict)) and any(_holds_delayed(x) for x in _items(arg)):
+                raise TypeError("argument %d of delayed(%r): a %s holding delayed values; pass each as an "
+                                "argument of its own" % (i, self._name, type(arg).__name__))
+        return Delayed(self._name, args)
+
+    def __repr__(self):
+        return "delayed(%r)" % self._name
+
+
+def _items(container):
+    return container.values() if isinstance(container, dict) else container
+
+
+def _holds_delayed(value):
+    if isinstance(value, Delayed):
+        return True
+    if isinstance(value, (list, tuple, set, dict)):
+        return any(_holds_delayed(x) for x in _items(value))
+    return False
+
+
+def delayed(function):
+    """A delayed version of the task function registered as `function` (by a C++ plugin, or on the cluster):
+    calling it records the call and returns a Delayed."""
+    if not isinstance(function, str):
+        raise TypeError("tessera.delayed: give the name a task function is registered under (such as 'inc'); "
+                        "got %s" % type(function).__name__)
+    return _DelayedFunction(_checks.text("delayed: function", function))
+
+
+def submit_all(values, client):
+    """Sends every call the delayed `values` need, each once (their own order: arguments first); the futures
+    of `values`, in order."""
+    futures = {}  # id(Delayed) -> Future
+
+    def future_of(root):
+        # Depth-first without recursion: a chain of a hundred thousand calls is a long list, not a deep stack.
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in futures:
+                continue
+            if node._future is not None:
+                futures[id(node)] = node._future
+                continue
+            if not ready:
+                stack.append((node, True))
+                stack.extend((arg, False) for arg in node._args
+                             if isinstance(arg, Delayed) and id(arg) not in futures)
+                continue
+            args = [futures[id(a)] if isinstance(a, Delayed) else a for a in node._args]
+            futures[id(node)] = client.submit(node._function, *args)
+        return futures[id(root)]
+
+    return [future_of(v) for v in values]
+
+
+def persist(values, client):
+    """The same values, each now the future of its task (which runs from now on)."""
+    futures = submit_all(values, client)
+    return [Delayed(v._function, (), future=f) for v, f in zip(values, futures)]
