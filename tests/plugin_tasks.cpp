@@ -29,6 +29,12 @@ std::int64_t add(std::int64_t a, std::int64_t b) {
 }
 TESSERA_TASK(add);
 
+// A predicate, for bags' filter.
+bool is_even(std::int64_t x) {
+  return x % 2 == 0;
+}
+TESSERA_TASK(is_even);
+
 double total(const std::vector<double>& xs) {
   double s = 0;
   for (double x : xs) s += x;

@@ -11,6 +11,7 @@ namespace plugin_tasks {
 // Task functions.
 std::int64_t square(std::int64_t x);
 std::int64_t add(std::int64_t a, std::int64_t b);
+bool is_even(std::int64_t x);
 double total(const std::vector<double>& xs);
 std::vector<double> ramp(std::int64_t n);
 std::int64_t fails_on_seven(std::int64_t x);

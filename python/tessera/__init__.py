@@ -53,6 +53,7 @@ from ._cluster import (
     zeros,
 )
 from ._delayed import Delayed, delayed
+from . import _bag as bag
 from . import _glm as glm
 from . import _frames  # noqa: F401  (adds to_numpy and to_pandas to ResultQuery, push_many to Stream)
 
@@ -61,7 +62,7 @@ __version__ = _tessera.__version__
 __all__ = [
     "Array", "Client", "ConnectionError", "Delayed", "ConnectionLost", "FitError", "Future", "KernelError",
     "LocalCluster", "PluginError", "QueryError", "Record", "ResultQuery", "StoredResult", "Stream",
-    "SubmissionError", "TaskFailed", "ValueTypeError", "as_completed", "compute", "concatenate",
+    "SubmissionError", "TaskFailed", "ValueTypeError", "as_completed", "bag", "compute", "concatenate",
     "current_client", "curve_keypair", "delayed", "from_npy", "from_numpy", "full", "functions", "glm", "linalg", "load_plugin",
     "ones", "persist", "random", "register_program", "simulations", "to_npy", "where", "zeros",
 ]

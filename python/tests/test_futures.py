@@ -49,6 +49,27 @@ def test_delayed_calls_run_once_each_when_computed(cluster, client):
         client.persist(a, 3)
 
 
+def test_bags_map_filter_and_fold_by_registered_names(client):
+    b = tessera.bag.from_sequence(range(100), npartitions=10)
+    assert b.npartitions == 10 and b.compute() == list(range(100))
+    squares = b.map("square")
+    assert squares.compute() == [i * i for i in range(100)]
+    even = squares.filter("is_even")
+    assert even.compute() == [i * i for i in range(0, 100, 2)]
+    assert even.map("square").compute() == [i ** 4 for i in range(0, 100, 2)]  # steps in their order
+    assert b.filter("is_even").map("square").compute() == [i * i for i in range(0, 100, 2)]
+    assert even.fold("add").compute() == sum(i * i for i in range(0, 100, 2))
+    assert b.fold("add", initial=1000).compute() == sum(range(100)) + 10 * 1000  # initial once a partition
+    assert tessera.bag.from_sequence([], npartitions=3).fold("add", initial=5).compute() == 5
+    assert tessera.bag.from_sequence(range(250)).npartitions == 3  # about 100 elements a partition
+    with pytest.raises(ValueError, match="fold of an empty bag"):
+        tessera.bag.from_sequence([]).fold("add").compute()
+    with pytest.raises(TypeError, match="registered under"):
+        b.map(lambda x: x)
+    with pytest.raises(tessera.SubmissionError, match="no_such_function"):
+        b.map("no_such_function").compute()
+
+
 def test_a_local_cluster_s_status_is_what_the_cli_prints(cluster, client):
     client.gather(client.map("square", range(10)))
     status = cluster.status()  # dashboard/status_json's writer, as `tessera status --json`'s scheduler part
