@@ -252,6 +252,16 @@ class Client:
         """Results of arrays and delayed values (tessera.compute)."""
         return compute(*values, client=self)
 
+    def get(self, graph, keys):
+        """Dask's low-level graphs: `graph` maps keys to tasks, (registered function name, *arguments), where
+        an argument that is a key is that task's result; the results of `keys` (one key: its result)."""
+        single = not isinstance(keys, list)
+        wanted = [keys] if single else keys
+        values = compute(*_delayed.from_graph(graph, wanted), client=self)
+        if len(wanted) == 1:
+            values = (values,)
+        return values[0] if single else list(values)
+
     def persist(self, *values):
         """Delayed values whose tasks run from now on (tessera.persist)."""
         return persist(*values, client=self)

@@ -111,3 +111,55 @@ def persist(values, client):
     """The same values, each now the future of its task (which runs from now on)."""
     futures = submit_all(values, client)
     return [Delayed(v._function, (), future=f) for v, f in zip(values, futures)]
+
+
+def from_graph(graph, keys):
+    """Delayed values for `keys` of a Dask-style graph: a dict whose values are tasks, tuples
+    (registered function name, *arguments), or literal values; an argument that is a key of the graph is
+    that task's result. Refused naming the key: a cycle, or a key that is not in the graph."""
+    if not isinstance(graph, dict):
+        raise TypeError("get: the graph is a %s, not a dict of key -> (function name, *arguments)"
+                        % type(graph).__name__)
+    built = {}
+    for wanted in keys:
+        if not _is_key(graph, wanted):
+            raise KeyError("get: key %r is not in the graph" % (wanted,))
+        # Depth-first without recursion; `open_keys` holds the keys on the current path, to name a cycle.
+        stack, open_keys = [(wanted, False)], []
+        while stack:
+            key, ready = stack.pop()
+            if key in built:
+                continue
+            task = graph[key]
+            refs = [a for a in task[1:] if _is_key(graph, a)] if _is_task(task) else []
+            if not ready:
+                if key in open_keys:
+                    raise ValueError("get: the graph has a cycle: %s" % " -> ".join(
+                        map(repr, open_keys[open_keys.index(key):] + [key])))
+                open_keys.append(key)
+                stack.append((key, True))
+                for ref in refs:
+                    if ref not in built:
+                        if ref in open_keys:
+                            raise ValueError("get: the graph has a cycle: %s" % " -> ".join(
+                                map(repr, open_keys[open_keys.index(ref):] + [ref])))
+                        stack.append((ref, False))
+                continue
+            open_keys.remove(key)
+            if _is_task(task):
+                args = [built[a] if _is_key(graph, a) else a for a in task[1:]]
+                built[key] = delayed(task[0])(*args)
+            else:
+                built[key] = task
+    return [built[k] for k in keys]
+
+
+def _is_task(value):
+    return isinstance(value, tuple) and len(value) > 0 and isinstance(value[0], str)
+
+
+def _is_key(graph, value):
+    try:
+        return value in graph
+    except TypeError:  # unhashable: a list or dict argument is a literal
+        return False

@@ -49,6 +49,18 @@ def test_delayed_calls_run_once_each_when_computed(cluster, client):
         client.persist(a, 3)
 
 
+def test_a_dask_style_graph_runs_by_key(client):
+    graph = {"x": 3, "a": ("square", "x"), "b": ("add", "a", "a"), "c": ("add", "b", 1)}
+    assert client.get(graph, "c") == 19
+    assert client.get(graph, ["a", "b", "x"]) == [9, 18, 3]
+    with pytest.raises(KeyError, match="'nope' is not in the graph"):
+        client.get(graph, "nope")
+    with pytest.raises(ValueError, match="cycle: 'p' -> 'q' -> 'p'"):
+        client.get({"p": ("add", "q", 1), "q": ("add", "p", 1)}, "p")
+    with pytest.raises(tessera.SubmissionError, match="no_such_function"):
+        client.get({"k": ("no_such_function", 1)}, "k")
+
+
 def test_bags_map_filter_and_fold_by_registered_names(client):
     b = tessera.bag.from_sequence(range(100), npartitions=10)
     assert b.npartitions == 10 and b.compute() == list(range(100))
