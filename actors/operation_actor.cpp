@@ -675,9 +675,7 @@ void on_ran(OperationActor* self, RanReport& report) {
 
 protocols::operation_actor_type::behavior_type operation_actor(OperationActor* self,
                                                                OperationActorArgs args) {
-  self->state.args = std::move(args);
-  // Leave when the worker does.
-  self->link_to(self->state.args.worker);
+  self->state.args = std::move(args);  // the worker monitors it and ends it when it ends
   return {
       [=](assign_atom, const AssignRun& run) {
         auto& st = self->state;

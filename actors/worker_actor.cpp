@@ -33,6 +33,16 @@ struct WorkerState {
   // The services it hosts beside its operations.
   protocols::simulation_service_type simulations;
   protocols::glm_service_type glm;
+
+  // Its operation actors leave with it. They are monitored, not linked: a link is an entry in this
+  // actor's own list, which each finished operation's unlink scanned (quadratic in live operations:
+  // 64,000 single-task submissions took 154 s).
+  WorkerState() = default;
+  WorkerState(const WorkerState&) = delete;
+  WorkerState& operator=(const WorkerState&) = delete;
+  ~WorkerState() {
+    for (auto& entry : operations) caf::anon_send_exit(entry.second, caf::exit_reason::user_shutdown);
+  }
 };
 
 using WorkerActor = protocols::local_worker_type::stateful_base<WorkerState>;
@@ -58,7 +68,13 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
   st.simulations = spawn_simulation_service(self->home_system(), st.pool, options.name,
                                             options.simulation_gpus, options.runs_dir);
   st.glm = spawn_glm_service(self->home_system(), caf::actor_cast<caf::actor>(self), scheduler, st.pool);
-  self->set_down_handler([](const caf::down_msg&) {});
+  // An operation actor that failed takes its worker with it, as a link did (its tasks are then recomputed
+  // elsewhere); one that finished is nothing to do.
+  self->set_down_handler([self](const caf::down_msg& down) {
+    if (!down.reason || down.reason == caf::exit_reason::normal) return;
+    for (const auto& entry : self->state.operations)
+      if (entry.second.address() == down.source) return self->quit(down.reason);
+  });
   return {
       [=](welcome_atom, std::uint32_t id) {
         auto& st = self->state;
@@ -108,6 +124,7 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
                 self->home_system(),
                 OperationActorArgs{run.op, st.id, caf::actor_cast<protocols::input_target_type>(self),
                                    st.scheduler, st.pool, st.directory, st.gpu, st.store, st.store_actor});
+            self->monitor(actor);
             target = &st.operations.emplace(op, std::move(actor)).first->second;
             if (auto early = st.early_inputs.find(op); early != st.early_inputs.end()) {
               self->send(*target, input_atom::value, InputBatch{std::move(early->second)});
