@@ -10,6 +10,7 @@
 
 #include "actors/actor_threads.hpp"
 #include "actors/allocator_policy.hpp"
+#include "actors/python_modules.hpp"
 #include "actors/worker_actor.hpp"
 #include "generators/builtin.hpp"
 #include "graph/generator.hpp"
@@ -42,6 +43,15 @@ void check_memory_options(const ClusterOptions& options) {
 EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   check_memory_options(options_);
   register_builtin_generators();
+  if (!options_.python_modules.empty()) {
+    auto environment = python_environment(options_.python_modules);
+    if (!options_.python_executable.empty()) environment.executable = options_.python_executable;
+    try {
+      register_python_modules(std::make_shared<const PythonEnvironment>(std::move(environment)));
+    } catch (const PythonModuleError& e) {
+      throw std::invalid_argument(std::string("ClusterOptions::python_modules: ") + e.what());
+    }
+  }
   for (std::size_t i = 0; i < options_.gpus.size(); ++i) {
     const int device = options_.gpus[i];
     if (device < 0 || device > ClusterOptions::kMaxGpuOrdinal)
@@ -168,12 +178,15 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   if (!resolved.isolation) resolved.isolation = options_.stream_isolation;
   // A program's declaration names its parameters when the client did not (a CSV without a header).
   if (program && resolved.parameter_names.empty()) resolved.parameter_names = program->parameters;
+  const PythonDefinition* python = type ? type->python.get() : nullptr;
+  if (python && resolved.parameter_names.empty()) resolved.parameter_names = python->parameters;
   StreamInfo info;
   info.settings = resolved;
   if (program) {
     info.program = true;
     info.result_names = program->result.outputs;
   }
+  if (python) info.result_names = python->outputs;
   const std::uint64_t id = store()->create_stream(std::move(info));
   return {id, spawn_stream(id, std::move(resolved), std::move(sink), false)};
 }

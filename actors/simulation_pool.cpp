@@ -241,7 +241,8 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
                                                                  SimulationPoolArgs args, caf::actor pool,
                                                                  std::uint32_t index) {
   // A program is a process of its own already: it runs from the compute thread, whatever the isolation.
-  if (args.isolation == Isolation::process && !args.type->program)
+  // Python runs only in interpreter processes, whatever the isolation.
+  if ((args.isolation == Isolation::process && !args.type->program) || args.type->python)
     self->state.process = std::make_shared<SimulationProcess>(*args.type, args.config, args.node);
   return {
       [=](simulate_atom, SimulationJob& given) {

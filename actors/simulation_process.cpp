@@ -1,5 +1,6 @@
 #include "actors/simulation_process.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -17,31 +18,18 @@
 #include <new>
 #include <string_view>
 
+#include "actors/simulation_child.hpp"
 #include "graph/errors.hpp"
 #include "storage/value_record.hpp"
 
-namespace tessera {
+extern char** environ;
 
-struct SimulationProcess::Progress {
-  // The set of the current job the child is on; kIdle until it took the job.
-  std::atomic<std::uint32_t> index;
-  std::atomic<std::int64_t> started_ns;  // when it began that set (steady clock, shared by all processes)
-  std::atomic<std::uint32_t> building;   // 1 while the instance is being constructed
-};
+namespace tessera {
 
 namespace {
 
-constexpr std::uint32_t kIdle = 0xffffffffu;
-// A frame larger than this is a broken peer, not a job: the parent treats it as a crash.
-constexpr std::uint64_t kMaxFrame = std::uint64_t{1} << 34;
-// The child sends what it has at least this often, so a crash late in a long job loses little.
-constexpr std::chrono::milliseconds kFlushEvery{20};
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using namespace child_frames;
+constexpr std::uint32_t kIdle = SimulationProgress::kIdle;
 
 template <class T>
 void put(std::string& out, T v) {
@@ -62,47 +50,6 @@ bool get_bytes(std::string_view& in, std::string_view& bytes) {
   bytes = in.substr(0, n);
   in.remove_prefix(n);
   return true;
-}
-
-bool send_all(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    const ssize_t sent = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) return false;
-    data += sent;
-    n -= static_cast<std::size_t>(sent);
-  }
-  return true;
-}
-
-bool read_all(int fd, char* data, std::size_t n) {
-  while (n > 0) {
-    const ssize_t got = ::read(fd, data, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    data += got;
-    n -= static_cast<std::size_t>(got);
-  }
-  return true;
-}
-
-// A frame: its length, then the payload. False at the end of the stream or on a frame too large.
-bool read_frame(int fd, std::string& payload) {
-  std::uint64_t n = 0;
-  if (!read_all(fd, reinterpret_cast<char*>(&n), sizeof n) || n > kMaxFrame) return false;
-  payload.resize(n);
-  return read_all(fd, payload.data(), n);
-}
-
-bool send_frame(int fd, std::string& frame) {
-  // The first 8 bytes were reserved for the length.
-  const std::uint64_t n = frame.size() - sizeof(std::uint64_t);
-  std::memcpy(frame.data(), &n, sizeof n);
-  return send_all(fd, frame.data(), frame.size());
-}
-
-std::string new_frame() {
-  return std::string(sizeof(std::uint64_t), '\0');
 }
 
 std::string signal_text(int signal) {
@@ -134,103 +81,67 @@ void close_inherited(int keep) {
   ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u);
 }
 
-// One answer: its kind (0 a value, 1 an error), its bytes, and when its run began and ended.
-void add_record(std::string& frame, const Value* value, std::string_view error, double started,
-                double finished) {
-  if (value) {
-    put<std::uint8_t>(frame, 0);
-    const std::string record = ValueRecord(*value).flat();
-    put<std::uint64_t>(frame, record.size());
-    frame += record;
-  } else {
-    put<std::uint8_t>(frame, 1);
-    put<std::uint64_t>(frame, error.size());
-    frame += error;
-  }
-  put<double>(frame, started);
-  put<double>(frame, finished);
-}
-
-[[noreturn]] void child_main(int socket, const SimulationType& type, const Config& config,
-                             SimulationProcess::Progress* progress, pid_t parent) {
+[[noreturn]] void forked_child(int socket, const SimulationType& type, const Config& config,
+                               SimulationProgress* progress, pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(0);  // the parent went between the fork and the line above
   reset_signals();
   close_inherited(socket);
-  std::unique_ptr<Simulation> simulation;
-  std::string build_error;
-  bool built = false;
-  std::string job;
-  std::vector<Value> parameters;
-  while (read_frame(socket, job)) {
-    std::string_view in(job);
-    std::uint32_t count = 0;
-    if (!get(in, count)) ::_exit(3);
-    parameters.clear();
-    for (std::uint32_t i = 0; i < count; ++i) {
-      std::string_view bytes;
-      if (!get_bytes(in, bytes)) ::_exit(3);
-      parameters.push_back(ValueRecord::decode(bytes));
-    }
-    progress->started_ns.store(now_ns());
-    progress->index.store(0);
-    if (!built) {
-      progress->building.store(1);
-      try {
-        simulation = type.make(config);
-      } catch (const std::exception& e) {
-        build_error = e.what();
-      } catch (...) {
-        build_error = "unknown exception";
-      }
-      progress->building.store(0);
-      built = true;
-    }
-    std::string frame = new_frame();
-    std::uint32_t in_frame = 0;
-    std::size_t header_at = frame.size();
-    const auto begin_frame = [&] {
-      frame = new_frame();
-      header_at = frame.size();
-      put<std::uint8_t>(frame, 0);   // last: patched when sent
-      put<std::uint32_t>(frame, 0);  // count: patched when sent
-      in_frame = 0;
-    };
-    const auto flush = [&](bool last) {
-      frame[header_at] = static_cast<char>(last ? 1 : 0);
-      std::memcpy(frame.data() + header_at + 1, &in_frame, sizeof in_frame);
-      if (!send_frame(socket, frame)) ::_exit(0);  // the parent is gone
-      begin_frame();
-    };
-    begin_frame();
-    auto last_flush = std::chrono::steady_clock::now();
-    for (std::uint32_t i = 0; i < count; ++i) {
-      progress->started_ns.store(now_ns());
-      progress->index.store(i);
-      const double started = timeline_now();
-      if (!simulation) {
-        add_record(frame, nullptr, "simulation '" + type.name + "' could not be built: " + build_error,
-                   started, timeline_now());
-      } else {
-        try {
-          const Value result = simulation->run(parameters[i]);
-          add_record(frame, &result, {}, started, timeline_now());
-        } catch (const std::exception& e) {
-          add_record(frame, nullptr, e.what(), started, timeline_now());
-        } catch (...) {
-          add_record(frame, nullptr, "unknown exception", started, timeline_now());
-        }
-      }
-      ++in_frame;
-      const auto now = std::chrono::steady_clock::now();
-      if (i + 1 < count && now - last_flush >= kFlushEvery) {
-        flush(false);
-        last_flush = now;
-      }
-    }
-    flush(true);
+  serve_simulation_jobs(socket, progress, type.name, [&] { return type.make(config); });
+}
+
+// An interpreter: its socket and page go to descriptors 3 and 4, every other inherited one is closed.
+// Only async-signal-safe calls from here to execve: the worker has threads.
+[[noreturn]] void exec_child(int socket, int progress_fd, char* const* argv, char* const* envp,
+                             pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(0);
+  reset_signals();
+  const int high_socket = ::fcntl(socket, F_DUPFD, 16);
+  const int high_progress = ::fcntl(progress_fd, F_DUPFD, 16);
+  if (high_socket < 0 || high_progress < 0 || ::dup2(high_socket, kChildSocketFd) < 0 ||
+      ::dup2(high_progress, kChildProgressFd) < 0)
+    ::_exit(126);
+  ::syscall(SYS_close_range, static_cast<unsigned>(kChildProgressFd + 1), ~0u, 0u);
+  ::execve(argv[0], argv, envp);
+  static const char message[] = "tessera: the Python interpreter could not be started\n";
+  [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
+  ::_exit(127);
+}
+
+// The command line and environment of an interpreter child, made before the fork.
+struct ExecLine {
+  std::vector<std::string> argv_text, env_text;
+  std::vector<char*> argv, envp;
+};
+
+ExecLine python_exec_line(const SimulationType& type) {
+  const PythonDefinition& python = *type.python;
+  ExecLine line;
+  line.argv_text = {python.environment->executable, "-m", "tessera._worker"};
+  if (python.tasks) {
+    line.argv_text.push_back("--serve-tasks");
+  } else {
+    line.argv_text.push_back("--serve-simulation");
+    line.argv_text.push_back(type.name);
   }
-  ::_exit(0);
+  line.argv_text.push_back("--");
+  for (const auto& module : python.environment->modules) line.argv_text.push_back(module);
+  std::string path = python.environment->package_path;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("PYTHONPATH=")) {
+      if (entry.size() > 11) path += (path.empty() ? "" : ":") + std::string(entry.substr(11));
+      continue;
+    }
+    line.env_text.emplace_back(entry);
+  }
+  if (!path.empty()) line.env_text.push_back("PYTHONPATH=" + path);
+  for (auto& a : line.argv_text) line.argv.push_back(a.data());
+  line.argv.push_back(nullptr);
+  for (auto& e : line.env_text) line.envp.push_back(e.data());
+  line.envp.push_back(nullptr);
+  return line;
 }
 
 }  // namespace
@@ -238,11 +149,18 @@ void add_record(std::string& frame, const Value* value, std::string_view error, 
 SimulationProcess::SimulationProcess(const SimulationType& type, std::shared_ptr<const Config> config,
                                      std::string node)
     : type_(type), config_(std::move(config)), node_(std::move(node)) {
-  void* page = ::mmap(nullptr, sizeof(Progress), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED)
+  // A memfd rather than an anonymous mapping, so that an exec'd child can map the same page.
+  progress_fd_ = ::memfd_create("tessera-simulation-progress", MFD_CLOEXEC);
+  void* page = MAP_FAILED;
+  if (progress_fd_ >= 0 && ::ftruncate(progress_fd_, sizeof(SimulationProgress)) == 0)
+    page = ::mmap(nullptr, sizeof(SimulationProgress), PROT_READ | PROT_WRITE, MAP_SHARED, progress_fd_, 0);
+  if (page == MAP_FAILED) {
+    const int error = errno;
+    if (progress_fd_ >= 0) ::close(progress_fd_);
     throw std::runtime_error("simulation '" + type_.name +
-                             "': no shared page for its process: " + std::strerror(errno));
-  progress_ = new (page) Progress{};
+                             "': no shared page for its process: " + std::strerror(error));
+  }
+  progress_ = new (page) SimulationProgress{};
   progress_->index.store(kIdle);
 }
 
@@ -252,8 +170,9 @@ SimulationProcess::~SimulationProcess() {
     reap();
   }
   if (socket_ >= 0) ::close(socket_);
-  progress_->~Progress();
-  ::munmap(progress_, sizeof(Progress));
+  progress_->~SimulationProgress();
+  ::munmap(progress_, sizeof(SimulationProgress));
+  ::close(progress_fd_);
 }
 
 void SimulationProcess::start() {
@@ -263,6 +182,8 @@ void SimulationProcess::start() {
                              "': no socket for its process: " + std::strerror(errno));
   progress_->index.store(kIdle);
   progress_->building.store(0);
+  std::optional<ExecLine> exec_line;
+  if (type_.python) exec_line = python_exec_line(type_);
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
@@ -274,10 +195,17 @@ void SimulationProcess::start() {
   }
   if (child == 0) {
     ::close(pair[0]);
-    child_main(pair[1], type_, *config_, progress_, parent);
+    if (exec_line) exec_child(pair[1], progress_fd_, exec_line->argv.data(), exec_line->envp.data(), parent);
+    forked_child(pair[1], type_, *config_, progress_, parent);
   }
   ::close(pair[1]);
   socket_ = pair[0];
+  if (exec_line) {
+    // An interpreter has none of the worker's memory: the stream's config is its first frame. A child
+    // already gone shows as a dead socket at the job that follows.
+    std::string frame = new_frame() + encode_config(*config_);
+    send_frame(socket_, frame);
+  }
   pid_.store(child);
   killed_by_request_.store(false);
   started_ += 1;
@@ -289,6 +217,19 @@ void SimulationProcess::kill() {
   if (pid <= 0) return;
   killed_by_request_.store(true);
   ::kill(pid, SIGKILL);
+}
+
+void SimulationProcess::reap_if_ended() {
+  std::lock_guard lock(reap_mutex_);
+  const pid_t pid = pid_.load();
+  if (pid <= 0) return;
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) != pid) return;
+  pid_.store(0);
+  if (socket_ >= 0) {
+    ::close(socket_);
+    socket_ = -1;
+  }
 }
 
 std::optional<std::size_t> SimulationProcess::running_index() const {

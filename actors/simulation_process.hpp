@@ -4,10 +4,13 @@
 // (storage/value_record.hpp). A page of shared memory says which set the child is on and since when, so
 // the parent can tell which set a crash or a timeout belongs to without a message per set.
 //
-// The child is a fork without exec, as Python's multiprocessing "fork" start method: it runs only the
-// simulation and the value codec, closes every inherited descriptor but its socket and stdio, dies with
-// the thread that forked it (PR_SET_PDEATHSIG), and leaves by _exit. A simulation that needs a lock held
-// by another of the worker's threads at the fork would wait for ever there: its timeout then ends it.
+// A compiled simulation's child is a fork without exec, as Python's multiprocessing "fork" start method:
+// it runs only the simulation and the value codec, closes every inherited descriptor but its socket and
+// stdio, dies with the thread that forked it (PR_SET_PDEATHSIG), and leaves by _exit. A simulation that
+// needs a lock held by another of the worker's threads at the fork would wait for ever there: its timeout
+// then ends it. A Python simulation's child (and the worker's Python task processes) execs a fresh
+// interpreter instead (`python3 -m tessera._worker`, actors/simulation_child.hpp): nothing of the worker's
+// threads or locks comes with it.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +28,8 @@
 #include "graph/value.hpp"
 
 namespace tessera {
+
+struct SimulationProgress;
 
 class SimulationProcess {
  public:
@@ -49,13 +54,14 @@ class SimulationProcess {
   // the rest of its job back unrun, charging none of it (the set it was on was cancelled, or the worker
   // stops).
   void kill();
+  // Reaps the child if it ended on its own (its forking thread ended, it was killed from outside), so
+  // that the next run starts a fresh one instead of charging a set to the dead one. Between runs only.
+  void reap_if_ended();
   // The index in the running job of the set the child is on; nullopt before it took the job.
   std::optional<std::size_t> running_index() const;
   // Children started so far (1 + the replacements).
   std::uint64_t started() const { return started_.load(); }
   pid_t pid() const { return pid_.load(); }
-
-  struct Progress;  // the shared page
 
  private:
   void start();
@@ -67,7 +73,8 @@ class SimulationProcess {
   std::string node_;
   std::atomic<pid_t> pid_{0};
   int socket_ = -1;
-  Progress* progress_ = nullptr;
+  int progress_fd_ = -1;
+  SimulationProgress* progress_ = nullptr;  // actors/simulation_child.hpp
   std::atomic<std::uint64_t> started_{0};
   std::atomic<bool> killed_by_request_{false};
   // Held while a child is signalled or reaped, so that kill() never signals a pid already reaped (and

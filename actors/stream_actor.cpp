@@ -555,6 +555,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
       st.info.program = true;
       st.info.result_names = type->program->result.outputs;
     }
+    if (type->python) st.info.result_names = type->python->outputs;
   }
   if (st.args.resumed) {
     try {

@@ -72,6 +72,10 @@ SimulationInfo describe(const SimulationType& type) {
     out.command = program->launcher_prefix();
     out.command.insert(out.command.end(), program->command.begin(), program->command.end());
   }
+  if (const PythonDefinition* python = type.python.get()) {
+    out.parameters = python->parameters;
+    out.outputs = python->outputs;
+  }
   return out;
 }
 

@@ -33,6 +33,7 @@
 #include "graph/codec.hpp"
 #include "graph/errors.hpp"
 #include "graph/program_spec.hpp"
+#include "graph/python_definition.hpp"
 #include "graph/stream_record.hpp"
 
 namespace tessera {
@@ -103,6 +104,8 @@ struct SimulationType {
   // Set for a program simulation (register_program, a node's [simulations.NAME]): its declaration,
   // which travels to workers with each stream's setup.
   std::shared_ptr<const ProgramSpec> program{};
+  // Set for a Python simulation ([plugins] python): its instances run in interpreter processes.
+  std::shared_ptr<const PythonDefinition> python{};
   // As a task function's (graph/registry.hpp): where it was defined, its declared version (a class's
   // `static constexpr const char* version`), and from them, at add(), the identity a client, the
   // scheduler and each worker compare. A program's is its declaration's digest.

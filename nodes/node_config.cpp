@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -523,6 +524,33 @@ const std::vector<KeySpec>& key_specs() {
                   "plugin '" + config_excerpt(path) +
                       "' (key 'plugins.paths') cannot be read: " + quote_excerpt(p.string()));
            c.plugins.push_back(p.string());
+         }
+       }},
+      {"plugins.python", "array of strings (files or module names)", "[]",
+       "Python modules whose @tessera.task functions, @tessera.simulation classes and @tessera.generator "
+       "classes this node runs by name: a file (ending .py or with a /, relative to the config file) or an "
+       "importable module name (on PYTHONPATH). Imported once at start to learn their names (one that fails "
+       "to import stops the start, naming it); their code runs in the workers' interpreter processes",
+       [](auto& n, auto& c, auto& cx, std::string_view key) {
+         c.python_modules.clear();
+         for (auto& module : read_strings(n, cx, key)) {
+           const bool is_file = module.ends_with(".py") || module.find('/') != std::string::npos;
+           if (!is_file) {
+             static const std::regex dotted("[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*");
+             if (!std::regex_match(module, dotted))
+               fail(cx, n.source(),
+                    "'" + config_excerpt(module) +
+                        "' (key 'plugins.python') is neither a file (ending .py) nor a module name (a.b.c)");
+             c.python_modules.push_back(module);
+             continue;
+           }
+           const fs::path p = relative_to_config(cx, module);
+           std::ifstream probe(p, std::ios::binary);
+           if (!probe)
+             fail(cx, n.source(),
+                  "Python module '" + config_excerpt(module) +
+                      "' (key 'plugins.python') cannot be read: " + quote_excerpt(p.string()));
+           c.python_modules.push_back(p.string());
          }
        }},
       {"security.curve", "boolean", "false",

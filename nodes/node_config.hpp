@@ -76,6 +76,7 @@ struct NodeConfig {
   std::string data_dir;                             // node.data_dir or worker.data_dir (absolute once parsed)
   std::string node_data_dir;                        // node.data_dir as given (absolute once parsed)
   std::vector<std::string> plugins;                 // plugins.paths (absolute once parsed)
+  std::vector<std::string> python_modules;          // plugins.python (files absolute once parsed)
   bool curve = false;                               // security.curve
   std::string secret_key_file;                      // security.secret_key_file (absolute once parsed)
   std::string public_key_file;                      // security.public_key_file (absolute once parsed)

@@ -23,6 +23,7 @@
 
 #include "actors/cluster_dashboard.hpp"
 #include "actors/embedded_cluster.hpp"
+#include "actors/python_modules.hpp"
 #include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
 #include "dashboard/dashboard_server.hpp"
@@ -178,6 +179,15 @@ int main(int argc, char** argv) {
         throw tessera::ConfigError(tessera::config_key_location(config, "plugins.paths") + ": plugin \"" +
                                    tessera::config_excerpt(plugin) +
                                    "\" cannot be loaded: " + tessera::config_excerpt(dlerror(), 200));
+    // Python modules after the plugins: a name both define is refused here, naming the module.
+    if (!config.python_modules.empty()) {
+      try {
+        tessera::register_python_modules(std::make_shared<const tessera::PythonEnvironment>(
+            tessera::python_environment(config.python_modules)));
+      } catch (const tessera::PythonModuleError& e) {
+        throw tessera::ConfigError(tessera::config_key_location(config, "plugins.python") + ": " + e.what());
+      }
+    }
     // Programs are declared after the plugins, so that a name both use is refused here, with its line.
     if (config.role != tessera::NodeRole::worker)
       for (const auto& program : config.programs) {
@@ -204,8 +214,9 @@ int main(int argc, char** argv) {
                   : config.role == tessera::NodeRole::worker  ? "worker"
                                                               : "both")
               << ", " << config.plugins.size() << " plugin" << (config.plugins.size() == 1 ? "" : "s")
-              << " loaded, " << config.programs.size() << " program"
-              << (config.programs.size() == 1 ? "" : "s") << " declared)" << std::endl;
+              << " loaded, " << config.python_modules.size() << " Python module"
+              << (config.python_modules.size() == 1 ? "" : "s") << " imported, " << config.programs.size()
+              << " program" << (config.programs.size() == 1 ? "" : "s") << " declared)" << std::endl;
     return 0;
   }
 

@@ -35,6 +35,13 @@ struct ClusterOptions {
   std::uint64_t keep_freed_memory = 1ull << 30;
   // Where the simulation instances of a stream that does not say (StreamOptions::isolation) run.
   Isolation stream_isolation = Isolation::thread;
+  // Python modules whose @tessera.task functions and @tessera.simulation classes this cluster runs by
+  // name (files, absolute or relative to the working directory, or importable module names), as a node's
+  // [plugins] python. Imported once when the cluster starts, to learn their names (a module that fails
+  // to import is an error naming it); their code runs in the workers' interpreter processes.
+  std::vector<std::string> python_modules{};
+  // The interpreter for them: empty for this build's ($TESSERA_PYTHON when set).
+  std::string python_executable{};
   // The GPU devices (CUDA ordinals) workers hand to simulations that declare gpus. Empty: every device
   // this process finds. Worker i takes every `workers`-th of them from the i-th (a worker left without
   // one, when there are more workers than devices, shares device i mod count). The ordinals are not

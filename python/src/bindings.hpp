@@ -40,5 +40,6 @@ void bind_streams(py::module_& m);
 void bind_results(py::module_& m);
 void bind_arrays(py::module_& m);
 void bind_glm(py::module_& m);
+void bind_worker(py::module_& m);
 
 }  // namespace tessera::python

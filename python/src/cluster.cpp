@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "actors/python_modules.hpp"
 #include "bindings.hpp"
 #include "dashboard/status_json.hpp"
 #include "graph/printable.hpp"
@@ -84,6 +85,32 @@ void bind_cluster(py::module_& m) {
       "load_plugin", [](const std::string& path) { load_plugin(path); }, py::arg("path"),
       "Loads a plugin (a shared library built with tessera_add_plugin): its task functions, simulations "
       "and generators can then be submitted by name from this process.");
+  m.def(
+      "_register_python",
+      [](const std::vector<std::string>& modules, const std::string& executable,
+         const std::string& package_path) {
+        auto environment = python_environment(modules);
+        if (!executable.empty()) environment.executable = executable;
+        if (!package_path.empty()) environment.package_path = package_path;
+        PythonRegistration registered;
+        {
+          py::gil_scoped_release unlocked;  // the import runs in another interpreter, for seconds maybe
+          try {
+            registered =
+                register_python_modules(std::make_shared<const PythonEnvironment>(std::move(environment)));
+          } catch (const PythonModuleError& e) {
+            throw PluginError(e.what());
+          }
+        }
+        py::dict out;
+        out["tasks"] = registered.tasks;
+        out["simulations"] = registered.simulations;
+        out["generators"] = registered.generators;
+        return out;
+      },
+      py::arg("modules"), py::arg("executable") = "", py::arg("package_path") = "",
+      "Imports Python modules in a worker interpreter and registers their @tessera.task functions and "
+      "@tessera.simulation classes by name in this process (LocalCluster(python=) calls it).");
   m.def(
       "curve_keypair",
       [] {

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_tessera, m) {
   tessera::python::bind_results(m);
   tessera::python::bind_arrays(m);
   tessera::python::bind_glm(m);
+  tessera::python::bind_worker(m);
 }

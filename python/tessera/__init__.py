@@ -7,8 +7,10 @@ and GLMs, over Tessera's C++ client library.
         futures = client.map("square", range(10))
         print(client.gather(futures))
 
-Functions, simulations and generators are registered by name in C++ plugins (tessera_add_plugin);
-this package submits them by name and converts arguments and results to and from Python and NumPy.
+Functions, simulations and generators are registered by name, in Python modules a node imports
+(@tessera.task, @tessera.simulation, @tessera.generator; LocalCluster(python=[...])) or in C++ plugins
+(tessera_add_plugin); this package submits them by name and converts arguments and results to and from
+Python and NumPy.
 """
 
 from . import _tessera
@@ -53,6 +55,7 @@ from ._cluster import (
     zeros,
 )
 from ._delayed import Delayed, delayed
+from ._registry import generator, simulation, task
 from . import _bag as bag
 from . import _glm as glm
 from . import _frames  # noqa: F401  (adds to_numpy and to_pandas to ResultQuery, push_many to Stream)
@@ -64,5 +67,6 @@ __all__ = [
     "LocalCluster", "PluginError", "QueryError", "Record", "ResultQuery", "StoredResult", "Stream",
     "SubmissionError", "TaskFailed", "ValueTypeError", "as_completed", "bag", "compute", "concatenate",
     "current_client", "curve_keypair", "delayed", "from_npy", "from_numpy", "full", "functions", "glm", "linalg", "load_plugin",
-    "ones", "persist", "random", "register_program", "simulations", "to_npy", "where", "zeros",
+    "generator", "ones", "persist", "random", "register_program", "simulation", "simulations", "task", "to_npy",
+    "where", "zeros",
 ]

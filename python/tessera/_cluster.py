@@ -3,6 +3,7 @@ futures by registered name, streams, ensembles and result queries."""
 
 import json
 import os
+import sys
 import threading
 
 from . import _checks, _delayed, _tessera
@@ -23,10 +24,13 @@ class LocalCluster:
     """A scheduler and `workers` workers of `threads_per_worker` compute threads each, in this process.
 
     memory_limit is per worker: bytes, or a size such as "4GB"; past it results spill to data_dir.
-    plugins are loaded into this process first (see load_plugin)."""
+    plugins are loaded into this process first (see load_plugin). python names Python modules (files
+    or importable module names) whose @tessera.task functions and @tessera.simulation classes the
+    workers run by name, in interpreter processes of their own (this interpreter, this tessera package)."""
 
     def __init__(self, workers=1, threads_per_worker=0, memory_limit=0, plugins=(), *, data_dir="",
-                 dashboard="", actor_threads=0, memory_target_fraction=0.6, memory_pause_fraction=0.8):
+                 dashboard="", actor_threads=0, memory_target_fraction=0.6, memory_pause_fraction=0.8,
+                 python=()):
         workers = _checks.count("LocalCluster: workers", workers, 1, 4096)
         threads = _checks.count("LocalCluster: threads_per_worker", threads_per_worker, 0, 4096)
         limit = _checks.memory("LocalCluster: memory_limit", memory_limit)
@@ -37,6 +41,17 @@ class LocalCluster:
             plugins = [plugins]
         for plugin in plugins:
             _tessera.load_plugin(os.fspath(plugin))
+        if isinstance(python, (str, os.PathLike)):
+            python = [python]
+        python = [os.fspath(m) for m in python]
+        for m in python:
+            if not isinstance(m, str) or not m:
+                raise TypeError(f"LocalCluster: python takes files or module names, not {m!r}")
+        if python:
+            package = os.path.dirname(os.path.dirname(os.path.abspath(_tessera.__file__)))
+            self.python = _tessera._register_python(python, sys.executable, package)
+        else:
+            self.python = {"tasks": [], "simulations": [], "generators": []}
         self._cluster = _tessera._LocalCluster(
             workers, threads, limit, target, pause, _checks.text("LocalCluster: data_dir", data_dir),
             _checks.text("LocalCluster: dashboard", dashboard), actors)

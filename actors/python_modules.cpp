@@ -1,0 +1,256 @@
+#include "actors/python_modules.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "actors/python_task_pool.hpp"
+#include "graph/registry.hpp"
+#include "graph/simulation.hpp"
+
+extern char** environ;
+
+namespace tessera {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  std::string field;
+  std::istringstream in(text);
+  while (std::getline(in, field, separator)) out.push_back(field);
+  if (!text.empty() && text.back() == separator) out.emplace_back();
+  return out;
+}
+
+std::string module_list(const PythonEnvironment& environment) {
+  std::string out;
+  for (const auto& module : environment.modules) out += (out.empty() ? "" : ", ") + module;
+  return out;
+}
+
+// Runs `python -m tessera._worker --describe -- MODULES` and gives back what it wrote to descriptor 3.
+std::string run_describe(const PythonEnvironment& environment, std::chrono::seconds deadline) {
+  std::vector<std::string> argv_text{environment.executable, "-m", "tessera._worker", "--describe", "--"};
+  argv_text.insert(argv_text.end(), environment.modules.begin(), environment.modules.end());
+  std::vector<std::string> env_text;
+  std::string path = environment.package_path;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("PYTHONPATH=")) {
+      if (entry.size() > 11) path += (path.empty() ? "" : ":") + std::string(entry.substr(11));
+      continue;
+    }
+    env_text.emplace_back(entry);
+  }
+  if (!path.empty()) env_text.push_back("PYTHONPATH=" + path);
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw PythonModuleError(std::string("no pipe to a Python interpreter: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw PythonModuleError(std::string("no Python interpreter could be started: ") + std::strerror(error));
+  }
+  if (child == 0) {  // async-signal-safe calls only: the process has threads
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(0);
+    const int high = ::fcntl(pipe_fds[1], F_DUPFD, 16);
+    if (high < 0 || ::dup2(high, 3) < 0) ::_exit(126);
+    ::syscall(SYS_close_range, 4u, ~0u, 0u);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  std::string output;
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  bool timed_out = false;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd watched{pipe_fds[0], POLLIN, 0};
+    const int ready = ::poll(&watched, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[4096];
+    const ssize_t got = ::read(pipe_fds[0], buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    output.append(buffer, static_cast<std::size_t>(got));
+    if (output.size() > (std::size_t{64} << 20)) break;  // a module set does not register 64 MiB of names
+  }
+  ::close(pipe_fds[0]);
+  if (timed_out) ::kill(child, SIGKILL);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    throw PythonModuleError("importing the Python modules " + module_list(environment) +
+                            " took longer than " + std::to_string(deadline.count()) +
+                            " s; the interpreter was killed");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    throw PythonModuleError("the Python interpreter '" + environment.executable + "' could not be run");
+  for (const auto& line : split(output, '\n'))
+    if (line.starts_with("error\t")) {
+      std::string text = line.substr(6);
+      for (char& c : text)
+        if (c == '\x1f') c = '\n';
+      throw PythonModuleError(text);
+    }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw PythonModuleError("the Python interpreter '" + environment.executable + "' importing " +
+                            module_list(environment) + " " +
+                            (WIFSIGNALED(status)
+                                 ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                 : "exited with status " + std::to_string(WEXITSTATUS(status))) +
+                            " (is this build's tessera package on its path?)");
+  return output;
+}
+
+std::vector<std::string> names_field(const std::string& field) {
+  return field.empty() ? std::vector<std::string>{} : split(field, ',');
+}
+
+bool accepts_any(const Value&) {
+  return true;
+}
+
+}  // namespace
+
+bool python_supported() {
+#ifdef TESSERA_PYTHON_EXECUTABLE
+  return true;
+#else
+  return false;
+#endif
+}
+
+PythonEnvironment python_environment(const std::vector<std::string>& modules,
+                                     const std::string& base_directory) {
+  PythonEnvironment environment;
+#ifdef TESSERA_PYTHON_EXECUTABLE
+  environment.executable = TESSERA_PYTHON_EXECUTABLE;
+  // The build tree's package while it exists (tests, a build used in place), else the installed one.
+  std::error_code error;
+  environment.package_path = fs::exists(fs::path(TESSERA_PYTHON_BUILD_PATH) / "tessera" / "_worker.py", error)
+                                 ? TESSERA_PYTHON_BUILD_PATH
+                                 : TESSERA_PYTHON_INSTALLED_PATH;
+#endif
+  if (const char* chosen = std::getenv("TESSERA_PYTHON"); chosen && *chosen) environment.executable = chosen;
+  for (const auto& module : modules) {
+    const bool is_file = module.ends_with(".py") || module.find('/') != std::string::npos;
+    if (is_file && !base_directory.empty() && fs::path(module).is_relative())
+      environment.modules.push_back((fs::path(base_directory) / module).lexically_normal().string());
+    else if (is_file)
+      environment.modules.push_back(fs::absolute(module).lexically_normal().string());
+    else
+      environment.modules.push_back(module);
+  }
+  return environment;
+}
+
+PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironment> environment,
+                                           std::chrono::seconds deadline) {
+  if (environment->executable.empty())
+    throw PythonModuleError(
+        "this build of Tessera runs no Python code (it was built with TESSERA_PYTHON=OFF); "
+        "set TESSERA_PYTHON to an interpreter that has the tessera package");
+  PythonRegistration registered;
+  if (environment->modules.empty()) return registered;
+  const std::string output = run_describe(*environment, deadline);
+  auto pool = std::make_shared<PythonTaskPool>(environment);
+  for (const auto& line : split(output, '\n')) {
+    if (line.empty()) continue;
+    const auto fields = split(line, '\t');
+    const auto bad_line = [&] {
+      return PythonModuleError("the interpreter described " + module_list(*environment) +
+                               " in a line this node cannot read: " + line.substr(0, 200));
+    };
+    if (fields[0] == "task") {
+      if (fields.size() != 6) throw bad_line();
+      const std::string& name = fields[1];
+      const std::size_t arity = std::stoul(fields[2]);
+      if (const TaskFunction* known = Registry::global().find(name)) {
+        if (known->identity == fields[3]) {
+          registered.tasks.push_back(name);
+          continue;
+        }
+        throw PythonModuleError("task '" + name + "' of " + fields[4] + " (" + fields[3] +
+                                ") is already registered here by " + known->identity);
+      }
+      TaskFunction fn;
+      fn.name = name;
+      fn.argument_types.assign(arity, "any");
+      fn.argument_accepts.assign(arity, &accepts_any);
+      fn.result_type = "any";
+      fn.identity = fields[3];
+      fn.invoke = [pool, name](std::span<const Value> arguments) { return pool->call(name, arguments); };
+      Registry::global().add(std::move(fn), 0);
+      registered.tasks.push_back(name);
+    } else if (fields[0] == "simulation") {
+      if (fields.size() != 7) throw bad_line();
+      const std::string& name = fields[1];
+      if (const SimulationType* known = SimulationRegistry::global().find(name)) {
+        if (known->identity == fields[4]) {
+          registered.simulations.push_back(name);
+          continue;
+        }
+        throw PythonModuleError("simulation '" + name + "' of " + fields[5] + " (" + fields[4] +
+                                ") is already registered here by " + known->identity);
+      }
+      auto definition = std::make_shared<PythonDefinition>();
+      definition->environment = environment;
+      definition->parameters = names_field(fields[2]);
+      definition->outputs = names_field(fields[3]);
+      definition->module = fields[5];
+      definition->qualname = fields[6];
+      SimulationType type;
+      type.name = name;
+      type.parameter_type = "any";
+      type.result_type = "any";
+      if (!definition->parameters.empty()) type.arity = definition->parameters.size();
+      type.identity = fields[4];
+      type.python = std::move(definition);
+      type.make = [name](const Config&) -> std::unique_ptr<Simulation> {
+        throw std::logic_error("python simulation '" + name + "' runs in an interpreter process only");
+      };
+      SimulationRegistry::global().add(std::move(type));
+      registered.simulations.push_back(name);
+    } else if (fields[0] == "generator") {
+      registered.generators.push_back(fields[1]);  // run on workers by a later step (issue 43, point 5)
+    } else {
+      throw bad_line();
+    }
+  }
+  return registered;
+}
+
+}  // namespace tessera

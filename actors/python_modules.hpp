@@ -1,0 +1,44 @@
+// Python modules a node runs code from ([plugins] python, ClusterOptions::python_modules,
+// LocalCluster(python=)): they are imported once, in a short-lived interpreter, to learn what they
+// register (@tessera.task, @tessera.simulation, @tessera.generator); each name is then registered in this
+// process's registries as a compiled one is, so that clients, streams and the CLI use it by name. Their
+// code runs only in the workers' interpreter processes (actors/python_task_pool.hpp for task functions,
+// actors/simulation_process.hpp for simulations), never in the node's own process.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "graph/python_definition.hpp"
+
+namespace tessera {
+
+// A module that cannot be imported, a name already taken, no interpreter: the message names the module
+// and the Python exception.
+class PythonModuleError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// This build's interpreter ($TESSERA_PYTHON when set) and the `tessera` package beside it (the build
+// tree's, else the installed one), with `modules` (files are made absolute against `base_directory`).
+PythonEnvironment python_environment(const std::vector<std::string>& modules,
+                                     const std::string& base_directory = "");
+
+struct PythonRegistration {
+  std::vector<std::string> tasks, simulations, generators;
+};
+
+// Imports the modules in an interpreter of `environment` (for at most `deadline`) and registers what they
+// define. A name registered before by the same definition (the same module, name and source) is kept;
+// by another, refused. Throws PythonModuleError.
+PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironment> environment,
+                                           std::chrono::seconds deadline = std::chrono::seconds(120));
+
+// Whether this build can run Python code at all (it was built with TESSERA_PYTHON).
+bool python_supported();
+
+}  // namespace tessera

@@ -1,0 +1,27 @@
+// Python code a node was told to run ([plugins] python, ClusterOptions::python_modules): the interpreter
+// and modules that define it, and for each name what the node learned of it when it imported them. The
+// code itself runs only in interpreter processes of the worker's (actors/simulation_process.hpp), never in
+// a node's own process.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct PythonEnvironment {
+  std::string executable;            // the interpreter
+  std::string package_path;          // put first on PYTHONPATH: where this build's `tessera` package is
+  std::vector<std::string> modules;  // files (absolute paths) or importable module names, imported in order
+};
+
+struct PythonDefinition {
+  std::shared_ptr<const PythonEnvironment> environment;
+  std::string module, qualname;         // where it is defined, for messages
+  std::vector<std::string> parameters;  // a simulation's declared parameter names, if any
+  std::vector<std::string> outputs;     // a simulation's declared output names, if any
+  bool tasks = false;                   // the process that runs this module set's task functions
+};
+
+}  // namespace tessera

@@ -1,0 +1,194 @@
+"""A worker's Python process: `python3 -m tessera._worker MODE [NAME] -- MODULE...`.
+
+--describe          imports the modules and writes what they register to descriptor 3, one line each
+                    (the node registers them by name); an import that fails is written there as an error.
+--serve-simulation  runs one simulation's sets, fed by the worker over descriptor 3 (tessera._tessera._serve).
+--serve-tasks       runs the modules' task functions, each set being [name, *arguments].
+
+Started by the worker (actors/simulation_process.cpp), not by users."""
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+
+from . import _registry
+
+_MAX_TRACEBACK = 8192
+_MAX_FRAMES = 20
+
+
+def describe(exc, tb=None):
+    """The text a failed set carries: the exception's type and message, then a bounded traceback."""
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+    head = f"{name}: {exc}" if str(exc) else name
+    frames = traceback.format_tb(tb if tb is not None else exc.__traceback__)
+    # Our own frames (the call into the user's code) say nothing to the user.
+    frames = [f for f in frames if "tessera/_worker.py" not in f][-_MAX_FRAMES:]
+    tail = "".join(frames)
+    if len(tail) > _MAX_TRACEBACK:
+        tail = "...\n" + tail[-_MAX_TRACEBACK:]
+    return head + ("\nTraceback (most recent call last):\n" + tail.rstrip() if tail else "")
+
+
+def _import(module):
+    if module.endswith(".py") or os.sep in module:
+        path = os.path.abspath(module)
+        name = os.path.splitext(os.path.basename(path))[0]
+        directory = os.path.dirname(path)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)  # the file's siblings import as they would beside it
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None:
+            raise ImportError(f"{path} is not a Python file")
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[name] = loaded
+        spec.loader.exec_module(loaded)
+        return loaded
+    return importlib.import_module(module)
+
+
+def _import_all(modules):
+    for module in modules:
+        _import(module)
+
+
+def _digest(obj):
+    """What makes two nodes' definitions of a name the same: where it is and its module's source."""
+    try:
+        source = inspect.getsourcefile(obj) or inspect.getfile(obj)
+        with open(source, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return "unknown"
+
+
+def _identity(obj):
+    return f"python {obj.__module__}.{obj.__qualname__} source {_digest(obj)}"
+
+
+def _arity(fn):
+    """Positional parameters without defaults: what a call by name must give."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in signature.parameters.values() if p.kind in kinds and p.default is p.empty)
+
+
+def _names(cls, attribute):
+    names = getattr(cls, attribute, None)
+    if names is None:
+        return []
+    if isinstance(names, str) or not all(isinstance(n, str) and n and "," not in n and "\t" not in n
+                                         for n in names):
+        raise TypeError(f"{cls.__module__}.{cls.__qualname__}.{attribute} must be a list of names "
+                        f"(strings without commas), not {names!r}")
+    return list(names)
+
+
+def _describe(modules, out):
+    try:
+        _import_all(modules)
+        lines = []
+        for name, fn in _registry.tasks.items():
+            lines.append(["task", name, str(_arity(fn)), _identity(fn), fn.__module__, fn.__qualname__])
+        for name, cls in _registry.simulations.items():
+            for method in ("run",):
+                if not callable(getattr(cls, method, None)):
+                    raise TypeError(f"simulation '{name}' ({cls.__module__}.{cls.__qualname__}) has no {method}(p)")
+            lines.append(["simulation", name, ",".join(_names(cls, "parameters")),
+                          ",".join(_names(cls, "outputs")), _identity(cls), cls.__module__, cls.__qualname__])
+        for name, cls in _registry.generators.items():
+            lines.append(["generator", name, _identity(cls), cls.__module__, cls.__qualname__])
+        for line in lines:
+            out.write("\t".join(field.replace("\t", " ").replace("\n", " ") for field in line) + "\n")
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported to the node, named
+        text = describe(exc).replace("\t", " ").replace("\n", "\x1f")
+        out.write(f"error\t{text}\n")
+        out.flush()
+        return 1
+    out.flush()
+    return 0
+
+
+def _simulation_factory(name):
+    cls = _registry.simulations.get(name)
+    if cls is None:
+        raise LookupError(f"no module imported here registers simulation '{name}' "
+                          f"(it has: {', '.join(sorted(_registry.simulations)) or 'none'})")
+    parameters = _names(cls, "parameters")
+    outputs = _names(cls, "outputs")
+
+    def factory(config):
+        instance = cls(config)
+        run = instance.run
+
+        def run_set(p):
+            if parameters:
+                p = dict(zip(parameters, p.tolist() if hasattr(p, "tolist") else p))
+            result = run(p)
+            if isinstance(result, dict):
+                if not outputs:
+                    raise TypeError(f"simulation '{name}' returned a dict: declare its names as "
+                                    f"outputs = [...] on {cls.__qualname__} so results can be named")
+                missing = [k for k in outputs if k not in result]
+                if missing:
+                    raise KeyError(f"simulation '{name}' returned no {', '.join(map(repr, missing))} "
+                                   f"(its outputs are {outputs})")
+                return [float(result[k]) for k in outputs]
+            return result
+        return run_set
+    return factory
+
+
+def _tasks_factory(config):
+    functions = _registry.tasks
+
+    def call(job):
+        name, *arguments = job
+        fn = functions.get(name)
+        if fn is None:
+            raise LookupError(f"no module imported here registers task '{name}'")
+        return fn(*arguments)
+    return call
+
+
+def main(argv):
+    if "--" not in argv or len(argv) < 2:
+        sys.stderr.write(__doc__)
+        return 2
+    split = argv.index("--")
+    mode, rest, modules = argv[1], argv[2:split], argv[split + 1:]
+    if mode == "--describe":
+        with os.fdopen(3, "w", encoding="utf-8") as out:
+            return _describe(modules, out)
+    # The worker's job frames are on descriptor 3; nothing here may print to it.
+    from . import _tessera
+    try:
+        _import_all(modules)
+        if mode == "--serve-simulation":
+            factory = _simulation_factory(rest[0])
+        elif mode == "--serve-tasks":
+            factory = _tasks_factory
+        else:
+            sys.stderr.write(f"tessera._worker: unknown mode {mode}\n")
+            return 2
+        name = rest[0] if rest else "python tasks"
+    except BaseException as exc:  # noqa: BLE001 - every set then fails with this, named
+        text = describe(exc)
+
+        def factory(config, text=text):
+            raise RuntimeError(f"the Python modules could not be imported on this worker: {text}")
+        name = rest[0] if rest else "python tasks"
+    _tessera._serve(name, factory, describe)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,142 @@
+"""Python functions and simulation classes registered by name (@tessera.task, @tessera.simulation) and run
+in the workers' interpreter processes, against a LocalCluster and a real tessera-node process."""
+
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tessera
+from conftest import Node
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODULE = str(HERE / "worker_code.py")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with tessera.LocalCluster(workers=1, threads_per_worker=2, python=[MODULE]) as c:
+        yield c
+
+
+@pytest.fixture()
+def client(cluster):
+    with tessera.Client(cluster) as c:
+        yield c
+
+
+def test_the_cluster_says_what_the_module_registered(cluster, client):
+    assert {"square", "add3", "raises_on_seven", "segfault", "pid_after"} <= set(cluster.python["tasks"])
+    assert {"damped", "sleepy"} <= set(cluster.python["simulations"])
+    functions = {f["name"]: f for f in client.functions()}
+    assert functions["square"]["argument_types"] == ["any"]
+    assert functions["add3"]["argument_types"] == ["any"] * 3
+    assert functions["square"]["identity"].startswith("python worker_code.square source ")
+    simulations = {s["name"]: s for s in client.simulations()}
+    assert simulations["damped"]["parameters"] == ["omega", "zeta"]
+    assert simulations["damped"]["outputs"] == ["amplitude", "phase"]
+
+
+def test_python_tasks_run_by_name_in_processes_of_their_own(client):
+    assert client.gather(client.map("square", range(50))) == [i * i for i in range(50)]
+    assert client.submit("add3", 1, 2.5, client.submit("square", 3)).result(timeout=60) == 12.5
+    # Two compute threads: two interpreters at once, neither of them this one.
+    pids = set(client.gather(client.map("pid_after", [0.3] * 4)))
+    assert len(pids) == 2 and os.getpid() not in pids
+    # Started once and reused.
+    assert set(client.gather(client.map("pid_after", [0.3] * 4))) == pids
+    np.testing.assert_allclose(client.submit("column_sums", np.arange(6.0).reshape(3, 2)).result(timeout=60),
+                               [6.0, 9.0])
+
+
+def test_a_python_exception_fails_the_task_with_its_type_message_and_traceback(client):
+    futures = client.map("raises_on_seven", range(10))
+    with pytest.raises(tessera.TaskFailed) as failed:
+        futures[7].result(timeout=60)
+    assert failed.value.reason.startswith("ValueError: seven is not allowed (got 7)")
+    assert "worker_code.py" in failed.value.reason and "in raises_on_seven" in failed.value.reason
+    assert futures[6].result(timeout=60) == 6
+
+
+def test_a_crash_in_c_code_fails_that_task_and_the_worker_goes_on(client):
+    with pytest.raises(tessera.TaskFailed, match="SIGSEGV"):
+        client.submit("segfault", 1).result(timeout=60)
+    assert client.gather(client.map("square", range(20))) == [i * i for i in range(20)]
+
+
+def test_a_result_without_a_tessera_form_fails_naming_its_type(client):
+    with pytest.raises(tessera.TaskFailed, match="object"):
+        client.submit("not_a_value", 1).result(timeout=60)
+
+
+def test_a_python_simulation_streams_named_outputs_from_a_dataframe(client):
+    frame = pd.DataFrame({"omega": [0.0, 1.0, 2.0, -1.0, 4.0], "zeta": [0.5] * 5})
+    stream = client.stream("damped", config={"scale": 3.0})
+    stream.push_many(frame)
+    stream.close()
+    assert stream.wait(timeout=120)
+    table = client.results(stream).to_pandas()
+    done = table[~table.failed]
+    np.testing.assert_allclose(done.amplitude, [0.0, 3.0, 6.0, 12.0])
+    np.testing.assert_allclose(done.phase, [1.0] * 4)
+    failed = table[table.failed]
+    assert list(failed.id) == [3]
+    assert failed.error.iloc[0].startswith("ArithmeticError: omega -1.0 is negative")
+
+
+def test_a_python_simulation_past_its_timeout_is_killed_and_replaced(client):
+    stream = client.stream("sleepy", timeout=0.5, max_in_flight=8, pool_size=1)
+    for seconds in (0.0, 30.0, 0.0):
+        stream.push([seconds])
+    stream.close()
+    records = sorted(stream, key=lambda r: r.id)
+    assert [r.failed for r in records] == [False, True, False]
+    assert "timed out" in records[1].error or "timeout" in records[1].error
+    assert records[0].value != records[2].value  # a fresh interpreter after the kill
+
+
+def test_a_module_that_fails_to_import_is_refused_naming_it_and_its_exception():
+    with pytest.raises(tessera.PluginError, match=r"(?s)ZeroDivisionError.*broken_module\.py"):
+        tessera.LocalCluster(python=[str(HERE / "broken_module.py")])
+    with pytest.raises(tessera.PluginError, match="ModuleNotFoundError.*no_such_module_here"):
+        tessera.LocalCluster(python=["no_such_module_here"])
+
+
+def _node_config(python_line):
+    return ("[node]\nname = \"python-code-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+            f"[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npython = {python_line}\n")
+
+
+def test_a_node_runs_the_python_its_config_names(start_node):
+    # The module is importable by name (on PYTHONPATH, as a package would be installed).
+    env_path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = f"{HERE}:{env_path}"
+    try:
+        node = start_node(_node_config('["worker_code"]'))
+    finally:
+        os.environ["PYTHONPATH"] = env_path
+    with tessera.Client(node.endpoint, reconnect_timeout=5.0) as client:
+        assert client.gather(client.map("square", range(10))) == [i * i for i in range(10)]
+        with pytest.raises(tessera.TaskFailed, match="ValueError: seven"):
+            client.submit("raises_on_seven", 7).result(timeout=60)
+        stream = client.stream("damped")
+        stream.push_many(pd.DataFrame({"omega": [1.0, 2.0], "zeta": [0.0, 1.0]}))
+        stream.close()
+        assert stream.wait(timeout=120)
+        np.testing.assert_allclose(client.results(stream).to_numpy(), [[1.0, 0.0], [2.0, 2.0]])
+
+
+def test_a_node_whose_python_module_fails_to_import_does_not_start():
+    with tempfile.TemporaryDirectory() as directory:
+        config = pathlib.Path(directory) / "node.toml"
+        (pathlib.Path(directory) / "sims.py").write_text("import tessera\nraise RuntimeError('no licence')\n")
+        config.write_text(_node_config('["sims.py"]'))
+        ended = subprocess.run([os.environ["TESSERA_NODE_BINARY"], "--config", str(config)], capture_output=True,
+                               text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert ended.returncode == 2
+        assert "plugins.python" in ended.stderr and "RuntimeError: no licence" in ended.stderr
+        assert str(pathlib.Path(directory) / "sims.py") in ended.stderr
