@@ -143,6 +143,31 @@ bool accepts_any(const Value&) {
   return true;
 }
 
+// A pickled function from a client: [python version, cloudpickle version, the pickle's bytes].
+bool accepts_client_function(const Value& v) {
+  if (v.kind() != ValueKind::list) return false;
+  const auto& parts = v.as_list();
+  return parts.size() == 3 && parts[0].kind() == ValueKind::string && parts[1].kind() == ValueKind::string &&
+         parts[2].kind() == ValueKind::bytes;
+}
+
+void register_client_code(const std::shared_ptr<PythonTaskPool>& pool) {
+  for (std::size_t n = 0; n <= kMaxClientCodeArguments; ++n) {
+    const std::string name = std::string(kClientCodePrefix) + std::to_string(n);
+    if (Registry::global().find(name)) continue;
+    TaskFunction fn;
+    fn.name = name;
+    fn.argument_types.push_back("python function");
+    fn.argument_accepts.push_back(&accepts_client_function);
+    fn.argument_types.insert(fn.argument_types.end(), n, "any");
+    fn.argument_accepts.insert(fn.argument_accepts.end(), n, &accepts_any);
+    fn.result_type = "any";
+    fn.identity = "python code sent by a client (cloudpickle)";
+    fn.invoke = [pool, name](std::span<const Value> arguments) { return pool->call(name, arguments); };
+    Registry::global().add(std::move(fn), 0);
+  }
+}
+
 }  // namespace
 
 bool python_supported() {
@@ -184,9 +209,10 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
         "this build of Tessera runs no Python code (it was built with TESSERA_PYTHON=OFF); "
         "set TESSERA_PYTHON to an interpreter that has the tessera package");
   PythonRegistration registered;
+  auto pool = std::make_shared<PythonTaskPool>(environment);
+  register_client_code(pool);
   if (environment->modules.empty()) return registered;
   const std::string output = run_describe(*environment, deadline);
-  auto pool = std::make_shared<PythonTaskPool>(environment);
   for (const auto& line : split(output, '\n')) {
     if (line.empty()) continue;
     const auto fields = split(line, '\t');

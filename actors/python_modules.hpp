@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/python_definition.hpp"
@@ -35,8 +36,16 @@ struct PythonRegistration {
 // Imports the modules in an interpreter of `environment` (for at most `deadline`) and registers what they
 // define. A name registered before by the same definition (the same module, name and source) is kept;
 // by another, refused. Throws PythonModuleError.
+//
+// With no modules no interpreter is started. Either way the task functions that run Python code a client
+// sends (python:call/N, N arguments after the pickled function: tessera's Python client submits a callable
+// as one) are registered too, once per process, running in the same interpreters as the modules' tasks.
+// Whether a scheduler accepts them from its clients is its own decision (security.allow_client_code).
 PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironment> environment,
                                            std::chrono::seconds deadline = std::chrono::seconds(120));
+
+// The most arguments the client-code task functions take after the function (kClientCodePrefix).
+inline constexpr std::size_t kMaxClientCodeArguments = 16;
 
 // Whether this build can run Python code at all (it was built with TESSERA_PYTHON).
 bool python_supported();

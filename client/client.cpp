@@ -207,11 +207,13 @@ Future<Value> Client::submit_by_name(std::string_view name, std::vector<Arg> arg
   return Future<Value>(detail::ResultHandle(send({op}, {Watch{op->id(), 0, 1, 0}}, 1), 0));
 }
 
-std::vector<Future<Value>> Client::map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs) {
+std::vector<Future<Value>> Client::map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs,
+                                               std::vector<Value> leading) {
   const TaskFunction& function = function_named(name);
   const std::size_t n = inputs.empty() ? 0 : inputs.front().size();
   std::vector<Column> columns;
-  columns.reserve(inputs.size());
+  columns.reserve(leading.size() + inputs.size());
+  for (auto& value : leading) columns.push_back(Column::broadcast(Arg(std::move(value))));
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].size() != n)
       throw SubmissionError("map(" + function.name + "): input " + std::to_string(k) + " has " +

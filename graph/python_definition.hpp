@@ -6,9 +6,14 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
+
+// The task functions that run Python code a client sent (python:call/N: the pickled function, then N
+// arguments), registered by every process that can run Python (actors/python_modules.hpp).
+inline constexpr std::string_view kClientCodePrefix = "python:call/";
 
 struct PythonEnvironment {
   std::string executable;            // the interpreter

@@ -8,6 +8,7 @@
 #include "graph/definition_identity.hpp"
 #include "graph/errors.hpp"
 #include "graph/printable.hpp"
+#include "graph/python_definition.hpp"
 #include "graph/registry.hpp"
 #include "messages/chunk_codec.hpp"
 
@@ -269,6 +270,9 @@ tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames, c
     }
     if (!fn)
       throw WireError("operation " + std::to_string(in.getId()) + ": unknown task function '" + name + "'");
+    if (!limits.client_code_refused.empty() && name.starts_with(kClientCodePrefix))
+      throw WireError("operation " + std::to_string(in.getId()) + " (" + name +
+                      "): " + limits.client_code_refused);
     if (differs && !limits.differing_functions_fail_tasks)
       throw WireError(definitions_differ("task function", printable(name, 200), "the client",
                                          printable(identity, 300), "the scheduler", fn->identity));

@@ -51,6 +51,9 @@ struct DecodeLimits {
   // both definitions; true (a worker reading the scheduler's assignment) a stand-in whose tasks fail
   // with that reason, so the tasks end instead of waiting on a dropped message.
   bool differing_functions_fail_tasks = false;
+  // Non-empty: an operation of Python code sent by a client (python:call/N) is a WireError with this
+  // reason (a scheduler whose security.allow_client_code is off).
+  std::string client_code_refused{};
 };
 
 void encode(const tessera::Value& value, Value::Builder out, Attachments& attachments,

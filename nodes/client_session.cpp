@@ -100,6 +100,7 @@ void ClientSession::on(Request<Envelope::SUBMIT>, const Peer& peer, GatewayClien
   try {
     wire::DecodeLimits limits;
     limits.max_tasks = g_.options.limits.max_slots_per_submission;
+    limits.client_code_refused = g_.options.limits.client_code_refused;
     submit = wire::decode(in, message.frames(), map_id, limits);
   } catch (const std::exception& e) {
     refuse_submission(g_, peer, sink_id, printable(e.what(), 400));

@@ -619,6 +619,12 @@ const std::vector<KeySpec>& key_specs() {
        "true: listen beyond loopback without CURVE (anyone who reaches the port may join as a worker or "
        "client); logged as a warning at every start",
        store(&NodeConfig::allow_insecure, read_bool)},
+      {"security.allow_client_code", "boolean", "true when scheduler.listen is loopback, else false",
+       "whether the scheduler runs Python functions, lambdas and classes that clients send (pickled with "
+       "cloudpickle: client.submit(fn), client.map(lambda x: ...)). Code sent by a client runs as this "
+       "node's user on every worker. Beyond loopback it can be turned on only with security.curve (so only "
+       "authenticated clients send code); a refused submission names this key",
+       [](auto& n, auto& c, auto& cx, std::string_view key) { c.allow_client_code = read_bool(n, cx, key); }},
       {"security.authorize_any", "boolean", "false",
        "true: with curve on and authorized_keys empty, accept any CURVE key (encrypted, not authenticated); "
        "logged as a warning at every start",
@@ -744,6 +750,11 @@ void check_together(NodeConfig& c, const Context& cx,
                          ") is not a loopback address and security.curve is off: connections are neither "
                          "authenticated nor encrypted (security.allow_insecure = true)");
   }
+  if (scheduler && c.allow_client_code.value_or(false) && !c.curve && !is_loopback_endpoint(c.listen))
+    fail(cx, at("security.allow_client_code"),
+         "key 'security.allow_client_code' = true with scheduler.listen (" + quote_excerpt(c.listen) +
+             ") beyond loopback and security.curve off: anyone who reaches the port could run code on every "
+             "worker. Turn security.curve on, so that only authenticated clients can");
   check_dashboard(c, cx, at);
   if (c.authorize_any && !c.authorized_keys.empty())
     fail(cx, at("security.authorize_any"),
@@ -789,6 +800,10 @@ void check_together(NodeConfig& c, const Context& cx,
 }
 
 }  // namespace
+
+bool client_code_allowed(const NodeConfig& config) {
+  return config.allow_client_code.value_or(is_loopback_endpoint(config.listen));
+}
 
 std::string config_excerpt(std::string_view text, std::size_t limit) {
   return printable(text, limit);  // the rule every log line and error of a node follows

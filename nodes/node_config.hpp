@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -52,6 +53,10 @@ struct NodeLimits {
 // threads_per_worker of 0 counts as this machine's cores). Past it thread creation fails and aborts.
 inline constexpr std::uint64_t kMaxComputeThreadsPerNode = 4096;
 
+struct NodeConfig;
+// security.allow_client_code as it applies: its value, or when unset whether scheduler.listen is loopback.
+bool client_code_allowed(const NodeConfig& config);
+
 struct NodeConfig {
   std::string name;                                 // node.name: shown by `tessera workers`
   NodeRole role = NodeRole::both;                   // node.role
@@ -86,6 +91,7 @@ struct NodeConfig {
   std::string scheduler_public_key_from_file;       // security.scheduler_public_key_file's key
   bool allow_insecure = false;                      // security.allow_insecure
   bool authorize_any = false;                       // security.authorize_any
+  std::optional<bool> allow_client_code;            // security.allow_client_code (unset: loopback decides)
   NodeLimits limits;                                // [limits]
   std::vector<DeclaredProgram> programs;            // [simulations.NAME]: programs run as simulations
   bool dashboard = false;                           // a [dashboard] section is present: serve it

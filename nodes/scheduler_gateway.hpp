@@ -35,6 +35,9 @@ struct GatewayLimits {
   std::uint32_t max_queries_per_client = 4;    // results queries one client may have waiting at once
   std::uint32_t max_streams_per_client = 256;  // limits.max_streams_per_client: open at once
   std::uint32_t max_clients = 4096;            // limits.max_clients: connected at once
+  // Non-empty: submissions of Python code (python:call/N) are refused with this reason
+  // (security.allow_client_code off).
+  std::string client_code_refused{};
 };
 
 struct GatewayOptions {

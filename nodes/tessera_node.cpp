@@ -127,6 +127,16 @@ bool stop_requested(StopState& state) {
 }
 
 // A ZeroMQ failure to bind a listen address is the config's: named by its key, exit 2.
+// What a client that sends Python code is told when this scheduler runs none (empty: it does).
+std::string client_code_refusal(const tessera::NodeConfig& config) {
+  if (tessera::client_code_allowed(config)) return {};
+  return "this scheduler runs no code sent by clients: security.allow_client_code is " +
+         std::string(config.allow_client_code ? "false in " + config.source
+                                              : "off by default for scheduler.listen beyond loopback") +
+         " (name a function registered on the cluster instead, or ask the operator to turn it on, with "
+         "security.curve)";
+}
+
 [[noreturn]] void refuse_listen(const tessera::NodeConfig& config, std::string_view key,
                                 const std::string& address, const zmq::error_t& e) {
   throw tessera::ConfigError(tessera::config_key_location(config, key) + " (\"" +
@@ -180,7 +190,7 @@ int main(int argc, char** argv) {
                                    tessera::config_excerpt(plugin) +
                                    "\" cannot be loaded: " + tessera::config_excerpt(dlerror(), 200));
     // Python modules after the plugins: a name both define is refused here, naming the module.
-    if (!config.python_modules.empty()) {
+    if (!config.python_modules.empty() || tessera::python_supported()) {
       try {
         tessera::register_python_modules(std::make_shared<const tessera::PythonEnvironment>(
             tessera::python_environment(config.python_modules)));
@@ -348,7 +358,8 @@ int main(int argc, char** argv) {
                                                  .max_worker_threads = limits.max_worker_threads,
                                                  .max_worker_memory = limits.max_worker_memory,
                                                  .max_streams_per_client = limits.max_streams_per_client,
-                                                 .max_clients = limits.max_clients}});
+                                                 .max_clients = limits.max_clients,
+                                                 .client_code_refused = client_code_refusal(config)}});
       } catch (const zmq::error_t& e) {
         refuse_listen(config, "scheduler.listen", config.listen, e);
       }

@@ -13,7 +13,7 @@ packages=(
   libnetfilter-queue-dev
   zlib1g-dev libssl-dev
   libjs-chart.js
-  python3 python3-dev pybind11-dev python3-pybind11
+  python3 python3-dev pybind11-dev python3-pybind11 python3-cloudpickle
 )
 # What the test suite, the examples and the benches run besides (a browser, Slurm, MPI, LAMMPS, Python's
 # scientific stack, network namespaces): not needed by the main job, so `--main` leaves them out.

@@ -159,7 +159,9 @@ class Client {
   // until this one is done.
   Future<Value> submit_by_name(std::string_view name, std::vector<Arg> args);
   // One task per element: inputs[k] holds the k-th argument of every task (all of one length).
-  std::vector<Future<Value>> map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs);
+  // `leading`: arguments every task gets first, sent once (a Python client's pickled function).
+  std::vector<Future<Value>> map_by_name(std::string_view name, std::vector<std::vector<Arg>> inputs,
+                                         std::vector<Value> leading = {});
 
   // What the cluster can run, as its scheduler has it registered: task functions with their signatures
   // and identities (graph/definition_identity.hpp), and the simulations streams may name.

@@ -52,10 +52,16 @@ PyFuture submit(const ClientPtr& owner, const std::string& name, const py::args&
   return PyFuture{owner, std::move(future), name, std::move(inputs)};
 }
 
-std::vector<PyFuture> map(const ClientPtr& owner, const std::string& name, const py::args& iterables) {
+std::vector<PyFuture> map(const ClientPtr& owner, const std::string& name, const py::args& iterables,
+                          const py::kwargs& options) {
   if (iterables.size() == 0) throw SubmissionError("map(" + in_quotes(name) + "): no input to map over");
   std::vector<std::vector<Arg>> inputs;
   py::list kept;
+  // leading=[...]: literal arguments every task gets first, sent once (a pickled function).
+  std::vector<Value> leading;
+  if (options.contains("leading"))
+    for (auto item : py::reinterpret_borrow<py::sequence>(options["leading"]))
+      leading.push_back(to_value(item, "a leading argument of map(" + in_quotes(name) + ")"));
   for (std::size_t k = 0; k < iterables.size(); ++k) {
     const std::string where = "input " + std::to_string(k) + " of map(" + in_quotes(name) + ")";
     py::handle iterable = iterables[k];
@@ -70,7 +76,7 @@ std::vector<PyFuture> map(const ClientPtr& owner, const std::string& name, const
   }
   std::vector<Future<Value>> futures = [&] {
     py::gil_scoped_release released;
-    return owner->client.map_by_name(name, std::move(inputs));
+    return owner->client.map_by_name(name, std::move(inputs), std::move(leading));
   }();
   std::vector<PyFuture> out;
   out.reserve(futures.size());

@@ -1,10 +1,11 @@
-"""tessera.bag: a sequence split into partitions, mapped, filtered and folded by registered task functions, as
-dask.bag's are. Steps are recorded; compute() runs them: each mapped element is one task (a delayed call), a
-filter's predicates run first and decide what goes on, and a fold is one chain of calls per partition and a
-tree of `combine` calls over the partitions.
+"""tessera.bag: a sequence split into partitions, mapped, filtered and folded by task functions (registered
+names or Python callables), as dask.bag's are. Steps are recorded; compute() runs them: each mapped element
+is one task (a delayed call), a filter's predicates run first and decide what goes on, and a fold is one
+chain of calls per partition and a tree of `combine` calls over the partitions.
 
     b = tessera.bag.from_sequence(range(100), npartitions=10)
     b.map("square").filter("is_even").fold("add").compute()
+    b.map(lambda x: x + 1).filter(lambda x: x % 3 == 0).fold(operator.add).compute()
 """
 
 from . import _checks
@@ -44,11 +45,11 @@ class Bag:
         return len(self._partitions)
 
     def map(self, function):
-        """Each element through the task function registered as `function`."""
+        """Each element through `function` (a registered name or a Python callable)."""
         return Bag(self._partitions, self._steps + (("map", delayed(function)),))
 
     def filter(self, predicate):
-        """The elements for which the task function registered as `predicate` is true."""
+        """The elements for which `predicate` (a registered name or a Python callable) is true."""
         return Bag(self._partitions, self._steps + (("filter", delayed(predicate)),))
 
     def fold(self, binop, combine=None, initial=_NO_INITIAL):

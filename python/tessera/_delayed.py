@@ -1,16 +1,16 @@
-"""tessera.delayed: calls of registered task functions made lazily, as dask.delayed's are. Nothing runs until
+"""tessera.delayed: calls of task functions (registered names or Python callables) made lazily, as dask.delayed's are. Nothing runs until
 the values are computed (tessera.compute, Client.compute, .compute()) or persisted (Client.persist): then
 each call becomes one task, its delayed arguments the futures of the tasks before it, all sent at once, and a
 call shared by several values runs once.
 
     inc = tessera.delayed("inc")
-    total = tessera.delayed("add")(inc(1), inc(2))
+    total = tessera.delayed(lambda a, b: a + b)(inc(1), inc(2))
     total.compute()  # 5
 """
 
 import itertools
 
-from . import _checks
+from . import _checks, _client_code
 
 _keys = itertools.count()
 
@@ -24,7 +24,7 @@ class Delayed:
     def __init__(self, function, args, future=None):
         self._function = function
         self._args = args
-        self._key = "%s-%d" % (function, next(_keys))
+        self._key = "%s-%d" % (_label(function), next(_keys))
         self._future = future
 
     @property
@@ -52,11 +52,16 @@ class _DelayedFunction:
         for i, arg in enumerate(args):
             if isinstance(arg, (list, tuple, set, dict)) and any(_holds_delayed(x) for x in _items(arg)):
                 raise TypeError("argument %d of delayed(%r): a %s holding delayed values; pass each as an "
-                                "argument of its own" % (i, self._name, type(arg).__name__))
+                                "argument of its own" % (i, _label(self._name), type(arg).__name__))
         return Delayed(self._name, args)
 
     def __repr__(self):
-        return "delayed(%r)" % self._name
+        return "delayed(%r)" % _label(self._name)
+
+
+def _label(function):
+    """A registered name as itself, a callable by its name ('<lambda>' for a lambda)."""
+    return function if isinstance(function, str) else getattr(function, "__name__", type(function).__name__)
 
 
 def _items(container):
@@ -72,11 +77,14 @@ def _holds_delayed(value):
 
 
 def delayed(function):
-    """A delayed version of the task function registered as `function` (by a C++ plugin, or on the cluster):
-    calling it records the call and returns a Delayed."""
+    """A delayed version of `function`: the name of a task function the cluster has (from a plugin or a
+    Python module it imported), or a Python callable (pickled with cloudpickle when computed, run by the
+    workers). Calling it records the call and returns a Delayed."""
+    if _client_code.is_code(function):
+        return _DelayedFunction(function)
     if not isinstance(function, str):
-        raise TypeError("tessera.delayed: give the name a task function is registered under (such as 'inc'); "
-                        "got %s" % type(function).__name__)
+        raise TypeError("tessera.delayed: give a callable or the name a task function is registered under "
+                        "(such as 'inc'); got %s" % type(function).__name__)
     return _DelayedFunction(_checks.text("delayed: function", function))
 
 
@@ -84,6 +92,7 @@ def submit_all(values, client):
     """Sends every call the delayed `values` need, each once (their own order: arguments first); the futures
     of `values`, in order."""
     futures = {}  # id(Delayed) -> Future
+    headers = {}  # id(callable) -> its pickled form, made once per computation
 
     def future_of(root):
         # Depth-first without recursion: a chain of a hundred thousand calls is a long list, not a deep stack.
@@ -101,7 +110,7 @@ def submit_all(values, client):
                              if isinstance(arg, Delayed) and id(arg) not in futures)
                 continue
             args = [futures[id(a)] if isinstance(a, Delayed) else a for a in node._args]
-            futures[id(node)] = client.submit(node._function, *args)
+            futures[id(node)] = client._submit(node._function, args, headers)
         return futures[id(root)]
 
     return [future_of(v) for v in values]

@@ -147,11 +147,49 @@ def _simulation_factory(name):
     return factory
 
 
+CLIENT_CODE = "python:call/"
+_MAX_CACHED_CLIENT_FUNCTIONS = 256
+
+
+def versions():
+    """What a client's pickled function must have been made with: Python major.minor, cloudpickle."""
+    try:
+        import cloudpickle
+        pickler = cloudpickle.__version__
+    except ImportError:
+        pickler = "none"
+    return f"{sys.version_info.major}.{sys.version_info.minor}", pickler
+
+
+def _client_code_caller():
+    ours = versions()
+    loaded = {}
+
+    def call(header, *arguments):
+        python, pickler, payload = header
+        if (python, pickler) != ours:
+            raise RuntimeError(f"the client pickled this function with Python {python} and cloudpickle {pickler}; "
+                               f"this worker runs Python {ours[0]} with cloudpickle {ours[1]}: run the client with "
+                               "the workers' Python and cloudpickle versions")
+        fn = loaded.get(payload)
+        if fn is None:
+            import pickle
+            fn = pickle.loads(payload)  # cloudpickle's output is a pickle: its loads is pickle's
+            if len(loaded) >= _MAX_CACHED_CLIENT_FUNCTIONS:
+                loaded.clear()
+            loaded[payload] = fn
+        return fn(*arguments)
+    return call
+
+
 def _tasks_factory(config):
     functions = _registry.tasks
+    client_code = _client_code_caller()
 
     def call(job):
         name, *arguments = job
+        if name.startswith(CLIENT_CODE):
+            return client_code(*arguments)
         fn = functions.get(name)
         if fn is None:
             raise LookupError(f"no module imported here registers task '{name}'")

@@ -140,3 +140,65 @@ def test_a_node_whose_python_module_fails_to_import_does_not_start():
         assert ended.returncode == 2
         assert "plugins.python" in ended.stderr and "RuntimeError: no licence" in ended.stderr
         assert str(pathlib.Path(directory) / "sims.py") in ended.stderr
+
+
+def test_python_callables_from_the_client_run_on_the_workers(client):
+    offset = 10
+    assert client.submit(lambda x, y: x * y + 1, 3, 4).result(timeout=60) == 13
+    assert client.gather(client.map(lambda x: x + offset, range(5))) == [10, 11, 12, 13, 14]
+    assert client.gather(client.map(pow, [2, 3], [3, 2])) == [8, 9]
+    inc = tessera.delayed(lambda x: x + 1)
+    total = tessera.delayed(lambda a, b: a + b)(inc(1), tessera.delayed("square")(3))
+    assert total.compute(client) == 11
+    bag = tessera.bag.from_sequence(range(100), npartitions=10)
+    assert bag.map(lambda x: x + 1).filter(lambda x: x % 3 == 0).fold(lambda a, b: a + b).compute(client) == \
+        sum(x + 1 for x in range(100) if (x + 1) % 3 == 0)
+    with pytest.raises(tessera.TaskFailed, match="ZeroDivisionError"):
+        client.submit(lambda x: 1 / x, 0).result(timeout=60)
+
+
+def test_what_cannot_be_sent_is_refused_at_submit_naming_it(client):
+    import threading
+
+    lock = threading.Lock()
+
+    def uses_lock(x):
+        with lock:
+            return x
+
+    with pytest.raises(TypeError, match=r"uses_lock cannot be sent to the workers: its closure variable 'lock' "
+                                        r"\(a _thread.lock\)"):
+        client.submit(uses_lock, 1)
+    with pytest.raises(TypeError, match="at most 16 arguments"):
+        client.submit(lambda *a: a, *range(17))
+
+
+def test_a_worker_names_a_python_or_cloudpickle_version_it_does_not_run(client):
+    import pickle
+    with pytest.raises(tessera.TaskFailed, match=r"pickled this function with Python 2\.7 and cloudpickle 0\.1; "
+                                                 r"this worker runs Python 3\.\d+"):
+        client._open().submit("python:call/1", ["2.7", "0.1", pickle.dumps(abs)], -1).result(timeout=60)
+
+
+def test_a_loopback_node_runs_client_code_and_a_closed_one_refuses_it_naming_the_key(start_node):
+    node = start_node(_node_config("[]"))
+    with tessera.Client(node.endpoint, reconnect_timeout=5.0) as client:
+        assert client.gather(client.map(lambda x: -x, range(3))) == [0, -1, -2]
+    closed = start_node(_node_config("[]") + "[security]\nallow_client_code = false\n")
+    with tessera.Client(closed.endpoint, reconnect_timeout=5.0) as client:
+        # The scheduler refuses the submission as it arrives; the future says why.
+        with pytest.raises(tessera.TaskFailed, match="refused.*security.allow_client_code is false"):
+            client.submit(lambda x: x, 1).result(timeout=60)
+        # The client goes on: the workers could run it, only this scheduler takes none from clients.
+        assert "python:call/1" in {f["name"] for f in client.functions()}
+
+
+def test_client_code_beyond_loopback_needs_curve():
+    with tempfile.TemporaryDirectory() as directory:
+        config = pathlib.Path(directory) / "node.toml"
+        config.write_text("[node]\nname = \"open\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://0.0.0.0:0\"\n"
+                          "[security]\nallow_insecure = true\nallow_client_code = true\n")
+        ended = subprocess.run([os.environ["TESSERA_NODE_BINARY"], "--check-config", "--config", str(config)],
+                               capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert ended.returncode == 2
+        assert "allow_client_code" in ended.stderr and "security.curve" in ended.stderr
