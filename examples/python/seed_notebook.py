@@ -1,68 +1,122 @@
 #!/usr/bin/env python3
-"""The seed notebook in Python: the costly simulation as futures, then as a stream, the stored results
-queried, and a matplotlib histogram of them (results.png).
+"""The seed notebook (Dask's "embarrassingly parallel workloads") with `dask` replaced by `tessera`: the
+costly simulation is a Python function, run lazily (delayed, compute, persist), as futures (submit, map,
+gather) and as a bag of 100 partitions; then the same simulation as a Python class streamed from the
+DataFrame, its stored results queried, and a histogram of them (results.png).
 
     PYTHONPATH=build/python python3 examples/python/seed_notebook.py
 """
 
 import argparse
-import pathlib
+import random
 import sys
+import time
 
 import matplotlib
 
 matplotlib.use("Agg")  # a file, not a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import tessera  # noqa: E402
+from tessera import Client  # noqa: E402
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+MAX_SLEEP = 1.0  # the notebook sleeps up to a second per call; --max-sleep shortens it
+
+
+def costly_simulation(list_param):
+    time.sleep(random.random() * MAX_SLEEP)
+    return sum(list_param)
+
+
+@tessera.simulation("costly_class")
+class CostlySimulation:
+    """The same work as a simulation class: built once per simulation instance, then run per parameter set
+    of a stream, each result stored as it arrives. `parameters` names the DataFrame's columns."""
+
+    parameters = ["param_a", "param_b", "param_c", "param_d"]
+
+    def __init__(self, config):
+        self.max_sleep = config.get("max_sleep", 1.0)
+
+    def run(self, p):
+        time.sleep(random.random() * self.max_sleep)
+        return sum(p.values())
 
 
 def main():
+    global MAX_SLEEP
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plugin", default=str(REPOSITORY / "build/lib/libtessera_examples.so"))
     parser.add_argument("--sets", type=int, default=500)
+    parser.add_argument("--max-sleep", type=float, default=1.0)
+    parser.add_argument("--workers", type=int, default=10, help="what cluster.scale asks for")
     parser.add_argument("--plot", default="results.png")
     args = parser.parse_args()
+    MAX_SLEEP = args.max_sleep
 
-    with tessera.LocalCluster(workers=4, threads_per_worker=4, plugins=[args.plugin]) as cluster, \
-            tessera.Client(cluster) as client:
-        rng = np.random.default_rng(0)
-        parameters = rng.random((args.sets, 4))
+    # [1] The client and its own cluster, sized as Dask's is; this file is the module its workers import
+    # (for the simulation class below; functions need no module: they are pickled).
+    client = Client(threads_per_worker=4, n_workers=1, python=[__file__])
+    print(client)
 
-        # 1. Futures: one task per parameter set, results as they finish.
-        futures = client.map("costly_simulation", list(parameters))
-        by_future = {f.key: f.result() for f in tessera.as_completed(futures)}
-        gathered = np.array(client.gather(futures))
-        assert len(by_future) == args.sets
-        np.testing.assert_allclose(gathered, parameters.sum(axis=1))
-        print(f"futures: {args.sets} results, mean {gathered.mean():.4f}")
+    input_params = pd.DataFrame(np.random.default_rng(0).random(size=(args.sets, 4)),
+                                columns=["param_a", "param_b", "param_c", "param_d"])
+    expected = input_params.values.sum(axis=1)
 
-        # 2. A stream: the same sets through simulation actors, each result stored as it arrives.
-        with client.stream("costly_simulation", config={"max_sleep": 0.01}) as stream:
-            stream.push_many(parameters)
-        streamed = {record.id: record.value for record in stream}
-        print(f"stream {stream.id}: {len(streamed)} results")
+    # [8-11] Delayed calls, computed together.
+    lazy_results = [tessera.delayed(costly_simulation)(parameters) for parameters in input_params.values[:10]]
+    print(lazy_results[0])
+    np.testing.assert_allclose(tessera.compute(*lazy_results), expected[:10])
 
-        # 3. The query: counts and a summary from the store, and the results as a DataFrame.
-        results = client.results(stream)
-        print(f"results > 2: {results.where('result > 2').count()} of {results.count()}")
-        frame = results.to_pandas()
-        print(frame.describe().loc[["mean", "min", "max"], ["result"]])
+    # [12-14] All of them persisted in the background, more workers, then the results.
+    lazy_results = [tessera.delayed(costly_simulation)(parameters) for parameters in input_params.values]
+    futures = tessera.persist(*lazy_results)
+    client.cluster.scale(args.workers)
+    results = tessera.compute(*futures)
+    np.testing.assert_allclose(results, expected)
+    print(f"delayed: {len(results)} results, first {results[0]:.4f}")
 
-        # 4. The plot.
-        figure, axes = plt.subplots(figsize=(7, 4))
-        axes.hist(frame["result"], bins=30, color="#3b6ea8")
-        axes.axvline(2.0, color="#c44", linestyle="--", label="result = 2")
-        axes.set_xlabel("sum of the four parameters")
-        axes.set_ylabel("parameter sets")
-        axes.set_title(f"costly_simulation: {len(frame)} results of stream {stream.id}")
-        axes.legend()
-        figure.tight_layout()
-        figure.savefig(args.plot, dpi=100)
-        print(f"wrote {args.plot}")
+    # [15-18] Futures: submit, gather, map.
+    futures = [client.submit(costly_simulation, parameters) for parameters in input_params.values]
+    results = client.gather(futures)
+    futures = client.map(costly_simulation, input_params.values)
+    results = client.gather(futures)
+    np.testing.assert_allclose(results, expected)
+    print(f"futures: {len(results)} results")
+
+    # [20-23] Analysis with pandas.
+    output = input_params.copy()
+    output["result"] = pd.Series(results, index=output.index)
+    print(f"mean {output['result'].mean():.4f}; results > 2: {len(output[output['result'] > 2])}")
+
+    # A bag of 100 partitions.
+    bag = tessera.bag.from_sequence(input_params.values.tolist(), npartitions=100)
+    bagged = bag.map(costly_simulation).compute()
+    np.testing.assert_allclose(bagged, expected)
+    print(f"bag: {len(bagged)} results in {bag.npartitions} partitions")
+
+    # Beyond the notebook: the simulation class as a stream from the DataFrame, every result durable.
+    with client.stream("costly_class", config={"max_sleep": args.max_sleep}) as stream:
+        stream.push_many(input_params)
+    streamed = {record.id: record.value for record in stream}
+    print(f"stream {stream.id}: {len(streamed)} results")
+    stored = client.results(stream)
+    print(f"results > 2: {stored.where('result > 2').count()} of {stored.count()}")
+    frame = stored.to_pandas()
+    np.testing.assert_allclose(frame.sort_values("id")["result"], expected)
+
+    figure, axes = plt.subplots(figsize=(7, 4))
+    axes.hist(frame["result"], bins=30, color="#3b6ea8")
+    axes.axvline(2.0, color="#c44", linestyle="--", label="result = 2")
+    axes.set_xlabel("sum of the four parameters")
+    axes.set_ylabel("parameter sets")
+    axes.set_title(f"costly_simulation: {len(frame)} results of stream {stream.id}")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(args.plot, dpi=100)
+    print(f"wrote {args.plot}")
+    client.close()
     return 0
 
 

@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 
-from . import _checks, _delayed, _tessera
+from . import _checks, _client_code, _delayed, _tessera
 
 _current = threading.local()
 _last = [None]
@@ -47,11 +47,9 @@ class LocalCluster:
         for m in python:
             if not isinstance(m, str) or not m:
                 raise TypeError(f"LocalCluster: python takes files or module names, not {m!r}")
-        if python:
-            package = os.path.dirname(os.path.dirname(os.path.abspath(_tessera.__file__)))
-            self.python = _tessera._register_python(python, sys.executable, package)
-        else:
-            self.python = {"tasks": [], "simulations": [], "generators": []}
+        # Python code (the modules', and functions this process sends) runs in this interpreter's kind.
+        package = os.path.dirname(os.path.dirname(os.path.abspath(_tessera.__file__)))
+        self.python = _tessera._register_python(python, sys.executable, package)
         self._cluster = _tessera._LocalCluster(
             workers, threads, limit, target, pause, _checks.text("LocalCluster: data_dir", data_dir),
             _checks.text("LocalCluster: dashboard", dashboard), actors)
@@ -152,13 +150,13 @@ class Client:
     """Submits work to a LocalCluster, or to a scheduler node at "tcp://host:port" (with CURVE keys
     when the node has them), or to the one a client config names (config=, as `tessera slurm` writes
     it; inside `tessera slurm -- COMMAND`, TESSERA_CLIENT_CONFIG names it). With none of these, starts a
-    LocalCluster of its own.
+    LocalCluster of its own (Dask's Client(n_workers=, threads_per_worker=, python=) sizes it).
 
-    Functions are found by name in this process's registry: load their plugin first (plugins=)."""
+    Functions are Python callables, or names: of this process's registry (plugins=), or the cluster's."""
 
     def __init__(self, address=None, *, name="python-client", public_key="", secret_key="",
                  scheduler_public_key="", heartbeat_timeout=3.0, reconnect_timeout=30.0, plugins=(),
-                 config=None):
+                 config=None, n_workers=None, threads_per_worker=0, python=()):
         if config is None and address is None and os.environ.get("TESSERA_CLIENT_CONFIG"):
             config = os.environ["TESSERA_CLIENT_CONFIG"]
         if config is not None:
@@ -174,7 +172,13 @@ class Client:
             _tessera.load_plugin(os.fspath(plugin))
         self._own_cluster = None
         if address is None:
-            self._own_cluster = address = LocalCluster()
+            self._own_cluster = address = LocalCluster(
+                workers=1 if n_workers is None else n_workers, threads_per_worker=threads_per_worker,
+                python=python)
+        elif n_workers is not None or threads_per_worker or python:
+            raise ValueError("Client: n_workers, threads_per_worker and python size a cluster of the client's "
+                             "own; give them to LocalCluster (or the node's config) instead")
+        self.cluster = address if isinstance(address, LocalCluster) else None
         if isinstance(address, LocalCluster):
             self._state = _tessera._Client(address._engine())
             self.address = "local"
@@ -197,11 +201,28 @@ class Client:
 
     # --- futures ---
     def submit(self, function, *args):
-        """Runs the task function registered as `function` on `args` (values or futures); a Future."""
+        """Runs `function` on `args` (values or futures); a Future. `function` is the name of a task
+        function the cluster has, or a Python callable (pickled with cloudpickle, run by the workers)."""
+        return self._submit(function, args, None)
+
+    def _submit(self, function, args, headers):
+        """submit; `headers` (a dict) keeps each callable's pickled form for the calls that follow."""
+        if _client_code.is_code(function):
+            name = _client_code.task_name(len(args), "submit")
+            header = headers.get(id(function)) if headers is not None else None
+            if header is None:
+                header = _client_code.header(function, "submit")
+                if headers is not None:
+                    headers[id(function)] = header
+            return self._open().submit(name, header, *args)
         return self._open().submit(_checks.text("submit: function", function), *args)
 
     def map(self, function, *iterables):
-        """One task per element of the iterables (zipped); a list of Futures."""
+        """One task per element of the iterables (zipped); a list of Futures. `function` as for submit:
+        a callable is pickled once for all of them."""
+        if _client_code.is_code(function):
+            name = _client_code.task_name(len(iterables), "map")
+            return self._open().map(name, *iterables, leading=[_client_code.header(function, "map")])
         return self._open().map(_checks.text("map: function", function), *iterables)
 
     def status(self):

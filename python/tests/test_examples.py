@@ -29,9 +29,13 @@ def test_main_job(examples_plugin, tmp_path):
     assert f"results > 2: {above}" in done.stdout
 
 
-def test_seed_notebook(examples_plugin, tmp_path):
-    done = run("seed_notebook.py", "--plugin", examples_plugin, "--sets", "200", cwd=tmp_path)
+def test_seed_notebook(tmp_path):
+    # Python functions and a Python simulation class only: no plugin.
+    done = run("seed_notebook.py", "--sets", "200", "--max-sleep", "0.002", "--workers", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "stream" in done.stdout and "results > 2" in done.stdout
+    for line in ("delayed: 200 results", "futures: 200 results", "bag: 200 results in 100 partitions",
+                 "results > 2: "):
+        assert line in done.stdout, done.stdout
+    assert "stream" in done.stdout
     png = (tmp_path / "results.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
