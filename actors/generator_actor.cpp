@@ -55,6 +55,7 @@ struct GeneratorState {
   std::vector<IdRange> orphans;
   std::chrono::steady_clock::time_point last_checkpoint{};
   bool stopped = false;  // no more asks: done, budget spent, failed, or closed by the client
+  bool failed = false;   // it threw: told nothing more either
   std::string name;      // "generator 'x' of stream N", for messages
 
   // The generator's own number for stream id `id`; nullopt for an orphan.
@@ -75,6 +76,7 @@ void stop(GeneratorActor self, const std::string& why, bool failed = false) {
   auto& st = self->state;
   if (st.stopped) return;
   st.stopped = true;
+  st.failed = failed;
   std::cerr << "[tessera] " << st.name << ": " << why << std::endl;
   if (failed) caf::anon_send(st.args.stream, generator_failed_atom::value, st.name + ": " + why);
   caf::anon_send(st.args.stream, stream_close_atom::value);
@@ -124,7 +126,8 @@ void tell(GeneratorActor self, const StreamResult& result) {
   add_to_ranges(st.told, result.id);
   if (st.outstanding > 0) st.outstanding -= 1;
   const auto sequence = st.sequence_of(result.id);
-  if (st.stopped || !sequence) return;
+  // A generator that stopped asking (done, its budget spent) still hears the results of what it proposed.
+  if (st.failed || !sequence) return;
   try {
     st.generator->tell(*sequence, result.parameters, result.failed ? nullptr : &result.value, result.error);
   } catch (const std::exception& e) {
