@@ -43,7 +43,7 @@ void check_memory_options(const ClusterOptions& options) {
 EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
   check_memory_options(options_);
   register_builtin_generators();
-  if (!options_.python_modules.empty()) {
+  if (!options_.python_modules.empty() || python_supported()) {
     auto environment = python_environment(options_.python_modules);
     if (!options_.python_executable.empty()) environment.executable = options_.python_executable;
     try {
@@ -169,7 +169,9 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   if (!settings.generator.empty()) {
     const auto& generator = GeneratorRegistry::global().get(settings.generator);
     const auto& simulation = SimulationRegistry::global().get(settings.simulation);
-    if (generator.result_type != simulation.result_type)
+    // Python's take any value ("any"): what they are given is checked where they run.
+    if (generator.result_type != simulation.result_type && generator.result_type != "any" &&
+        simulation.result_type != "any")
       throw SubmissionError("generator '" + generator.name + "' reads results of type " +
                             generator.result_type + ", but simulation '" + simulation.name + "' gives " +
                             simulation.result_type);

@@ -429,10 +429,73 @@ void add_continuations(OperationState& st, std::vector<JobStep>& steps, std::vec
   }
 }
 
+// A compute job of a function that runs calls together (TaskFunction::invoke_batch: Python's, one message
+// to an interpreter for the whole job), without continuations: every task's arguments first, then one call.
+void run_batch(const Operation& op, ChunkStore& store, const std::vector<JobStep>& steps,
+               std::vector<std::uint32_t> chained, const caf::actor& me) {
+  const TaskFunction& fn = op.function();
+  RanReport report;
+  report.finished.reserve(steps.size());
+  report.chained = std::move(chained);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<Value>> calls;
+  std::vector<std::size_t> called;  // the step of each call
+  calls.reserve(steps.size());
+  called.reserve(steps.size());
+  std::vector<Value> arguments;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    Slot& s = *steps[k].slot;
+    if (!try_move_slot<SlotState::ready, SlotState::running>(s.state)) continue;  // cancelled meanwhile
+    try {
+      if (auto refusal = store.refusal()) throw std::runtime_error(*refusal);
+      gather_arguments(op, store, s, arguments);
+      calls.push_back(std::move(arguments));
+      called.push_back(k);
+    } catch (const InputLost& lost) {
+      report.lost.push_back(LostArgument{steps[k].index, lost.column, lost.key});
+    } catch (const std::exception& e) {
+      report.failures.push_back(TaskFailure{
+          steps[k].index, std::make_shared<TaskFailed>(fn.name, op.key(s.task), e.what(), false)});
+    }
+    arguments.clear();
+  }
+  if (!calls.empty()) {
+    std::vector<TaskFunction::CallOutcome> outcomes;
+    std::string none_ran;
+    try {
+      outcomes = fn.invoke_batch(calls);
+      if (outcomes.size() != calls.size())
+        none_ran = "its function answered " + std::to_string(outcomes.size()) + " of " +
+                   std::to_string(calls.size()) + " calls";
+    } catch (const std::exception& e) {
+      none_ran = e.what();
+    }
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const JobStep& step = steps[called[i]];
+      Slot& s = *step.slot;
+      if (none_ran.empty() && !outcomes[i].failed) {
+        s.result = std::move(outcomes[i].value);
+        report.finished.push_back(step.index);
+      } else {
+        report.failures.push_back(TaskFailure{
+            step.index,
+            std::make_shared<TaskFailed>(fn.name, op.key(s.task),
+                                         none_ran.empty() ? outcomes[i].error : none_ran, false)});
+      }
+    }
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.finished_at = timeline_now();
+  caf::anon_send(me, ran_atom::value, std::move(report));
+}
+
 // A compute job, on a pool thread: its ready tasks, each followed by the continuations that still may run.
 void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>& steps,
              std::vector<std::uint32_t> chained, const caf::actor& me) {
   const TaskFunction& fn = op.function();
+  if (fn.invoke_batch && steps.size() > 1 &&
+      std::none_of(steps.begin(), steps.end(), [](const JobStep& step) { return step.after >= 0; }))
+    return run_batch(op, store, steps, std::move(chained), me);
   const std::size_t arity = op.columns().size();
   thread_local std::vector<Value> arguments;
   thread_local std::vector<char> succeeded;

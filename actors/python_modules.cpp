@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "actors/python_generator.hpp"
 #include "actors/python_task_pool.hpp"
+#include "graph/generator.hpp"
 #include "graph/registry.hpp"
 #include "graph/simulation.hpp"
 
@@ -164,6 +166,9 @@ void register_client_code(const std::shared_ptr<PythonTaskPool>& pool) {
     fn.result_type = "any";
     fn.identity = "python code sent by a client (cloudpickle)";
     fn.invoke = [pool, name](std::span<const Value> arguments) { return pool->call(name, arguments); };
+    fn.invoke_batch = [pool, name](std::span<const std::vector<Value>> calls) {
+      return pool->call_batch(name, calls);
+    };
     Registry::global().add(std::move(fn), 0);
   }
 }
@@ -239,6 +244,9 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
       fn.result_type = "any";
       fn.identity = fields[3];
       fn.invoke = [pool, name](std::span<const Value> arguments) { return pool->call(name, arguments); };
+      fn.invoke_batch = [pool, name](std::span<const std::vector<Value>> calls) {
+        return pool->call_batch(name, calls);
+      };
       Registry::global().add(std::move(fn), 0);
       registered.tasks.push_back(name);
     } else if (fields[0] == "simulation") {
@@ -271,7 +279,30 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
       SimulationRegistry::global().add(std::move(type));
       registered.simulations.push_back(name);
     } else if (fields[0] == "generator") {
-      registered.generators.push_back(fields[1]);  // run on workers by a later step (issue 43, point 5)
+      if (fields.size() != 5) throw bad_line();
+      const std::string& name = fields[1];
+      if (!GeneratorRegistry::global().find(name)) {
+        // The interpreter a generator runs in is described as a simulation process's is.
+        auto process_type = std::make_shared<SimulationType>();
+        auto definition = std::make_shared<PythonDefinition>();
+        definition->environment = environment;
+        definition->kind = PythonDefinition::Kind::generator;
+        definition->module = fields[3];
+        definition->qualname = fields[4];
+        process_type->name = name;
+        process_type->identity = fields[2];
+        process_type->python = std::move(definition);
+        GeneratorType type;
+        type.name = name;
+        type.parameter_type = "any";
+        type.result_type = "any";
+        type.can_save = true;
+        type.make = [process_type](const Config& config) -> std::unique_ptr<Generator> {
+          return std::make_unique<PythonGenerator>(*process_type, config);
+        };
+        GeneratorRegistry::global().add(std::move(type));
+      }
+      registered.generators.push_back(name);
     } else {
       throw bad_line();
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/registry.hpp"
 #include "graph/simulation.hpp"
 #include "graph/value.hpp"
 
@@ -25,10 +26,17 @@ class PythonTaskPool {
   // Runs `function` (a task name of the modules) in an interpreter; throws its error: the Python
   // exception's type, message and traceback, or how its process died.
   Value call(const std::string& function, std::span<const Value> arguments);
+  // Several calls of `function` in one job: one frame to the interpreter and one back (per 20 ms of
+  // work). A call its process crashed on fails; the calls after it run again in a fresh process.
+  std::vector<TaskFunction::CallOutcome> call_batch(const std::string& function,
+                                                    std::span<const std::vector<Value>> calls);
   // Interpreter processes started so far (replacements included).
   std::size_t started() const;
 
  private:
+  std::unique_ptr<SimulationProcess> take();
+  void give_back(std::unique_ptr<SimulationProcess> process);
+
   SimulationType type_;  // the modules' task dispatcher, run as a simulation of one set per task
   std::shared_ptr<const Config> config_;
   mutable std::mutex mutex_;

@@ -30,6 +30,8 @@ namespace {
 
 using namespace child_frames;
 constexpr std::uint32_t kIdle = SimulationProgress::kIdle;
+// How long an interpreter may take to start and import its modules before it is taken for hung.
+constexpr double kInterpreterStartSeconds = 120.0;
 
 template <class T>
 void put(std::string& out, T v) {
@@ -119,11 +121,18 @@ ExecLine python_exec_line(const SimulationType& type) {
   const PythonDefinition& python = *type.python;
   ExecLine line;
   line.argv_text = {python.environment->executable, "-m", "tessera._worker"};
-  if (python.tasks) {
-    line.argv_text.push_back("--serve-tasks");
-  } else {
-    line.argv_text.push_back("--serve-simulation");
-    line.argv_text.push_back(type.name);
+  switch (python.kind) {
+    case PythonDefinition::Kind::tasks:
+      line.argv_text.push_back("--serve-tasks");
+      break;
+    case PythonDefinition::Kind::simulation:
+      line.argv_text.push_back("--serve-simulation");
+      line.argv_text.push_back(type.name);
+      break;
+    case PythonDefinition::Kind::generator:
+      line.argv_text.push_back("--serve-generator");
+      line.argv_text.push_back(type.name);
+      break;
   }
   line.argv_text.push_back("--");
   for (const auto& module : python.environment->modules) line.argv_text.push_back(module);
@@ -266,9 +275,12 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
   // deadline is looked at again every 50 ms.
   const bool mixed =
       std::adjacent_find(timeouts.begin(), timeouts.end(), std::not_equal_to<>()) != timeouts.end();
-  // The timeout of the set the child is on (of the first, before it took the job).
+  // The timeout of the set the child is on (of the first, before it took the job). An interpreter that
+  // has not taken the job yet may still be starting (importing the modules): that is not the set's time,
+  // and it gets a deadline of its own.
   const auto timeout_now = [&] {
     const std::uint32_t on = progress_->index.load();
+    if (on == kIdle && type_.python) return kInterpreterStartSeconds;
     return timeouts[on == kIdle || on >= ids.size() ? 0 : on];
   };
   if (pid_.load() <= 0) start();

@@ -4,6 +4,7 @@
 // a node's own process.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,7 +27,10 @@ struct PythonDefinition {
   std::string module, qualname;         // where it is defined, for messages
   std::vector<std::string> parameters;  // a simulation's declared parameter names, if any
   std::vector<std::string> outputs;     // a simulation's declared output names, if any
-  bool tasks = false;                   // the process that runs this module set's task functions
+  // What its interpreter serves: one simulation's instances, the module set's task functions, or one
+  // generator (suggest/ingest requests, its state pickled).
+  enum class Kind : std::uint8_t { simulation, tasks, generator };
+  Kind kind = Kind::simulation;
 };
 
 }  // namespace tessera

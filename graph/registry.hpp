@@ -26,6 +26,15 @@ struct TaskFunction {
   std::vector<bool (*)(const Value&)> argument_accepts;
   // Runs the function; arguments are decoded, the result encoded. Throws what the function throws.
   std::function<Value(std::span<const Value>)> invoke;
+  // Set for functions that run several calls better at once than one by one (a Python task function:
+  // one message to its interpreter for all of them). calls[i] holds call i's arguments; the answer has one
+  // outcome per call, its result or the error it failed with. Throws only when none of them could run.
+  struct CallOutcome {
+    Value value;
+    std::string error;
+    bool failed = false;
+  };
+  std::function<std::vector<CallOutcome>(std::span<const std::vector<Value>>)> invoke_batch;
   // Set for functions whose tasks may run on a GPU: given a task's first argument, whether that task's
   // work goes to the worker's GPU device actor instead of its compute pool.
   std::function<bool(const Value&)> runs_on_gpu;

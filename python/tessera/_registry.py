@@ -41,10 +41,10 @@ def task(fn=None, *, name=None):
     return register
 
 
-def _class_decorator(table, what, name):
+def _class_decorator(table, what, name, factories=False):
     def register(cls):
-        if not isinstance(cls, type):
-            raise TypeError(f"@tessera.{what}: {cls!r} is not a class")
+        if not (isinstance(cls, type) or (factories and callable(cls))):
+            raise TypeError(f"@tessera.{what}: {cls!r} is not a class" + (" or a function" if factories else ""))
         return _record(table, what, _check_name(what, name or cls.__name__, cls), cls)
     if isinstance(name, type):  # used bare: @tessera.simulation
         cls, name = name, None
@@ -60,5 +60,9 @@ def simulation(name=None):
 
 
 def generator(name=None):
-    """Registers a gest-api generator class: suggest(n) -> list of dicts, ingest(results), finalize()."""
-    return _class_decorator(generators, "generator", name)
+    """Registers a gest-api generator: a class built with the ensemble's generator config (a dict), or a
+    function of that config that returns one (a generator from a library, such as libEnsemble's or
+    Xopt's, built unchanged). It has suggest(n) -> list of dicts, ingest(results) and optionally
+    finalize(); its variables and outputs are its class's `parameters` and `outputs`, else its VOCS's
+    variable and objective names."""
+    return _class_decorator(generators, "generator", name, factories=True)

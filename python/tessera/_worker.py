@@ -4,6 +4,8 @@
                     (the node registers them by name); an import that fails is written there as an error.
 --serve-simulation  runs one simulation's sets, fed by the worker over descriptor 3 (tessera._tessera._serve).
 --serve-tasks       runs the modules' task functions, each set being [name, *arguments].
+--serve-generator   runs one generator (gest-api), each set a request: suggest, ingest, done, save, load,
+                    finalize.
 
 Started by the worker (actors/simulation_process.cpp), not by users."""
 
@@ -147,6 +149,110 @@ def _simulation_factory(name):
     return factory
 
 
+class _GeneratorHost:
+    """One gest-api generator and what Tessera keeps beside it: the order of its variables and outputs
+    (its class's `parameters` and `outputs`, else its VOCS's variable and objective names, else the keys
+    of its first point), and for each id handed out the `_id` the generator gave that point."""
+
+    def __init__(self, name, cls, config):
+        self.name = name
+        self.instance = cls(config)
+        vocs = getattr(self.instance, "vocs", None)
+        self.parameters = _names(cls, "parameters") or list(getattr(vocs, "variable_names", None) or [])
+        self.outputs = _names(cls, "outputs") or list(getattr(vocs, "objective_names", None) or [])
+        self.next_id = 0
+        self.their_ids = {}
+
+    def suggest(self, n):
+        points = list(self.instance.suggest(int(n)))[:int(n)]
+        out = []
+        for point in points:
+            if not isinstance(point, dict):
+                raise TypeError(f"generator '{self.name}': suggest gave a {type(point).__name__}, not a dict of "
+                                "variable values")
+            if not self.parameters:
+                self.parameters = [k for k in point if k != "_id"]
+            missing = [k for k in self.parameters if k not in point]
+            if missing:
+                raise KeyError(f"generator '{self.name}': a suggested point has no {', '.join(map(repr, missing))} "
+                               f"(its variables are {self.parameters})")
+            if "_id" in point:
+                self.their_ids[self.next_id] = point["_id"]
+            self.next_id += 1
+            out.append([float(point[k]) for k in self.parameters])
+        return out
+
+    def ingest(self, tessera_id, parameters, result, error, succeeded):
+        values = list(parameters.tolist() if hasattr(parameters, "tolist") else parameters)
+        record = dict(zip(self.parameters, values))
+        if succeeded:
+            numbers = result.tolist() if hasattr(result, "tolist") else result
+            if not isinstance(numbers, (list, tuple)):
+                numbers = [numbers]
+            names = self.outputs or (["f"] if len(numbers) == 1 else [f"f{i}" for i in range(len(numbers))])
+            record.update(zip(names, numbers))
+        else:
+            for k in self.outputs or ["f"]:
+                record[k] = float("nan")
+            record["_error"] = error
+        if tessera_id in self.their_ids:
+            record["_id"] = self.their_ids.pop(tessera_id)
+        self.instance.ingest([record])
+
+    def done(self):
+        done = getattr(self.instance, "done", False)
+        return bool(done() if callable(done) else done)
+
+    def save(self):
+        """The checkpoint's state; empty (said once on stderr) when the instance cannot be pickled: the
+        ensemble goes on, and only a resume after a restart is refused."""
+        try:
+            import cloudpickle
+            return cloudpickle.dumps((self.instance, self.parameters, self.outputs, self.next_id, self.their_ids))
+        except Exception as error:  # noqa: BLE001 - any pickling failure means no resumable state
+            if not getattr(self, "_said_unpicklable", False):
+                self._said_unpicklable = True
+                sys.stderr.write(f"[tessera] generator '{self.name}' cannot be pickled, so its ensemble cannot "
+                                 f"resume after a restart: {describe(error)}\n")
+            return b""
+
+    def load(self, state):
+        import pickle
+        if not state:
+            raise RuntimeError(f"generator '{self.name}' could not be pickled at its last checkpoint: it cannot "
+                               "resume where it was")
+        self.instance, self.parameters, self.outputs, self.next_id, self.their_ids = pickle.loads(state)
+
+    def finalize(self):
+        finalize = getattr(self.instance, "finalize", None)
+        if callable(finalize):
+            finalize()
+
+    def __call__(self, request):
+        op, *arguments = request
+        if op == "suggest":
+            return self.suggest(*arguments)
+        if op == "ingest":
+            return self.ingest(*arguments)
+        if op == "done":
+            return self.done()
+        if op == "save":
+            return self.save()
+        if op == "load":
+            return self.load(*arguments)
+        if op == "finalize":
+            return self.finalize()
+        raise ValueError(f"generator '{self.name}': unknown request {op!r}")
+
+
+def _generator_factory(name):
+    cls = _registry.generators.get(name)
+    if cls is None:
+        raise LookupError(f"no module imported here registers generator '{name}' "
+                          f"(it has: {', '.join(sorted(_registry.generators)) or 'none'})")
+    return lambda config: _GeneratorHost(name, cls, config)
+
+
 CLIENT_CODE = "python:call/"
 _MAX_CACHED_CLIENT_FUNCTIONS = 256
 
@@ -214,6 +320,8 @@ def main(argv):
             factory = _simulation_factory(rest[0])
         elif mode == "--serve-tasks":
             factory = _tasks_factory
+        elif mode == "--serve-generator":
+            factory = _generator_factory(rest[0])
         else:
             sys.stderr.write(f"tessera._worker: unknown mode {mode}\n")
             return 2

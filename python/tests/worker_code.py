@@ -67,3 +67,37 @@ class Sleepy:
     def run(self, p):
         time.sleep(float(p[0]))
         return os.getpid()
+
+
+@tessera.generator("random_search")
+class RandomSearch:
+    """A gest-api generator: random points in the unit square, each result logged where config["log"] says
+    (so a test sees what it was told); after config["fail_after"] results, ingest raises."""
+
+    parameters = ["omega", "zeta"]
+    outputs = ["amplitude", "phase"]
+
+    def __init__(self, config):
+        import random
+        self.rng = random.Random(int(config.get("seed", 1)))
+        self.log = config.get("log", "")
+        self.fail_after = int(config.get("fail_after", -1))
+        self.told = 0
+
+    def suggest(self, num_points):
+        return [{"omega": self.rng.uniform(0, 1), "zeta": self.rng.uniform(0, 1)} for _ in range(num_points)]
+
+    def ingest(self, results):
+        import json
+        for result in results:
+            self.told += 1
+            if self.told == self.fail_after:
+                raise RuntimeError(f"the model diverged at result {self.told}")
+            if self.log:
+                with open(self.log, "a") as log:
+                    log.write(json.dumps(result) + "\n")
+
+    def finalize(self):
+        if self.log:
+            with open(self.log, "a") as log:
+                log.write("finalized\n")
