@@ -2,7 +2,8 @@
 """The seed notebook (Dask's "embarrassingly parallel workloads") with `dask` replaced by `tessera`: the
 costly simulation is a Python function, run lazily (delayed, compute, persist), as futures (submit, map,
 gather) and as a bag of 100 partitions; then the same simulation as a Python class streamed from the
-DataFrame, its stored results queried, and a histogram of them (results.png).
+DataFrame, its stored results queried, a histogram of them (results.png), and a gest-api generator (a
+random-restart local search, written below) steering an ensemble of that class toward its minimum.
 
     PYTHONPATH=build/python python3 examples/python/seed_notebook.py
 """
@@ -43,6 +44,39 @@ class CostlySimulation:
     def run(self, p):
         time.sleep(random.random() * self.max_sleep)
         return sum(p.values())
+
+
+@tessera.generator("restart_search")
+class RandomRestartSearch:
+    """A gest-api generator: points around the best result so far (a shrinking step), with a random
+    restart one time in four. Tessera asks it for points as simulation slots free up and tells it each
+    durable result once; its state is pickled in the ensemble's checkpoints."""
+
+    parameters = ["param_a", "param_b", "param_c", "param_d"]
+    outputs = ["result"]
+
+    def __init__(self, config):
+        self.rng = random.Random(int(config.get("seed", 0)))
+        self.best, self.best_value, self.step = None, float("inf"), 0.25
+
+    def suggest(self, num_points):
+        points = []
+        for _ in range(num_points):
+            if self.best is None or self.rng.random() < 0.25:
+                point = [self.rng.random() for _ in self.parameters]
+            else:
+                point = [min(1.0, max(0.0, x + self.rng.gauss(0.0, self.step))) for x in self.best]
+            points.append(dict(zip(self.parameters, point)))
+        return points
+
+    def ingest(self, results):
+        for r in results:
+            if r["result"] < self.best_value:
+                self.best_value, self.best = r["result"], [r[k] for k in self.parameters]
+                self.step = max(0.01, self.step * 0.9)
+
+    def finalize(self):
+        pass
 
 
 def main():
@@ -116,6 +150,13 @@ def main():
     figure.tight_layout()
     figure.savefig(args.plot, dpi=100)
     print(f"wrote {args.plot}")
+
+    # A gest-api generator steering the simulation class: an adaptive ensemble of 200 sets.
+    ensemble = client.ensemble("restart_search", "costly_class", 200, generator_config={"seed": 1},
+                               config={"max_sleep": args.max_sleep})
+    ensemble.wait()
+    best = min(record.value for record in ensemble if not record.failed)
+    print(f"ensemble {ensemble.id}: {ensemble.error or 'done'}; best sum {best:.4f} (the minimum is 0)")
     client.close()
     return 0
 

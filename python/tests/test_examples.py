@@ -34,7 +34,7 @@ def test_seed_notebook(tmp_path):
     done = run("seed_notebook.py", "--sets", "200", "--max-sleep", "0.002", "--workers", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     for line in ("delayed: 200 results", "futures: 200 results", "bag: 200 results in 100 partitions",
-                 "results > 2: "):
+                 "results > 2: ", "best sum 0."):
         assert line in done.stdout, done.stdout
     assert "stream" in done.stdout
     png = (tmp_path / "results.png").read_bytes()
