@@ -343,7 +343,10 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
   if (!send_frame(socket_, frame)) return ended(Failure::crash, "");
   std::string answer;
   for (;;) {
-    int wait_ms = mixed ? 50 : -1;
+    // A starting interpreter takes the job without a message: its sets' own deadlines begin then, so
+    // the page is looked at every 50 ms until it has.
+    const bool starting = type_.python && progress_->index.load() == kIdle;
+    int wait_ms = mixed || starting ? 50 : -1;
     const double timeout_seconds = timeout_now();
     if (timeout_seconds > 0) {
       const std::int64_t deadline =
@@ -353,7 +356,8 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
         ::kill(pid, SIGKILL);
         return ended(Failure::timeout, "");
       }
-      wait_ms = static_cast<int>(std::min<std::int64_t>(left / 1'000'000 + 1, mixed ? 50 : 60'000));
+      wait_ms =
+          static_cast<int>(std::min<std::int64_t>(left / 1'000'000 + 1, mixed || starting ? 50 : 60'000));
     }
     pollfd watched{socket_, POLLIN, 0};
     const int ready = ::poll(&watched, 1, wait_ms);

@@ -296,3 +296,25 @@ def test_a_gest_api_generator_from_pypi_drives_an_ensemble_unchanged(tmp_path):
     assert summary["ids"] == list(range(120))
     omegas = summary["omega"]
     assert all(0.0 <= w <= 1.0 for w in omegas) and len(set(omegas)) == 120
+
+
+def test_a_curve_node_beyond_loopback_runs_client_code_only_when_its_operator_allows_it(start_node, tmp_path):
+    node_public, node_secret = tessera.curve_keypair()
+    client_public, client_secret = tessera.curve_keypair()
+    (tmp_path / "node.pub").write_text(node_public + "\n")
+    (tmp_path / "node.key").write_text(node_secret + "\n")
+    (tmp_path / "node.key").chmod(0o600)
+    config = ("[node]\nname = \"curve-python\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://0.0.0.0:0\"\n"
+              f"[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npython = [\"{MODULE}\"]\n"
+              f"[security]\ncurve = true\npublic_key_file = \"{tmp_path / 'node.pub'}\"\n"
+              f"secret_key_file = \"{tmp_path / 'node.key'}\"\nauthorized_keys = [\"{client_public}\"]\n")
+    keys = dict(public_key=client_public, secret_key=client_secret, scheduler_public_key=node_public,
+                reconnect_timeout=5.0)
+    closed = start_node(config)  # allow_client_code unset: off, beyond loopback
+    with tessera.Client(closed.endpoint, **keys) as client:
+        assert client.submit("square", 3).result(timeout=60) == 9  # what the operator installed runs
+        with pytest.raises(tessera.TaskFailed, match="off by default for scheduler.listen beyond loopback"):
+            client.submit(lambda x: x, 1).result(timeout=60)
+    opened = start_node(config + "allow_client_code = true\n")
+    with tessera.Client(opened.endpoint, **keys) as client:
+        assert client.gather(client.map(lambda x: x + 1, range(4))) == [1, 2, 3, 4]
