@@ -193,6 +193,7 @@ protocols::generator_actor_type::behavior_type generator_actor(GeneratorActor se
         top_up(self);
       },
       [=](generator_stop_atom) { self->state.stopped = true; },
+      [=](generator_end_atom) { self->quit(); },
   };
 }
 

@@ -188,6 +188,7 @@ using idle_atom = caf::atom_constant<caf::atom("idle")>;
 using generator_slots_atom = caf::atom_constant<caf::atom("genslots")>;
 using generator_tell_atom = caf::atom_constant<caf::atom("gentell")>;
 using generator_stop_atom = caf::atom_constant<caf::atom("genstop")>;
+using generator_end_atom = caf::atom_constant<caf::atom("genend")>;
 // generator -> its stream: it failed (the stream ends with this error once what it accepted is answered)
 using generator_failed_atom = caf::atom_constant<caf::atom("genfailed")>;
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;  // scheduler -> itself: check progress

@@ -91,7 +91,8 @@ using StreamActor = protocols::stream_actor_type::stateful_base<StreamState>;
 void end(StreamActor* self, std::string error = {}) {
   auto& st = self->state;
   st.finished = true;
-  if (st.generator) self->send_exit(st.generator, caf::exit_reason::user_shutdown);
+  // In order after the last results it was sent (an exit would overtake them): it hears each, then goes.
+  if (st.generator) self->send(st.generator, generator_end_atom::value);
   if (st.args.gauge) st.args.gauge->finished(error);
   if (st.args.on_finished) st.args.on_finished();
   st.args.sink->finish(std::move(error));

@@ -6,6 +6,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pandas as pd
@@ -213,7 +214,13 @@ def test_a_python_generator_drives_a_python_simulation_and_is_told_every_result_
     assert ensemble.wait(timeout=120) and ensemble.error == ""
     records = sorted(ensemble, key=lambda r: r.id)
     assert [r.id for r in records] == list(range(300)) and not any(r.failed for r in records)
-    told = [json.loads(line) for line in log.read_text().splitlines() if line != "finalized"]
+    # The generator hears the last results after they are stored, then is finalized when the stream ends.
+    deadline = time.monotonic() + 60
+    while "finalized" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = log.read_text().splitlines()
+    assert lines[-1] == "finalized"
+    told = [json.loads(line) for line in lines[:-1]]
     assert len(told) == 300
     # Each result as gest-api has it: the variables and the named outputs, in one dict.
     by_omega = {round(t["omega"], 12): t for t in told}
