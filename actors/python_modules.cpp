@@ -47,17 +47,7 @@ std::string module_list(const PythonEnvironment& environment) {
 std::string run_describe(const PythonEnvironment& environment, std::chrono::seconds deadline) {
   std::vector<std::string> argv_text{environment.executable, "-m", "tessera._worker", "--describe", "--"};
   argv_text.insert(argv_text.end(), environment.modules.begin(), environment.modules.end());
-  std::vector<std::string> env_text;
-  std::string path = environment.package_path;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view entry(*e);
-    if (entry.starts_with("PYTHONPATH=")) {
-      if (entry.size() > 11) path += (path.empty() ? "" : ":") + std::string(entry.substr(11));
-      continue;
-    }
-    env_text.emplace_back(entry);
-  }
-  if (!path.empty()) env_text.push_back("PYTHONPATH=" + path);
+  std::vector<std::string> env_text = python_child_environment(environment);
   std::vector<char*> argv, envp;
   for (auto& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -174,6 +164,24 @@ void register_client_code(const std::shared_ptr<PythonTaskPool>& pool) {
 }
 
 }  // namespace
+
+std::vector<std::string> python_child_environment(const PythonEnvironment& environment) {
+  std::vector<std::string> out;
+  std::string path = environment.package_path;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("PYTHONPATH=")) {
+      if (entry.size() > 11) {
+        if (!path.empty()) path += ':';
+        path.append(entry.substr(11));
+      }
+      continue;
+    }
+    out.emplace_back(entry);
+  }
+  if (!path.empty()) out.push_back("PYTHONPATH=" + path);
+  return out;
+}
 
 bool python_supported() {
 #ifdef TESSERA_PYTHON_EXECUTABLE

@@ -47,6 +47,9 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
 // The most arguments the client-code task functions take after the function (kClientCodePrefix).
 inline constexpr std::size_t kMaxClientCodeArguments = 16;
 
+// This process's environment for an interpreter of `environment`: its package path first on PYTHONPATH.
+std::vector<std::string> python_child_environment(const PythonEnvironment& environment);
+
 // Whether this build can run Python code at all (it was built with TESSERA_PYTHON).
 bool python_supported();
 

@@ -18,11 +18,10 @@
 #include <new>
 #include <string_view>
 
+#include "actors/python_modules.hpp"
 #include "actors/simulation_child.hpp"
 #include "graph/errors.hpp"
 #include "storage/value_record.hpp"
-
-extern char** environ;
 
 namespace tessera {
 
@@ -120,7 +119,10 @@ struct ExecLine {
 ExecLine python_exec_line(const SimulationType& type) {
   const PythonDefinition& python = *type.python;
   ExecLine line;
-  line.argv_text = {python.environment->executable, "-m", "tessera._worker"};
+  // One at a time: GCC 12 warns (wrongly, -Warray-bounds) on an initializer list of strings here.
+  line.argv_text.push_back(python.environment->executable);
+  line.argv_text.emplace_back("-m");
+  line.argv_text.emplace_back("tessera._worker");
   switch (python.kind) {
     case PythonDefinition::Kind::tasks:
       line.argv_text.push_back("--serve-tasks");
@@ -136,16 +138,7 @@ ExecLine python_exec_line(const SimulationType& type) {
   }
   line.argv_text.push_back("--");
   for (const auto& module : python.environment->modules) line.argv_text.push_back(module);
-  std::string path = python.environment->package_path;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view entry(*e);
-    if (entry.starts_with("PYTHONPATH=")) {
-      if (entry.size() > 11) path += (path.empty() ? "" : ":") + std::string(entry.substr(11));
-      continue;
-    }
-    line.env_text.emplace_back(entry);
-  }
-  if (!path.empty()) line.env_text.push_back("PYTHONPATH=" + path);
+  line.env_text = python_child_environment(*python.environment);
   for (auto& a : line.argv_text) line.argv.push_back(a.data());
   line.argv.push_back(nullptr);
   for (auto& e : line.env_text) line.envp.push_back(e.data());

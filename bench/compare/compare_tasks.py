@@ -148,6 +148,7 @@ def main():
     ap.add_argument("--dask-tasks", type=int, default=100_000, help="tasks for the dask threaded runs")
     ap.add_argument("--dask-distributed-tasks", type=int, default=5_000, help="tasks for the dask distributed run")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with dask + distributed")
+    ap.add_argument("--no-python", action="store_true", help="leave out Python code on the workers (python_tasks.py)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to each command")
     args = ap.parse_args()
 
@@ -323,9 +324,58 @@ def main():
         print(f"\nThe same over ipc:// (`worker.listen = \"ipc://*\"`, every worker on this host): "
               f"{t_chunks_ipc['gib_per_s']:.2f} GiB/s ({t_chunks_ipc['crossed_bytes'] / 2**20:.0f} MiB crossed in "
               f"{t_chunks_ipc['seconds']:.3f} s). Target >= 4 GiB/s (issue 20): {verdict}.")
+    python_failed = report_python_code(args) if not args.no_python else False
     failed = any(r is None for r in (t_map, t_delayed, t_sims["map"], d_thr, d_dist, d_sims_map)) \
-        or (args.big and t_big is None)
+        or (args.big and t_big is None) or python_failed
     return 1 if failed else 0
+
+
+def report_python_code(args):
+    """Python code on the workers against Dask and multiprocessing (bench/compare/python_tasks.py, issue
+    43), with this build's tessera package. True when a figure is missing or misses its target."""
+    env = dict(os.environ, PYTHONPATH=str(args.build_dir / "python"))
+    command = [args.python, str(HERE / "python_tasks.py"), "--repeat", str(args.repeat),
+               "--node", str(args.build_dir / "bin" / "tessera-node"),
+               "--plugin", str(args.build_dir / "lib" / "libtessera_test_plugin.so")]
+    log(" ".join(command))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env)
+    sys.stderr.write(done.stderr)
+    records = json_lines(done.stdout)
+    print("\nPython code on the workers (python_tasks.py):\n")
+    for record in records:
+        print(f"    {json.dumps(record)}")
+    tasks = {r["system"]: r for r in records if r.get("bench") == "python_tasks" and "rate" in r}
+    stream = pick(records, bench="python_stream")
+    sims = {r["system"]: r for r in records if r.get("bench") == "python_sims"}
+    latency = {r["system"]: r for r in records if r.get("bench") == "python_latency"}
+    verdicts = []
+    if "tessera" in tasks:
+        ok = tasks["tessera"]["rate"] >= 50_000
+        verdicts.append(ok)
+        peers = ", ".join(f"{name} {r['rate']:,.0f}/s" for name, r in tasks.items() if name != "tessera")
+        print(f"\n- no-op Python tasks, 1 worker x 2 threads: {tasks['tessera']['rate']:,.0f}/s ({peers}); "
+              f"target >= 50,000/s: {'pass' if ok else 'FAIL'}")
+    if stream:
+        ok = stream["rate"] >= 50_000
+        verdicts.append(ok)
+        print(f"- a Python simulation stream of trivial sets, every result durable: {stream['rate']:,.0f} sets/s; "
+              f"target >= 50,000/s: {'pass' if ok else 'FAIL'}")
+    if "tessera" in sims:
+        ok = sims["tessera"]["over_floor"] <= 0.02
+        verdicts.append(ok)
+        peer = sims.get("multiprocessing")
+        print(f"- 2,000 sets of a 20 ms Python simulation on 4 slots: {sims['tessera']['seconds']:.2f} s, "
+              f"{100 * sims['tessera']['over_floor']:.1f}% over the floor"
+              + (f" (multiprocessing.Pool: {100 * peer['over_floor']:.1f}%)" if peer else "")
+              + f"; target within 2%: {'pass' if ok else 'FAIL'}")
+    if {"tessera-remote", "compiled-remote"} <= set(latency):
+        gap = latency["tessera-remote"]["p50_us"] - latency["compiled-remote"]["p50_us"]
+        ok = gap <= 150
+        verdicts.append(ok)
+        print(f"- submit + result across processes, p50: Python {latency['tessera-remote']['p50_us']:.0f} us, "
+              f"compiled {latency['compiled-remote']['p50_us']:.0f} us; target within 150 us: "
+              f"{'pass' if ok else 'FAIL'}")
+    return done.returncode != 0 or len(verdicts) < 4 or not all(verdicts)
 
 
 if __name__ == "__main__":
