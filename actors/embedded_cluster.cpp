@@ -181,14 +181,15 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
   // A program's declaration names its parameters when the client did not (a CSV without a header).
   if (program && resolved.parameter_names.empty()) resolved.parameter_names = program->parameters;
   const PythonDefinition* python = type ? type->python.get() : nullptr;
-  if (python && resolved.parameter_names.empty()) resolved.parameter_names = python->parameters;
+  if (python && resolved.parameter_names.empty())
+    resolved.parameter_names = python_parameters(*type, resolved.config.get());
   StreamInfo info;
   info.settings = resolved;
   if (program) {
     info.program = true;
     info.result_names = program->result.outputs;
   }
-  if (python) info.result_names = python->outputs;
+  if (python) info.result_names = python_outputs(*type, resolved.config.get());
   const std::uint64_t id = store()->create_stream(std::move(info));
   return {id, spawn_stream(id, std::move(resolved), std::move(sink), false)};
 }

@@ -143,6 +143,54 @@ bool accepts_client_function(const Value& v) {
          parts[2].kind() == ValueKind::bytes;
 }
 
+// The simulation and generator that run a class or a generator object a client sent.
+void register_client_classes(const std::shared_ptr<const PythonEnvironment>& environment) {
+  const std::string identity = "python code sent by a client (cloudpickle)";
+  if (!SimulationRegistry::global().find(kClientClassSimulation)) {
+    auto definition = std::make_shared<PythonDefinition>();
+    definition->environment = environment;
+    SimulationType type;
+    type.name = std::string(kClientClassSimulation);
+    type.parameter_type = "any";
+    type.result_type = "any";
+    type.identity = identity;
+    type.python = std::move(definition);
+    type.make = [](const Config&) -> std::unique_ptr<Simulation> {
+      throw std::logic_error("a Python class runs in an interpreter process only");
+    };
+    SimulationRegistry::global().add(std::move(type));
+  }
+  if (!GeneratorRegistry::global().find(kClientGenerator)) {
+    auto process_type = std::make_shared<SimulationType>();
+    auto definition = std::make_shared<PythonDefinition>();
+    definition->environment = environment;
+    definition->kind = PythonDefinition::Kind::generator;
+    process_type->name = std::string(kClientGenerator);
+    process_type->identity = identity;
+    process_type->python = std::move(definition);
+    GeneratorType type;
+    type.name = std::string(kClientGenerator);
+    type.parameter_type = "any";
+    type.result_type = "any";
+    type.can_save = true;
+    type.make = [process_type](const Config& config) -> std::unique_ptr<Generator> {
+      return std::make_unique<PythonGenerator>(*process_type, config);
+    };
+    GeneratorRegistry::global().add(std::move(type));
+  }
+}
+
+std::vector<std::string> names_in(const Config* config, std::string_view key) {
+  std::vector<std::string> names;
+  if (!config) return names;
+  const auto& entries = config->entries();
+  const auto it = entries.find(std::string(key));
+  if (it == entries.end() || it->second.kind() != ValueKind::list) return names;
+  for (const auto& name : it->second.as_list())
+    if (name.kind() == ValueKind::string) names.push_back(name.as_string());
+  return names;
+}
+
 void register_client_code(const std::shared_ptr<PythonTaskPool>& pool) {
   for (std::size_t n = 0; n <= kMaxClientCodeArguments; ++n) {
     const std::string name = std::string(kClientCodePrefix) + std::to_string(n);
@@ -181,6 +229,18 @@ std::vector<std::string> python_child_environment(const PythonEnvironment& envir
   }
   if (!path.empty()) out.push_back("PYTHONPATH=" + path);
   return out;
+}
+
+std::vector<std::string> python_outputs(const SimulationType& type, const Config* config) {
+  if (!type.python) return {};
+  if (type.name != kClientClassSimulation) return type.python->outputs;
+  return names_in(config, kClientOutputsKey);
+}
+
+std::vector<std::string> python_parameters(const SimulationType& type, const Config* config) {
+  if (!type.python) return {};
+  if (type.name != kClientClassSimulation) return type.python->parameters;
+  return names_in(config, kClientParametersKey);
 }
 
 bool python_supported() {
@@ -224,6 +284,7 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
   PythonRegistration registered;
   auto pool = std::make_shared<PythonTaskPool>(environment);
   register_client_code(pool);
+  register_client_classes(environment);
   if (environment->modules.empty()) return registered;
   const std::string output = run_describe(*environment, deadline);
   for (const auto& line : split(output, '\n')) {

@@ -46,6 +46,22 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
 
 // The most arguments the client-code task functions take after the function (kClientCodePrefix).
 inline constexpr std::size_t kMaxClientCodeArguments = 16;
+// A simulation class and a generator object sent by a client: the stream's config (the generator's
+// config) carries the pickle under kClientCodeKey, as [python, cloudpickle, bytes], and a class's declared
+// outputs under kClientOutputsKey.
+inline constexpr std::string_view kClientClassSimulation = "python:class";
+inline constexpr std::string_view kClientGenerator = "python:generator";
+inline constexpr std::string_view kClientCodeKey = "tessera.python_code";
+inline constexpr std::string_view kClientOutputsKey = "tessera.outputs";
+inline constexpr std::string_view kClientParametersKey = "tessera.parameters";
+
+// The names a Python simulation's results are stored under: its class's declared outputs (for a class a
+// client sent, those its config carries); empty for any other simulation.
+struct SimulationType;
+class Config;
+std::vector<std::string> python_outputs(const SimulationType& type, const Config* config);
+// Its parameters' names, the same way (a class's declared parameters).
+std::vector<std::string> python_parameters(const SimulationType& type, const Config* config);
 
 // This process's environment for an interpreter of `environment`: its package path first on PYTHONPATH.
 std::vector<std::string> python_child_environment(const PythonEnvironment& environment);

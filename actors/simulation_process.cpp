@@ -119,23 +119,14 @@ struct ExecLine {
 ExecLine python_exec_line(const SimulationType& type) {
   const PythonDefinition& python = *type.python;
   ExecLine line;
-  // One at a time: GCC 12 warns (wrongly, -Warray-bounds) on an initializer list of strings here.
-  line.argv_text.push_back(python.environment->executable);
-  line.argv_text.emplace_back("-m");
-  line.argv_text.emplace_back("tessera._worker");
-  switch (python.kind) {
-    case PythonDefinition::Kind::tasks:
-      line.argv_text.push_back("--serve-tasks");
-      break;
-    case PythonDefinition::Kind::simulation:
-      line.argv_text.push_back("--serve-simulation");
-      line.argv_text.push_back(type.name);
-      break;
-    case PythonDefinition::Kind::generator:
-      line.argv_text.push_back("--serve-generator");
-      line.argv_text.push_back(type.name);
-      break;
-  }
+  line.argv_text = {python.environment->executable, "-m", "tessera._worker"};
+  // The mode as a view chosen first: GCC 12 reports false -Warray-bounds on long literals pushed in each
+  // branch (PR 105329).
+  std::string_view mode = "--serve-simulation";
+  if (python.kind == PythonDefinition::Kind::tasks) mode = "--serve-tasks";
+  if (python.kind == PythonDefinition::Kind::generator) mode = "--serve-generator";
+  line.argv_text.emplace_back(mode);
+  if (python.kind != PythonDefinition::Kind::tasks) line.argv_text.push_back(type.name);
   line.argv_text.push_back("--");
   for (const auto& module : python.environment->modules) line.argv_text.push_back(module);
   line.env_text = python_child_environment(*python.environment);

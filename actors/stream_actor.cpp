@@ -14,6 +14,7 @@
 #include "actors/pending_sets.hpp"
 #include "actors/protocols/stream.hpp"
 #include "actors/protocols/worker.hpp"
+#include "actors/python_modules.hpp"
 #include "graph/printable.hpp"
 #include "storage/result_query.hpp"
 
@@ -556,7 +557,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
       st.info.program = true;
       st.info.result_names = type->program->result.outputs;
     }
-    if (type->python) st.info.result_names = type->python->outputs;
+    if (type->python) st.info.result_names = python_outputs(*type, st.info.settings.config.get());
   }
   if (st.args.resumed) {
     try {
@@ -571,11 +572,20 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
     if (!type) {
       end(self, "no generator is registered as '" + st.info.settings.generator + "' on this node");
     } else {
+      // A generator learns the names the stream stores its results under (tessera.outputs), unless its
+      // config says: a Python one hands them to ingest as the outputs' keys.
+      auto generator_config = st.info.settings.generator_config;
+      if (!st.info.result_names.empty() && generator_config && !generator_config->has(kClientOutputsKey)) {
+        auto with_names = std::make_shared<Config>(*generator_config);
+        Value::List names(st.info.result_names.begin(), st.info.result_names.end());
+        with_names->set(std::string(kClientOutputsKey), Value(std::move(names)));
+        generator_config = std::move(with_names);
+      }
       st.generator = spawn_generator_actor(
           self->home_system(),
-          GeneratorActorArgs{st.args.id, caf::actor_cast<caf::actor>(self), type,
-                             st.info.settings.generator_config, st.info.settings.budget, st.max_in_flight(),
-                             st.args.store, st.args.resumed, st.info.pushed});
+          GeneratorActorArgs{st.args.id, caf::actor_cast<caf::actor>(self), type, std::move(generator_config),
+                             st.info.settings.budget, st.max_in_flight(), st.args.store, st.args.resumed,
+                             st.info.pushed});
     }
   }
   if (!st.finished)

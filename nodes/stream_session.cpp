@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "actors/messages.hpp"
+#include "actors/python_modules.hpp"
 #include "graph/definition_identity.hpp"
 #include "graph/printable.hpp"
 #include "nodes/stream_codec.hpp"
@@ -59,6 +60,11 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
   }
   if (auto wrong = settings.check(); !wrong.empty())
     return answer_open(peer, open.getRequestId(), 0, wrong, 0);
+  if (!g_.options.limits.client_code_refused.empty() &&
+      (settings.simulation == kClientClassSimulation || settings.generator == kClientGenerator))
+    return answer_open(peer, open.getRequestId(), 0,
+                       "a stream of Python code this client sent: " + g_.options.limits.client_code_refused,
+                       0);
   // The client's own bound, never past what the node lets a client push ahead.
   settings.max_in_flight = std::min<std::uint64_t>(
       settings.max_in_flight ? settings.max_in_flight : StreamSettings::kDefaultMaxInFlight,

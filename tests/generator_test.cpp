@@ -172,7 +172,7 @@ TEST(Generator, BadEnsemblesAreRefusedNamingWhatIsWrong) {
       [&] { client.ensemble("aposmm", "six_hump_camel", {.budget = 2'000'000'000, .config = camel_box()}); },
       "it must be in [1, 1000000000]");
   refused([&] { client.ensemble("nope", "six_hump_camel", {.budget = 10}); },
-          "no generator is registered as 'nope' (known: aposmm, faulty)");
+          "no generator is registered as 'nope' (known: aposmm, faulty");
   refused([&] { client.ensemble("aposmm", "nope", {.budget = 10, .config = camel_box()}); },
           "unknown simulation 'nope'");
   // The generator's config is checked where it runs: the ensemble ends with the generator's error.

@@ -59,3 +59,46 @@ def task_name(arguments, where):
 
 def is_code(function):
     return callable(function) and not isinstance(function, (str, bytes))
+
+
+CLASS_SIMULATION = "python:class"
+OBJECT_GENERATOR = "python:generator"
+CODE_KEY = "tessera.python_code"
+OUTPUTS_KEY = "tessera.outputs"
+PARAMETERS_KEY = "tessera.parameters"
+
+
+def _names(cls, attribute):
+    names = getattr(cls, attribute, None)
+    if names is None:
+        return []
+    if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"{cls.__qualname__}.{attribute} must be a list of names, not {names!r}")
+    return list(names)
+
+
+def simulation_class(cls, config, parameter_names):
+    """A simulation class sent with its stream: (the simulation that runs it, the config carrying it,
+    the parameter names)."""
+    if not callable(getattr(cls, "run", None)):
+        raise TypeError(f"stream: {cls.__qualname__} has no run(p) method")
+    config = dict(config or {})
+    config[CODE_KEY] = header(cls, "stream")
+    outputs = _names(cls, "outputs")
+    if outputs:
+        config[OUTPUTS_KEY] = outputs
+    parameters = _names(cls, "parameters")
+    if parameters:
+        config[PARAMETERS_KEY] = parameters
+    return CLASS_SIMULATION, config, parameter_names or parameters or None
+
+
+def generator_object(generator, generator_config):
+    """A gest-api generator object sent with its ensemble, pickled as it is now (its state included)."""
+    for method in ("suggest", "ingest"):
+        if not callable(getattr(generator, method, None)):
+            raise TypeError(f"ensemble: {type(generator).__qualname__} has no {method}() method: a generator "
+                            "is a registered name or a gest-api generator object")
+    config = dict(generator_config or {})
+    config[CODE_KEY] = header(generator, "ensemble")
+    return OBJECT_GENERATOR, config

@@ -258,7 +258,11 @@ class Client:
     # --- streams ---
     def stream(self, simulation, max_in_flight=4096, *, pool_size=0, config=None, isolation=None, timeout=0.0,
                retries=0, parameter_names=None):
-        """Opens a stream of parameter sets on the simulation registered as `simulation`."""
+        """Opens a stream of parameter sets on `simulation`: the name of one the cluster has, or a Python
+        class (pickled with cloudpickle; built per simulation instance with `config`, run(p) per set; its
+        `parameters` and `outputs` attributes name the columns)."""
+        if isinstance(simulation, type):
+            simulation, config, parameter_names = _client_code.simulation_class(simulation, config, parameter_names)
         return _tessera._open_stream(
             self._open(), _checks.text("stream: simulation", simulation),
             _checks.count("stream: max_in_flight", max_in_flight, 1, 2**40),
@@ -268,7 +272,13 @@ class Client:
 
     def ensemble(self, generator, simulation, budget, *, generator_config=None, max_in_flight=4096, pool_size=0,
                  config=None, isolation=None, timeout=0.0, retries=0):
-        """An adaptive ensemble: `generator` proposes the sets of a stream of `simulation`."""
+        """An adaptive ensemble: `generator` proposes the sets of a stream of `simulation`. Either may be a
+        registered name; `generator` may be a gest-api generator object (pickled with its state) and
+        `simulation` a Python class, as for stream()."""
+        if isinstance(simulation, type):
+            simulation, config, _ = _client_code.simulation_class(simulation, config, None)
+        if not isinstance(generator, str):
+            generator, generator_config = _client_code.generator_object(generator, generator_config)
         return _tessera._open_ensemble(
             self._open(), _checks.text("ensemble: generator", generator),
             _checks.text("ensemble: simulation", simulation),

@@ -119,34 +119,56 @@ def _describe(modules, out):
     return 0
 
 
+CLIENT_CLASS = "python:class"
+CLIENT_GENERATOR = "python:generator"
+CLIENT_CODE_KEY = "tessera.python_code"
+
+
+def _client_object(config, what):
+    """The class or object a client sent, from the config that carries it (the key taken out)."""
+    header = config.pop(CLIENT_CODE_KEY, None)
+    if header is None:
+        raise LookupError(f"{what}: the config carries no {CLIENT_CODE_KEY} (a client sends it)")
+    return _client_code_caller().loads(header)
+
+
 def _simulation_factory(name):
+    if name == CLIENT_CLASS:
+        def factory(config):
+            config.pop("tessera.outputs", None)
+            config.pop("tessera.parameters", None)
+            return _simulation_runner(name, _client_object(config, "a Python class sent by a client"), config)
+        return factory
     cls = _registry.simulations.get(name)
     if cls is None:
         raise LookupError(f"no module imported here registers simulation '{name}' "
                           f"(it has: {', '.join(sorted(_registry.simulations)) or 'none'})")
+    return lambda config: _simulation_runner(name, cls, config)
+
+
+def _simulation_runner(name, cls, config):
+    """run_set of a simulation class's instance: parameters as a dict when it declares them, a dict
+    result ordered by its declared outputs."""
     parameters = _names(cls, "parameters")
     outputs = _names(cls, "outputs")
+    instance = cls(config)
+    run = instance.run
 
-    def factory(config):
-        instance = cls(config)
-        run = instance.run
-
-        def run_set(p):
-            if parameters:
-                p = dict(zip(parameters, p.tolist() if hasattr(p, "tolist") else p))
-            result = run(p)
-            if isinstance(result, dict):
-                if not outputs:
-                    raise TypeError(f"simulation '{name}' returned a dict: declare its names as "
-                                    f"outputs = [...] on {cls.__qualname__} so results can be named")
-                missing = [k for k in outputs if k not in result]
-                if missing:
-                    raise KeyError(f"simulation '{name}' returned no {', '.join(map(repr, missing))} "
-                                   f"(its outputs are {outputs})")
-                return [float(result[k]) for k in outputs]
-            return result
-        return run_set
-    return factory
+    def run_set(p):
+        if parameters:
+            p = dict(zip(parameters, p.tolist() if hasattr(p, "tolist") else p))
+        result = run(p)
+        if isinstance(result, dict):
+            if not outputs:
+                raise TypeError(f"simulation '{name}' returned a dict: declare its names as "
+                                f"outputs = [...] on {cls.__qualname__} so results can be named")
+            missing = [k for k in outputs if k not in result]
+            if missing:
+                raise KeyError(f"simulation '{name}' returned no {', '.join(map(repr, missing))} "
+                               f"(its outputs are {outputs})")
+            return [float(result[k]) for k in outputs]
+        return result
+    return run_set
 
 
 class _GeneratorHost:
@@ -156,10 +178,15 @@ class _GeneratorHost:
 
     def __init__(self, name, cls, config):
         self.name = name
+        # The names the stream stores results under, when the stream has them (the scheduler adds them).
+        stored = list(config.pop("tessera.outputs", None) or [])
         self.instance = cls(config)
         vocs = getattr(self.instance, "vocs", None)
-        self.parameters = _names(cls, "parameters") or list(getattr(vocs, "variable_names", None) or [])
-        self.outputs = _names(cls, "outputs") or list(getattr(vocs, "objective_names", None) or [])
+        made = type(self.instance)
+        self.parameters = (_names(cls, "parameters") or _names(made, "parameters")
+                           or list(getattr(vocs, "variable_names", None) or []))
+        self.outputs = (_names(cls, "outputs") or _names(made, "outputs")
+                        or list(getattr(vocs, "objective_names", None) or []) or stored)
         self.next_id = 0
         self.their_ids = {}
 
@@ -246,6 +273,11 @@ class _GeneratorHost:
 
 
 def _generator_factory(name):
+    if name == CLIENT_GENERATOR:
+        def factory(config):
+            instance = _client_object(config, "a Python generator sent by a client")
+            return _GeneratorHost(name, lambda _config: instance, config)
+        return factory
     cls = _registry.generators.get(name)
     if cls is None:
         raise LookupError(f"no module imported here registers generator '{name}' "
@@ -267,25 +299,35 @@ def versions():
     return f"{sys.version_info.major}.{sys.version_info.minor}", pickler
 
 
-def _client_code_caller():
-    ours = versions()
-    loaded = {}
+class _ClientCode:
+    """Functions, classes and objects a client pickled: checked against this worker's versions, unpickled
+    once per pickle (the last 256 kept by their bytes)."""
 
-    def call(header, *arguments):
+    def __init__(self):
+        self.ours = versions()
+        self.loaded = {}
+
+    def loads(self, header):
         python, pickler, payload = header
-        if (python, pickler) != ours:
-            raise RuntimeError(f"the client pickled this function with Python {python} and cloudpickle {pickler}; "
-                               f"this worker runs Python {ours[0]} with cloudpickle {ours[1]}: run the client with "
-                               "the workers' Python and cloudpickle versions")
-        fn = loaded.get(payload)
-        if fn is None:
+        if (python, pickler) != self.ours:
+            raise RuntimeError(f"the client pickled this code with Python {python} and cloudpickle {pickler}; "
+                               f"this worker runs Python {self.ours[0]} with cloudpickle {self.ours[1]}: run the "
+                               "client with the workers' Python and cloudpickle versions")
+        obj = self.loaded.get(payload)
+        if obj is None:
             import pickle
-            fn = pickle.loads(payload)  # cloudpickle's output is a pickle: its loads is pickle's
-            if len(loaded) >= _MAX_CACHED_CLIENT_FUNCTIONS:
-                loaded.clear()
-            loaded[payload] = fn
-        return fn(*arguments)
-    return call
+            obj = pickle.loads(payload)  # cloudpickle's output is a pickle: its loads is pickle's
+            if len(self.loaded) >= _MAX_CACHED_CLIENT_FUNCTIONS:
+                self.loaded.clear()
+            self.loaded[payload] = obj
+        return obj
+
+    def __call__(self, header, *arguments):
+        return self.loads(header)(*arguments)
+
+
+def _client_code_caller():
+    return _ClientCode()
 
 
 def _tasks_factory(config):

@@ -177,7 +177,7 @@ def test_what_cannot_be_sent_is_refused_at_submit_naming_it(client):
 
 def test_a_worker_names_a_python_or_cloudpickle_version_it_does_not_run(client):
     import pickle
-    with pytest.raises(tessera.TaskFailed, match=r"pickled this function with Python 2\.7 and cloudpickle 0\.1; "
+    with pytest.raises(tessera.TaskFailed, match=r"pickled this code with Python 2\.7 and cloudpickle 0\.1; "
                                                  r"this worker runs Python 3\.\d+"):
         client._open().submit("python:call/1", ["2.7", "0.1", pickle.dumps(abs)], -1).result(timeout=60)
 
@@ -191,6 +191,15 @@ def test_a_loopback_node_runs_client_code_and_a_closed_one_refuses_it_naming_the
         # The scheduler refuses the submission as it arrives; the future says why.
         with pytest.raises(tessera.TaskFailed, match="refused.*security.allow_client_code is false"):
             client.submit(lambda x: x, 1).result(timeout=60)
+        class Echo:
+            def __init__(self, config):
+                pass
+
+            def run(self, p):
+                return p
+
+        with pytest.raises(Exception, match="security.allow_client_code is false"):
+            client.stream(Echo)
         # The client goes on: the workers could run it, only this scheduler takes none from clients.
         assert "python:call/1" in {f["name"] for f in client.functions()}
 
@@ -325,3 +334,44 @@ def test_a_curve_node_beyond_loopback_runs_client_code_only_when_its_operator_al
     opened = start_node(config + "allow_client_code = true\n")
     with tessera.Client(opened.endpoint, **keys) as client:
         assert client.gather(client.map(lambda x: x + 1, range(4))) == [1, 2, 3, 4]
+
+
+def test_a_python_class_and_a_generator_object_sent_by_the_client(client):
+    import math
+
+    class Pendulum:  # defined here, so cloudpickle sends it by value: no module of it on the workers
+        parameters = ["length", "g"]
+        outputs = ["period"]
+
+        def __init__(self, config):
+            self.factor = config.get("factor", 1.0)
+
+        def run(self, p):
+            return {"period": self.factor * 2 * math.pi * math.sqrt(p["length"] / p["g"])}
+
+    stream = client.stream(Pendulum, config={"factor": 2.0})
+    stream.push_many(pd.DataFrame({"length": [1.0, 4.0], "g": [9.81, 9.81]}))
+    stream.close()
+    assert stream.wait(timeout=120)
+    table = client.results(stream).to_pandas()
+    np.testing.assert_allclose(table.sort_values("id").period, 4 * math.pi * np.sqrt(np.array([1.0, 4.0]) / 9.81))
+
+    class Sweep:  # a gest-api generator object, sent with the state it has now
+        def __init__(self, start):
+            self.next = start
+
+        def suggest(self, num_points):
+            points = [{"length": self.next + i, "g": 9.81} for i in range(num_points)]
+            self.next += num_points
+            return points
+
+        def ingest(self, results):
+            for r in results:
+                assert r["period"] > 0
+
+    ensemble = client.ensemble(Sweep(1.0), Pendulum, 50)
+    assert ensemble.wait(timeout=120) and ensemble.error == ""
+    lengths = sorted(client.results(ensemble).to_pandas().length)
+    assert lengths == [1.0 + i for i in range(50)]
+    with pytest.raises(TypeError, match="no suggest"):
+        client.ensemble(object(), Pendulum, 5)
