@@ -20,6 +20,7 @@ packages=(
 test_packages=(
   gnuplot-nox chromium chromium-driver fonts-liberation
   python3-pytest python3-numpy python3-pandas python3-sklearn python3-matplotlib
+  python3-venv   # the gest-api test: libEnsemble from PyPI in a virtual environment
   slurmctld slurmd slurm-client munge iproute2 iptables
   openmpi-bin libopenmpi-dev
   lammps   # examples/programs: a Debian program run as a simulation
