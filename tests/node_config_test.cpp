@@ -137,6 +137,24 @@ TEST(NodeConfig, UnreadablePluginIsRefused) {
       << why;
 }
 
+TEST(NodeConfig, PythonModulesAreFilesOrModuleNamesAndClientCodeBeyondLoopbackNeedsCurve) {
+  const std::string head = "[node]\nname = \"a\"\nrole = \"both\"\n[plugins]\n";
+  const auto unreadable = refusal(head + "python = [\"/nonexistent/sims.py\"]\n");
+  EXPECT_EQ(unreadable.find(
+                "bad.toml:5: Python module '/nonexistent/sims.py' (key 'plugins.python') cannot be read"),
+            0u)
+      << unreadable;
+  const auto not_a_name = refusal(head + "python = [\"models; rm -rf\"]\n");
+  EXPECT_NE(not_a_name.find("is neither a file (ending .py) nor a module name (a.b.c)"), std::string::npos)
+      << not_a_name;
+  const auto open = refusal(
+      "[node]\nname = \"a\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://0.0.0.0:7070\"\n[security]\n"
+      "allow_insecure = true\nallow_client_code = true\n");
+  EXPECT_NE(open.find("key 'security.allow_client_code' = true with scheduler.listen"), std::string::npos)
+      << open;
+  EXPECT_NE(open.find("Turn security.curve on"), std::string::npos) << open;
+}
+
 TEST(NodeConfig, SyntaxErrorNamesTheLine) {
   const auto why = refusal("[node]\nname = \"a\"\nrole = both\n");
   EXPECT_EQ(why.find("bad.toml:3: "), 0u) << why;
