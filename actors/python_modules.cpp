@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,12 +13,11 @@
 #include <sstream>
 
 #include "actors/python_generator.hpp"
+#include "actors/python_launch.hpp"
 #include "actors/python_task_pool.hpp"
 #include "graph/generator.hpp"
 #include "graph/registry.hpp"
 #include "graph/simulation.hpp"
-
-extern char** environ;
 
 namespace tessera {
 
@@ -45,15 +42,7 @@ std::string module_list(const PythonEnvironment& environment) {
 
 // Runs `python -m tessera._worker --describe -- MODULES` and gives back what it wrote to descriptor 3.
 std::string run_describe(const PythonEnvironment& environment, std::chrono::seconds deadline) {
-  std::vector<std::string> argv_text{environment.executable, "-m", "tessera._worker", "--describe", "--"};
-  argv_text.insert(argv_text.end(), environment.modules.begin(), environment.modules.end());
-  std::vector<std::string> env_text = python_child_environment(environment);
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
+  const PythonCommand command = python_command(environment, {"--describe"});
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
     throw PythonModuleError(std::string("no pipe to a Python interpreter: ") + std::strerror(errno));
@@ -65,17 +54,9 @@ std::string run_describe(const PythonEnvironment& environment, std::chrono::seco
     ::close(pipe_fds[1]);
     throw PythonModuleError(std::string("no Python interpreter could be started: ") + std::strerror(error));
   }
-  if (child == 0) {  // async-signal-safe calls only: the process has threads
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(0);
-    const int high = ::fcntl(pipe_fds[1], F_DUPFD, 16);
-    if (high < 0 || ::dup2(high, 3) < 0) ::_exit(126);
-    ::syscall(SYS_close_range, 4u, ~0u, 0u);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
+  if (child == 0) {
+    const int descriptors[] = {pipe_fds[1]};
+    exec_python(command, descriptors, parent);
   }
   ::close(pipe_fds[1]);
   std::string output;
@@ -143,6 +124,31 @@ bool accepts_client_function(const Value& v) {
          parts[2].kind() == ValueKind::bytes;
 }
 
+// A generator that runs in an interpreter of its own (`--serve-generator NAME`), its process described as
+// a simulation process's is.
+void register_python_generator(const std::shared_ptr<const PythonEnvironment>& environment,
+                               const std::string& name, const std::string& identity,
+                               const std::string& module, const std::string& qualname) {
+  auto definition = std::make_shared<PythonDefinition>();
+  definition->environment = environment;
+  definition->kind = PythonDefinition::Kind::generator;
+  definition->module = module;
+  definition->qualname = qualname;
+  auto process_type = std::make_shared<SimulationType>();
+  process_type->name = name;
+  process_type->identity = identity;
+  process_type->python = std::move(definition);
+  GeneratorType type;
+  type.name = name;
+  type.parameter_type = "any";
+  type.result_type = "any";
+  type.can_save = true;
+  type.make = [process_type](const Config& config) -> std::unique_ptr<Generator> {
+    return std::make_unique<PythonGenerator>(*process_type, config);
+  };
+  GeneratorRegistry::global().add(std::move(type));
+}
+
 // The simulation and generator that run a class or a generator object a client sent.
 void register_client_classes(const std::shared_ptr<const PythonEnvironment>& environment) {
   const std::string identity = "python code sent by a client (cloudpickle)";
@@ -160,24 +166,8 @@ void register_client_classes(const std::shared_ptr<const PythonEnvironment>& env
     };
     SimulationRegistry::global().add(std::move(type));
   }
-  if (!GeneratorRegistry::global().find(kClientGenerator)) {
-    auto process_type = std::make_shared<SimulationType>();
-    auto definition = std::make_shared<PythonDefinition>();
-    definition->environment = environment;
-    definition->kind = PythonDefinition::Kind::generator;
-    process_type->name = std::string(kClientGenerator);
-    process_type->identity = identity;
-    process_type->python = std::move(definition);
-    GeneratorType type;
-    type.name = std::string(kClientGenerator);
-    type.parameter_type = "any";
-    type.result_type = "any";
-    type.can_save = true;
-    type.make = [process_type](const Config& config) -> std::unique_ptr<Generator> {
-      return std::make_unique<PythonGenerator>(*process_type, config);
-    };
-    GeneratorRegistry::global().add(std::move(type));
-  }
+  if (!GeneratorRegistry::global().find(kClientGenerator))
+    register_python_generator(environment, std::string(kClientGenerator), identity, {}, {});
 }
 
 std::vector<std::string> names_in(const Config* config, std::string_view key) {
@@ -212,24 +202,6 @@ void register_client_code(const std::shared_ptr<PythonTaskPool>& pool) {
 }
 
 }  // namespace
-
-std::vector<std::string> python_child_environment(const PythonEnvironment& environment) {
-  std::vector<std::string> out;
-  std::string path = environment.package_path;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view entry(*e);
-    if (entry.starts_with("PYTHONPATH=")) {
-      if (entry.size() > 11) {
-        if (!path.empty()) path += ':';
-        path.append(entry.substr(11));
-      }
-      continue;
-    }
-    out.emplace_back(entry);
-  }
-  if (!path.empty()) out.push_back("PYTHONPATH=" + path);
-  return out;
-}
 
 std::vector<std::string> python_outputs(const SimulationType& type, const Config* config) {
   if (!type.python) return {};
@@ -350,27 +322,8 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
     } else if (fields[0] == "generator") {
       if (fields.size() != 5) throw bad_line();
       const std::string& name = fields[1];
-      if (!GeneratorRegistry::global().find(name)) {
-        // The interpreter a generator runs in is described as a simulation process's is.
-        auto process_type = std::make_shared<SimulationType>();
-        auto definition = std::make_shared<PythonDefinition>();
-        definition->environment = environment;
-        definition->kind = PythonDefinition::Kind::generator;
-        definition->module = fields[3];
-        definition->qualname = fields[4];
-        process_type->name = name;
-        process_type->identity = fields[2];
-        process_type->python = std::move(definition);
-        GeneratorType type;
-        type.name = name;
-        type.parameter_type = "any";
-        type.result_type = "any";
-        type.can_save = true;
-        type.make = [process_type](const Config& config) -> std::unique_ptr<Generator> {
-          return std::make_unique<PythonGenerator>(*process_type, config);
-        };
-        GeneratorRegistry::global().add(std::move(type));
-      }
+      if (!GeneratorRegistry::global().find(name))
+        register_python_generator(environment, name, fields[2], fields[3], fields[4]);
       registered.generators.push_back(name);
     } else {
       throw bad_line();

@@ -63,9 +63,6 @@ std::vector<std::string> python_outputs(const SimulationType& type, const Config
 // Its parameters' names, the same way (a class's declared parameters).
 std::vector<std::string> python_parameters(const SimulationType& type, const Config* config);
 
-// This process's environment for an interpreter of `environment`: its package path first on PYTHONPATH.
-std::vector<std::string> python_child_environment(const PythonEnvironment& environment);
-
 // Whether this build can run Python code at all (it was built with TESSERA_PYTHON).
 bool python_supported();
 

@@ -1,7 +1,9 @@
 #include "actors/simulation_child.hpp"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,27 +20,6 @@ namespace {
 
 // The child sends what it has at least this often, so a crash late in a long job loses little.
 constexpr std::chrono::milliseconds kFlushEvery{20};
-
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-template <class T>
-bool get(std::string_view& in, T& v) {
-  if (in.size() < sizeof v) return false;
-  std::memcpy(&v, in.data(), sizeof v);
-  in.remove_prefix(sizeof v);
-  return true;
-}
-
-bool get_bytes(std::string_view& in, std::string_view& bytes) {
-  std::uint64_t n = 0;
-  if (!get(in, n) || n > in.size()) return false;
-  bytes = in.substr(0, n);
-  in.remove_prefix(n);
-  return true;
-}
 
 bool send_all(int fd, const char* data, std::size_t n) {
   while (n > 0) {
@@ -61,6 +42,10 @@ bool read_all(int fd, char* data, std::size_t n) {
   }
   return true;
 }
+
+using child_frames::get;
+using child_frames::get_bytes;
+using child_frames::put;
 
 // One answer: its kind (0 a value, 1 an error), its bytes, and when its run began and ended.
 void add_record(std::string& frame, const Value* value, std::string_view error, double started,
@@ -129,6 +114,17 @@ std::optional<Config> decode_config(std::string_view payload) {
 }
 
 }  // namespace child_frames
+
+void reset_child_signals() {
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    unsigned long kernel_action[8] = {};  // SIG_DFL, no flags, no mask, in any architecture's layout
+    ::syscall(SYS_rt_sigaction, s, kernel_action, nullptr, sizeof(unsigned long));
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
 
 SimulationProgress* map_child_progress(int fd) {
   void* page = ::mmap(nullptr, sizeof(SimulationProgress), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

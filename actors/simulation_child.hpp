@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +39,27 @@ namespace child_frames {
 inline constexpr std::uint64_t kMaxFrame = std::uint64_t{1} << 34;
 
 std::int64_t now_ns();
+
+// A frame's fields: fixed-size values as their bytes, byte strings after their length.
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+bool get(std::string_view& in, T& v) {
+  if (in.size() < sizeof v) return false;
+  std::memcpy(&v, in.data(), sizeof v);
+  in.remove_prefix(sizeof v);
+  return true;
+}
+inline bool get_bytes(std::string_view& in, std::string_view& bytes) {
+  std::uint64_t n = 0;
+  if (!get(in, n) || n > in.size()) return false;
+  bytes = in.substr(0, n);
+  in.remove_prefix(n);
+  return true;
+}
+
 bool read_frame(int fd, std::string& payload);
 // `frame` begins with the 8 bytes new_frame() reserved for its length.
 bool send_frame(int fd, std::string& frame);
@@ -48,6 +70,10 @@ std::string encode_config(const Config& config);
 std::optional<Config> decode_config(std::string_view payload);
 
 }  // namespace child_frames
+
+// In a forked child: default dispositions and an empty mask, set through the kernel directly so that a
+// sanitizer's handler in the worker cannot keep a crash from ending the child with its signal.
+void reset_child_signals();
 
 // Maps the progress page an exec'd child was given; nullptr when it cannot.
 SimulationProgress* map_child_progress(int fd);

@@ -18,7 +18,7 @@
 #include <new>
 #include <string_view>
 
-#include "actors/python_modules.hpp"
+#include "actors/python_launch.hpp"
 #include "actors/simulation_child.hpp"
 #include "graph/errors.hpp"
 #include "storage/value_record.hpp"
@@ -28,30 +28,10 @@ namespace tessera {
 namespace {
 
 using namespace child_frames;
+static_assert(kChildSocketFd == 3 && kChildProgressFd == 4, "exec_python places descriptors from 3 on");
 constexpr std::uint32_t kIdle = SimulationProgress::kIdle;
 // How long an interpreter may take to start and import its modules before it is taken for hung.
 constexpr double kInterpreterStartSeconds = 120.0;
-
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-template <class T>
-bool get(std::string_view& in, T& v) {
-  if (in.size() < sizeof v) return false;
-  std::memcpy(&v, in.data(), sizeof v);
-  in.remove_prefix(sizeof v);
-  return true;
-}
-
-bool get_bytes(std::string_view& in, std::string_view& bytes) {
-  std::uint64_t n = 0;
-  if (!get(in, n) || n > in.size()) return false;
-  bytes = in.substr(0, n);
-  in.remove_prefix(n);
-  return true;
-}
 
 std::string signal_text(int signal) {
   const char* abbrev = sigabbrev_np(signal);
@@ -63,19 +43,6 @@ std::string signal_text(int signal) {
 
 // ---- The child ----
 
-// Default dispositions and an empty mask, set through the kernel directly so that a sanitizer's handler
-// in the worker cannot keep a crash from ending the child with its signal.
-void reset_signals() {
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    unsigned long kernel_action[8] = {};  // SIG_DFL, no flags, no mask, in any architecture's layout
-    ::syscall(SYS_rt_sigaction, s, kernel_action, nullptr, sizeof(unsigned long));
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
 void close_inherited(int keep) {
   // Keeps stdio (the simulation's output joins the worker's) and the socket to the parent.
   if (keep > 3) ::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u);
@@ -86,55 +53,23 @@ void close_inherited(int keep) {
                                SimulationProgress* progress, pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(0);  // the parent went between the fork and the line above
-  reset_signals();
+  reset_child_signals();
   close_inherited(socket);
   serve_simulation_jobs(socket, progress, type.name, [&] { return type.make(config); });
 }
 
-// An interpreter: its socket and page go to descriptors 3 and 4, every other inherited one is closed.
-// Only async-signal-safe calls from here to execve: the worker has threads.
-[[noreturn]] void exec_child(int socket, int progress_fd, char* const* argv, char* const* envp,
-                             pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(0);
-  reset_signals();
-  const int high_socket = ::fcntl(socket, F_DUPFD, 16);
-  const int high_progress = ::fcntl(progress_fd, F_DUPFD, 16);
-  if (high_socket < 0 || high_progress < 0 || ::dup2(high_socket, kChildSocketFd) < 0 ||
-      ::dup2(high_progress, kChildProgressFd) < 0)
-    ::_exit(126);
-  ::syscall(SYS_close_range, static_cast<unsigned>(kChildProgressFd + 1), ~0u, 0u);
-  ::execve(argv[0], argv, envp);
-  static const char message[] = "tessera: the Python interpreter could not be started\n";
-  [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
-  ::_exit(127);
-}
-
-// The command line and environment of an interpreter child, made before the fork.
-struct ExecLine {
-  std::vector<std::string> argv_text, env_text;
-  std::vector<char*> argv, envp;
-};
-
-ExecLine python_exec_line(const SimulationType& type) {
+// An interpreter's command: its mode and, but for the task functions', what it serves.
+PythonCommand python_exec_line(const SimulationType& type) {
   const PythonDefinition& python = *type.python;
-  ExecLine line;
-  line.argv_text = {python.environment->executable, "-m", "tessera._worker"};
-  // The mode as a view chosen first: GCC 12 reports false -Warray-bounds on long literals pushed in each
-  // branch (PR 105329).
-  std::string_view mode = "--serve-simulation";
-  if (python.kind == PythonDefinition::Kind::tasks) mode = "--serve-tasks";
-  if (python.kind == PythonDefinition::Kind::generator) mode = "--serve-generator";
-  line.argv_text.emplace_back(mode);
-  if (python.kind != PythonDefinition::Kind::tasks) line.argv_text.push_back(type.name);
-  line.argv_text.push_back("--");
-  for (const auto& module : python.environment->modules) line.argv_text.push_back(module);
-  line.env_text = python_child_environment(*python.environment);
-  for (auto& a : line.argv_text) line.argv.push_back(a.data());
-  line.argv.push_back(nullptr);
-  for (auto& e : line.env_text) line.envp.push_back(e.data());
-  line.envp.push_back(nullptr);
-  return line;
+  switch (python.kind) {
+    case PythonDefinition::Kind::tasks:
+      return python_command(*python.environment, {"--serve-tasks"});
+    case PythonDefinition::Kind::generator:
+      return python_command(*python.environment, {"--serve-generator", type.name});
+    case PythonDefinition::Kind::simulation:
+      break;
+  }
+  return python_command(*python.environment, {"--serve-simulation", type.name});
 }
 
 }  // namespace
@@ -175,7 +110,7 @@ void SimulationProcess::start() {
                              "': no socket for its process: " + std::strerror(errno));
   progress_->index.store(kIdle);
   progress_->building.store(0);
-  std::optional<ExecLine> exec_line;
+  std::optional<PythonCommand> exec_line;
   if (type_.python) exec_line = python_exec_line(type_);
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
@@ -188,7 +123,10 @@ void SimulationProcess::start() {
   }
   if (child == 0) {
     ::close(pair[0]);
-    if (exec_line) exec_child(pair[1], progress_fd_, exec_line->argv.data(), exec_line->envp.data(), parent);
+    if (exec_line) {
+      const int descriptors[] = {pair[1], progress_fd_};  // kChildSocketFd, kChildProgressFd
+      exec_python(*exec_line, descriptors, parent);
+    }
     forked_child(pair[1], type_, *config_, progress_, parent);
   }
   ::close(pair[1]);
