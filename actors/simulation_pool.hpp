@@ -3,7 +3,9 @@
 // between parameter sets (warm caches, loaded tables), and runs one job at a time on the worker's compute
 // threads. Under process isolation the instance lives in a child process the actor supervises
 // (actors/simulation_process.hpp), and the compute thread only feeds it. The pool actor hands queued
-// jobs to whichever simulation actor is free. Results go straight to the stream.
+// jobs to whichever simulation actor is free; one whose instance lives in a process also holds a second
+// job, started by the same compute thread the moment the first ends (the pool takes it back for an
+// actor with nothing to do). Results go straight to the stream.
 //
 // A timeout under thread isolation cannot stop the user's code: the actor answers the stream at once
 // (the set failed, the rest of its job back unrun) and stays busy until the run returns, its result then

@@ -55,7 +55,8 @@ void close_inherited(int keep) {
   if (::getppid() != parent) ::_exit(0);  // the parent went between the fork and the line above
   reset_child_signals();
   close_inherited(socket);
-  serve_simulation_jobs(socket, progress, type.name, [&] { return type.make(config); });
+  serve_simulation_jobs(
+      socket, progress, type.name, [&] { return type.make(config); }, kMaxFrame / 2);
 }
 
 // An interpreter's command: its mode and, but for the task functions', what it serves.
@@ -134,7 +135,7 @@ void SimulationProcess::start() {
   if (exec_line) {
     // An interpreter has none of the worker's memory: the stream's config is its first frame. A child
     // already gone shows as a dead socket at the job that follows.
-    std::string frame = new_frame() + encode_config(*config_);
+    std::string frame = new_frame() + encode_start(type_.python->environment->max_result_bytes, *config_);
     send_frame(socket_, frame);
   }
   pid_.store(child);
@@ -187,7 +188,8 @@ std::string SimulationProcess::reap() {
 
 SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint64_t>& ids,
                                                     const std::vector<Value>& parameters,
-                                                    const std::vector<double>& timeouts) {
+                                                    const std::vector<double>& timeouts,
+                                                    const std::atomic<bool>* stop) {
   JobResult result;
   if (ids.empty()) return result;
   if (timeouts.size() != ids.size())
@@ -207,6 +209,13 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
   };
   if (pid_.load() <= 0) start();
   const pid_t pid = pid_.load();
+  // Stopped before kill() could find this child: nothing was sent, the job goes back whole. (kill()
+  // reads the pid after `stop` is set, this reads `stop` after the pid is: one of them sees the other.)
+  if (stop && stop->load()) {
+    if (killed_by_request_.load()) reap();  // the next job starts a fresh child
+    result.unrun = ids;
+    return result;
+  }
 
   std::string frame = new_frame();
   put<std::uint32_t>(frame, static_cast<std::uint32_t>(ids.size()));

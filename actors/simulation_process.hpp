@@ -46,10 +46,10 @@ class SimulationProcess {
   // Runs the sets in the child, starting one first when none runs; blocks until they are answered or
   // the child dies. A set past its timeout (`timeouts`, seconds, aligned with ids; 0: none) gets its
   // process killed and a timeout record;
-  // a set the child dies on gets a crash record naming the signal (or the exit status). One caller at a
-  // time.
+  // a set the child dies on gets a crash record naming the signal (or the exit status). A job whose
+  // `stop` is set before its child was there to kill gives every set back unrun. One caller at a time.
   JobResult run(const std::vector<std::uint64_t>& ids, const std::vector<Value>& parameters,
-                const std::vector<double>& timeouts);
+                const std::vector<double>& timeouts, const std::atomic<bool>* stop = nullptr);
   // Kills the child now (from any thread): a run in progress returns with what it answered, and gives
   // the rest of its job back unrun, charging none of it (the set it was on was cancelled, or the worker
   // stops).

@@ -237,6 +237,63 @@ TEST(StreamControls, CancellingASetRunningInAProcessStopsThatProcess) {
     EXPECT_FALSE(ran.records.at(id).failed) << ran.records.at(id).error;
 }
 
+// A simulation actor whose instance lives in a process holds a second job behind the one it runs; an
+// actor with nothing to do takes that job back, so no set waits behind one that is held.
+TEST(StreamControls, AJobWaitingBehindAHeldProcessMovesToAnIdleOne) {
+  SKIP_UNLESS_FORK_IS_SAFE();
+  Gate gate;
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.pool_size = 2;
+  options.isolation = tessera::Isolation::process;
+  options.config = gate.config();
+  auto stream = client.stream("gated", options);
+  stream.push(-1.0);
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+  for (int i = 1; i < 10; ++i) stream.push(double(i));
+  stream.flush();
+  // Every other set is answered while the first still holds its process.
+  ASSERT_TRUE(eventually([&] { return stream.completed() == 9; })) << stream.completed() << " of 9";
+  EXPECT_TRUE(gate.closed());
+  gate.open();
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  const auto ran = collect(stream);
+  ASSERT_EQ(ran.records.size(), 10u);
+  for (const auto& [id, r] : ran.records) EXPECT_FALSE(r.failed) << id << ": " << r.error;
+}
+
+// A cancelled set in the job waiting behind a process's running one is taken out of it: it never runs.
+TEST(StreamControls, ACancelledSetWaitingBehindAProcessNeverRuns) {
+  SKIP_UNLESS_FORK_IS_SAFE();
+  Gate gate;
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = gated_stream(client, gate, tessera::Isolation::process);
+  stream.push(-1.0);
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+  push_alone(stream, 1.0);  // waits behind id 0 at its simulation actor
+  push_alone(stream, 2.0);
+  const auto counts = stream.cancel({1});
+  EXPECT_EQ(counts.queued + counts.running, 1u);
+  gate.open();
+  push_alone(stream, 3.0);
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  const auto ran = collect(stream);
+  ASSERT_EQ(ran.records.size(), 4u);
+  EXPECT_EQ(ran.records.at(1).failure, Failure::cancelled) << ran.records.at(1).error;
+  // The process's run count: id 1 took none.
+  EXPECT_EQ(ran.order, (std::vector<std::uint64_t>{0, 2, 3}));
+  for (std::uint64_t id : {0, 2, 3}) {
+    EXPECT_FALSE(ran.records.at(id).failed) << id << ": " << ran.records.at(id).error;
+    EXPECT_EQ(tessera::from_value<double>(ran.records.at(id).value), id == 0 ? 0.0 : double(id - 1)) << id;
+  }
+}
+
 // A set's own timeout takes the place of the stream's (here none): the set that waits past it fails as
 // a timeout, the others run without one. Under process isolation its process is killed, so the rest run
 // while the gate stays closed; under thread isolation they wait for the abandoned run to return.

@@ -44,14 +44,17 @@ def emit(**record):
     print(json.dumps(record), flush=True)
 
 
+RUNS = []  # every timed run's seconds, of the last call to timed()
+
+
 def timed(run, repeat):
     run()  # warm-up: interpreters started, caches filled
-    times = []
+    RUNS.clear()
     for _ in range(repeat):
         start = time.perf_counter()
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        RUNS.append(time.perf_counter() - start)
+    return statistics.median(RUNS)
 
 
 def sleepy(x):
@@ -115,17 +118,18 @@ class Sleepy:
 
 def tessera_streams(module, sets, sims, repeat):
     import numpy as np
-    with tessera.LocalCluster(workers=1, threads_per_worker=2, python=[module]) as cluster, \
-            tessera.Client(cluster) as client:
-        rows = np.arange(float(sets)).reshape(-1, 1)
+    if sets > 0:
+        with tessera.LocalCluster(workers=1, threads_per_worker=2, python=[module]) as cluster, \
+                tessera.Client(cluster) as client:
+            rows = np.arange(float(sets)).reshape(-1, 1)
 
-        def run():
-            stream = client.stream("bench_trivial", max_in_flight=sets)
-            stream.push_many(rows)
-            stream.close()
-            assert stream.wait(timeout=600)
-        seconds = timed(run, repeat)
-    emit(bench="python_stream", system="tessera", sets=sets, seconds=seconds, rate=sets / seconds)
+            def run():
+                stream = client.stream("bench_trivial", max_in_flight=sets)
+                stream.push_many(rows)
+                stream.close()
+                assert stream.wait(timeout=600)
+            seconds = timed(run, repeat)
+        emit(bench="python_stream", system="tessera", sets=sets, seconds=seconds, rate=sets / seconds)
     with tessera.LocalCluster(workers=1, threads_per_worker=4, python=[module]) as cluster, \
             tessera.Client(cluster) as client:
         rows = np.arange(float(sims)).reshape(-1, 1)
@@ -139,7 +143,7 @@ def tessera_streams(module, sets, sims, repeat):
         seconds = timed(run, repeat)
     floor = sims * SIM_SECONDS / 4
     emit(bench="python_sims", system="tessera", sets=sims, seconds=seconds, floor=floor,
-         over_floor=seconds / floor - 1)
+         over_floor=seconds / floor - 1, runs=[round(t, 3) for t in RUNS])
 
 
 def multiprocessing_sims(sims, repeat):
@@ -147,7 +151,7 @@ def multiprocessing_sims(sims, repeat):
         seconds = timed(lambda: pool.map(sleepy, range(sims), chunksize=1), repeat)
     floor = sims * SIM_SECONDS / 4
     emit(bench="python_sims", system="multiprocessing", sets=sims, seconds=seconds, floor=floor,
-         over_floor=seconds / floor - 1)
+         over_floor=seconds / floor - 1, runs=[round(t, 3) for t in RUNS])
 
 
 def remote_latency(node_binary, plugin, calls):
@@ -191,10 +195,19 @@ def main():
     parser.add_argument("--node", default=os.environ.get("TESSERA_NODE_BINARY", "build/bin/tessera-node"))
     parser.add_argument("--plugin", default=os.environ.get("TESSERA_TEST_PLUGIN", "build/lib/libtessera_test_plugin.so"))
     parser.add_argument("--latency-only", action="store_true", help="only the remote submit + result latency")
+    parser.add_argument("--sims-only", action="store_true",
+                        help="only the 20 ms simulation floor, beside multiprocessing.Pool")
     args = parser.parse_args()
     log(f"tessera {tessera.__version__}, Python {sys.version.split()[0]}")
     if args.latency_only:
         remote_latency(os.path.abspath(args.node), os.path.abspath(args.plugin), args.calls)
+        return 0
+    if args.sims_only:
+        with tempfile.TemporaryDirectory() as directory:
+            module = pathlib.Path(directory) / "bench_simulations.py"
+            module.write_text(SIMULATIONS)
+            tessera_streams(str(module), 0, args.sims, args.repeat)
+        multiprocessing_sims(args.sims, args.repeat)
         return 0
     tessera_tasks(args.tasks, args.repeat)
     for name, run, n in (("dask-threaded", dask_threaded, args.dask_tasks),
