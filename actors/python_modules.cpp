@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "actors/python_generator.hpp"
@@ -106,6 +108,16 @@ std::string run_describe(const PythonEnvironment& environment, std::chrono::seco
                                  : "exited with status " + std::to_string(WEXITSTATUS(status))) +
                             " (is this build's tessera package on its path?)");
   return output;
+}
+
+// A describe line's count field, when it is a decimal integer in [least, most].
+std::optional<std::uint32_t> bounded_count(const std::string& field, std::uint32_t least,
+                                           std::uint32_t most) {
+  std::uint32_t value = 0;
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (error != std::errc() || end != field.data() + field.size() || value < least || value > most)
+    return std::nullopt;
+  return value;
 }
 
 std::vector<std::string> names_field(const std::string& field) {
@@ -291,7 +303,7 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
       Registry::global().add(std::move(fn), 0);
       registered.tasks.push_back(name);
     } else if (fields[0] == "simulation") {
-      if (fields.size() != 7) throw bad_line();
+      if (fields.size() != 9) throw bad_line();
       const std::string& name = fields[1];
       if (const SimulationType* known = SimulationRegistry::global().find(name)) {
         if (known->identity == fields[4]) {
@@ -313,6 +325,12 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
       type.result_type = "any";
       if (!definition->parameters.empty()) type.arity = definition->parameters.size();
       type.identity = fields[4];
+      // Checked by the describing interpreter; a line that says otherwise is not one of ours.
+      const auto threads = bounded_count(fields[7], 1, SimulationType::kMaxThreads);
+      const auto gpus = bounded_count(fields[8], 0, SimulationType::kMaxGpus);
+      if (!threads || !gpus) throw bad_line();
+      type.threads = *threads;
+      type.gpus = *gpus;
       type.python = std::move(definition);
       type.make = [name](const Config&) -> std::unique_ptr<Simulation> {
         throw std::logic_error("python simulation '" + name + "' runs in an interpreter process only");

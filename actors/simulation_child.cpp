@@ -47,21 +47,37 @@ using child_frames::get;
 using child_frames::get_bytes;
 using child_frames::put;
 
-// One answer: its kind (0 a value, 1 an error), its bytes, and when its run began and ended.
-void add_record(std::string& frame, const Value* value, std::string_view error, double started,
+// One answer: its kind (0 a value record, 1 an error), its bytes, and when its run began and ended.
+void add_record(std::string& frame, std::uint8_t kind, std::string_view bytes, double started,
                 double finished) {
-  if (value) {
-    put<std::uint8_t>(frame, 0);
-    const std::string record = ValueRecord(*value).flat();
-    put<std::uint64_t>(frame, record.size());
-    frame += record;
-  } else {
-    put<std::uint8_t>(frame, 1);
-    put<std::uint64_t>(frame, error.size());
-    frame += error;
-  }
+  put<std::uint8_t>(frame, kind);
+  put<std::uint64_t>(frame, bytes.size());
+  frame += bytes;
   put<double>(frame, started);
   put<double>(frame, finished);
+}
+
+void add_error(std::string& frame, std::string_view error, double started, double finished) {
+  add_record(frame, 1, error, started, finished);
+}
+
+// A result's record, or the error that fails its set when it is larger than the worker allows (looked
+// at before encoding when the payload alone is over).
+void add_result(std::string& frame, const Value& result, std::uint64_t max_bytes, double started,
+                double finished) {
+  std::uint64_t size = result.payload_bytes();
+  if (size <= max_bytes) {
+    const std::string record = ValueRecord(result).flat();
+    if (record.size() <= max_bytes) {
+      add_record(frame, 0, record, started, finished);
+      return;
+    }
+    size = record.size();
+  }
+  add_error(frame,
+            "its result is " + std::to_string(size) + " bytes, over the worker's limit of " +
+                std::to_string(max_bytes) + " bytes for one result (a node's limits.max_message_size)",
+            started, finished);
 }
 
 }  // namespace
@@ -113,6 +129,21 @@ std::optional<Config> decode_config(std::string_view payload) {
   }
 }
 
+std::string encode_start(std::uint64_t max_result_bytes, const Config& config) {
+  std::string payload;
+  put<std::uint64_t>(payload, max_result_bytes);
+  return payload + encode_config(config);
+}
+
+std::optional<ChildStart> decode_start(std::string_view payload) {
+  ChildStart start;
+  if (!get(payload, start.max_result_bytes)) return std::nullopt;
+  auto config = decode_config(payload);
+  if (!config) return std::nullopt;
+  start.config = std::move(*config);
+  return start;
+}
+
 }  // namespace child_frames
 
 void reset_child_signals() {
@@ -132,7 +163,8 @@ SimulationProgress* map_child_progress(int fd) {
 }
 
 void serve_simulation_jobs(int socket, SimulationProgress* progress, std::string_view simulation_name,
-                           const std::function<std::unique_ptr<Simulation>()>& make) {
+                           const std::function<std::unique_ptr<Simulation>()>& make,
+                           std::uint64_t max_result_bytes) {
   using namespace child_frames;
   std::unique_ptr<Simulation> simulation;
   std::string build_error;
@@ -186,22 +218,23 @@ void serve_simulation_jobs(int socket, SimulationProgress* progress, std::string
       progress->index.store(i);
       const double started = timeline_now();
       if (!simulation) {
-        add_record(frame, nullptr,
-                   "simulation '" + std::string(simulation_name) + "' could not be built: " + build_error,
-                   started, timeline_now());
+        add_error(frame,
+                  "simulation '" + std::string(simulation_name) + "' could not be built: " + build_error,
+                  started, timeline_now());
       } else {
         try {
           const Value result = simulation->run(parameters[i]);
-          add_record(frame, &result, {}, started, timeline_now());
+          add_result(frame, result, max_result_bytes, started, timeline_now());
         } catch (const std::exception& e) {
-          add_record(frame, nullptr, e.what(), started, timeline_now());
+          add_error(frame, e.what(), started, timeline_now());
         } catch (...) {
-          add_record(frame, nullptr, "unknown exception", started, timeline_now());
+          add_error(frame, "unknown exception", started, timeline_now());
         }
       }
       ++in_frame;
       const auto now = std::chrono::steady_clock::now();
-      if (i + 1 < count && now - last_flush >= kFlushEvery) {
+      // Sent at least every kFlushEvery, and before the answer grows past one result's limit.
+      if (i + 1 < count && (now - last_flush >= kFlushEvery || frame.size() > max_result_bytes)) {
         flush(false);
         last_flush = now;
       }

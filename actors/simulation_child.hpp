@@ -69,6 +69,14 @@ std::string new_frame();
 std::string encode_config(const Config& config);
 std::optional<Config> decode_config(std::string_view payload);
 
+// An exec'd child's first frame: the largest result it may send, and the stream's config.
+struct ChildStart {
+  std::uint64_t max_result_bytes = 0;
+  Config config;
+};
+std::string encode_start(std::uint64_t max_result_bytes, const Config& config);
+std::optional<ChildStart> decode_start(std::string_view payload);
+
 }  // namespace child_frames
 
 // In a forked child: default dispositions and an empty mask, set through the kernel directly so that a
@@ -80,9 +88,11 @@ SimulationProgress* map_child_progress(int fd);
 
 // Runs jobs from `socket` until the parent closes it, then ends the process (_exit). The instance is
 // made by `make` when the first job arrives (its error fails every set with `simulation_name` named);
-// what a run throws fails its set with what() as the error.
+// what a run throws fails its set with what() as the error, and so does a result larger than
+// `max_result_bytes` (named with its size: it is never sent).
 [[noreturn]] void serve_simulation_jobs(int socket, SimulationProgress* progress,
                                         std::string_view simulation_name,
-                                        const std::function<std::unique_ptr<Simulation>()>& make);
+                                        const std::function<std::unique_ptr<Simulation>()>& make,
+                                        std::uint64_t max_result_bytes);
 
 }  // namespace tessera

@@ -54,6 +54,12 @@ std::string result_text(const Value& value) {
 // A cell as the argument the cluster declares; nullopt when that type cannot hold it.
 std::optional<Value> argument(double cell, const std::string& type) {
   if (type == "double" || type == "Value") return Value(cell);
+  // A Python function's argument: a whole number as an int (as pandas reads a CSV), else a float.
+  if (type == "any") {
+    if (cell == std::trunc(cell) && std::fabs(cell) <= 9007199254740992.0)
+      return Value(static_cast<std::int64_t>(cell));
+    return Value(cell);
+  }
   if (type == "int") {
     if (cell != std::trunc(cell) || std::fabs(cell) > 9007199254740992.0) return std::nullopt;
     return Value(static_cast<std::int64_t>(cell));
@@ -87,6 +93,14 @@ int list_functions(const Target& target, bool json) {
   return 0;
 }
 
+// A program's, a Python class's (its identity says so: actors/python_modules.cpp) or a compiled one.
+namespace {
+const char* simulation_kind(const SimulationInfo& s) {
+  if (s.program) return "program";
+  return s.identity.starts_with("python ") ? "python" : "compiled";
+}
+}  // namespace
+
 int list_simulations(const Target& target, bool json) {
   auto client = connect(target);
   const auto simulations = client.simulations();
@@ -94,13 +108,15 @@ int list_simulations(const Target& target, bool json) {
     auto out = Json::array();
     for (const auto& s : simulations) {
       Json entry{{"name", s.name},
-                 {"kind", s.program ? "program" : "compiled"},
+                 {"kind", simulation_kind(s)},
                  {"arity", s.arity ? Json(*s.arity) : Json(nullptr)},
                  {"cores", s.threads},
                  {"gpus", s.gpus}};
-      if (s.program) {
+      if (s.program || !s.parameters.empty() || !s.outputs.empty()) {
         entry["parameters"] = s.parameters;
         entry["outputs"] = s.outputs;
+      }
+      if (s.program) {
         entry["command"] = s.command;
       } else {
         entry["parameter_type"] = s.parameter_type;
@@ -114,13 +130,14 @@ int list_simulations(const Target& target, bool json) {
   }
   std::printf("%-24s %-9s %-32s %-24s %s\n", "name", "kind", "parameters", "outputs", "cores");
   for (const auto& s : simulations) {
+    // Declared names where there are some (a program's, a Python class's), else the types.
     const std::string parameters =
-        s.program ? joined(s.parameters, ", ")
-                  : s.parameter_type + (s.arity ? " (" + std::to_string(*s.arity) + ")" : std::string());
-    const std::string outputs = s.program ? joined(s.outputs, ", ") : s.result_type;
-    std::printf("%-24s %-9s %-32s %-24s %u%s\n", excerpt(s.name, 256).c_str(),
-                s.program ? "program" : "compiled", excerpt(parameters, 256).c_str(),
-                excerpt(outputs, 256).c_str(), s.threads,
+        s.program || !s.parameters.empty()
+            ? joined(s.parameters, ", ")
+            : s.parameter_type + (s.arity ? " (" + std::to_string(*s.arity) + ")" : std::string());
+    const std::string outputs = s.program || !s.outputs.empty() ? joined(s.outputs, ", ") : s.result_type;
+    std::printf("%-24s %-9s %-32s %-24s %u%s\n", excerpt(s.name, 256).c_str(), simulation_kind(s),
+                excerpt(parameters, 256).c_str(), excerpt(outputs, 256).c_str(), s.threads,
                 s.gpus ? (" + " + std::to_string(s.gpus) + " gpus").c_str() : "");
     if (s.program) std::printf("    %s\n", excerpt(joined(s.command, " "), 1024).c_str());
   }
@@ -157,11 +174,11 @@ int map_function(const Target& target, const MapOptions& options) {
         for (std::size_t k = 0; k < types.size(); ++k) {
           auto value = argument((*row)[k], types[k]);
           if (!value)
-            throw CsvError(where + ": cell " + std::to_string(k + 1) + " (" + render_number((*row)[k]) +
-                           ") cannot be argument " + std::to_string(k) + " of " + function->name + ", a " +
-                           types[k] +
-                           " (the CLI passes numbers as int, double or bool, or a whole row as "
-                           "vector<double>)");
+            throw CsvError(
+                where + ": cell " + std::to_string(k + 1) + " (" + render_number((*row)[k]) +
+                ") cannot be argument " + std::to_string(k) + " of " + function->name + ", a " + types[k] +
+                " (the CLI passes numbers as int, double, bool or a Python function's any, or a whole row as "
+                "vector<double>)");
           inputs[k].emplace_back(std::in_place_index<0>, std::move(*value));
         }
       }

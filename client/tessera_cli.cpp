@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   workers_command->add_flag("--json", json, "one JSON array");
   auto* simulations_command = app.add_subcommand(
       "simulations",
-      "what streams may name: compiled simulations and declared programs, with their parameters");
+      "what streams may name: compiled and Python simulations and declared programs, with their parameters");
   simulations_command->add_flag("--json", json, "one JSON array");
   auto* functions_command = app.add_subcommand(
       "functions",

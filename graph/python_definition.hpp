@@ -20,6 +20,10 @@ struct PythonEnvironment {
   std::string executable;            // the interpreter
   std::string package_path;          // put first on PYTHONPATH: where this build's `tessera` package is
   std::vector<std::string> modules;  // files (absolute paths) or importable module names, imported in order
+  // The largest result one set or task may give: a larger one fails it, named, instead of leaving the
+  // interpreter (a node sets its limits.max_message_size: a result must cross to the scheduler whole).
+  std::uint64_t max_result_bytes = kUnboundedResultBytes;
+  static constexpr std::uint64_t kUnboundedResultBytes = std::uint64_t{1} << 33;
 };
 
 struct PythonDefinition {

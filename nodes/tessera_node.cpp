@@ -192,8 +192,11 @@ int main(int argc, char** argv) {
     // Python modules after the plugins: a name both define is refused here, naming the module.
     if (!config.python_modules.empty() || tessera::python_supported()) {
       try {
-        tessera::register_python_modules(std::make_shared<const tessera::PythonEnvironment>(
-            tessera::python_environment(config.python_modules)));
+        auto environment = tessera::python_environment(config.python_modules);
+        // A result must cross to the scheduler in one message.
+        environment.max_result_bytes = config.limits.max_message_size;
+        tessera::register_python_modules(
+            std::make_shared<const tessera::PythonEnvironment>(std::move(environment)));
       } catch (const tessera::PythonModuleError& e) {
         throw tessera::ConfigError(tessera::config_key_location(config, "plugins.python") + ": " + e.what());
       }

@@ -48,17 +48,20 @@ class PythonRun final : public Simulation {
   if (!progress) ::_exit(4);
   std::string first;
   if (!child_frames::read_frame(kChildSocketFd, first)) ::_exit(0);
-  const auto config = child_frames::decode_config(first);
-  if (!config) ::_exit(3);
-  serve_simulation_jobs(kChildSocketFd, progress, name, [&]() -> std::unique_ptr<Simulation> {
-    try {
-      py::dict settings;
-      for (const auto& [key, value] : config->entries()) settings[py::str(key)] = from_value(value);
-      return std::make_unique<PythonRun>(factory(settings), "the result of '" + name + "'", describe);
-    } catch (py::error_already_set& e) {
-      throw std::runtime_error(failure_text(e, describe));
-    }
-  });
+  const auto start = child_frames::decode_start(first);
+  if (!start) ::_exit(3);
+  serve_simulation_jobs(
+      kChildSocketFd, progress, name,
+      [&]() -> std::unique_ptr<Simulation> {
+        try {
+          py::dict settings;
+          for (const auto& [key, value] : start->config.entries()) settings[py::str(key)] = from_value(value);
+          return std::make_unique<PythonRun>(factory(settings), "the result of '" + name + "'", describe);
+        } catch (py::error_already_set& e) {
+          throw std::runtime_error(failure_text(e, describe));
+        }
+      },
+      start->max_result_bytes);
 }
 
 }  // namespace

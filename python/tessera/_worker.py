@@ -94,6 +94,15 @@ def _names(cls, attribute):
     return list(names)
 
 
+def _resource(cls, attribute, default, least, most):
+    """A simulation class's `threads` or `gpus`: an integer in [least, most], the default when absent."""
+    value = getattr(cls, attribute, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise TypeError(f"{cls.__module__}.{cls.__qualname__}.{attribute} must be an integer in [{least}, {most}], "
+                        f"not {value!r}")
+    return str(value)
+
+
 def _describe(modules, out):
     try:
         _import_all(modules)
@@ -105,7 +114,8 @@ def _describe(modules, out):
                 if not callable(getattr(cls, method, None)):
                     raise TypeError(f"simulation '{name}' ({cls.__module__}.{cls.__qualname__}) has no {method}(p)")
             lines.append(["simulation", name, ",".join(_names(cls, "parameters")),
-                          ",".join(_names(cls, "outputs")), _identity(cls), cls.__module__, cls.__qualname__])
+                          ",".join(_names(cls, "outputs")), _identity(cls), cls.__module__, cls.__qualname__,
+                          _resource(cls, "threads", 1, 1, 4096), _resource(cls, "gpus", 0, 0, 64)])
         for name, cls in _registry.generators.items():
             lines.append(["generator", name, _identity(cls), cls.__module__, cls.__qualname__])
         for line in lines:

@@ -101,6 +101,87 @@ def test_a_python_simulation_past_its_timeout_is_killed_and_replaced(client):
     assert records[0].value != records[2].value  # a fresh interpreter after the kill
 
 
+def test_a_failed_python_set_runs_again_while_it_has_retries(client, tmp_path):
+    again, once = tmp_path / "again", tmp_path / "once"
+    again.mkdir()
+    once.mkdir()
+    stream = client.stream("flaky_py", retries=1, config={"dir": str(again)})
+    stream.push_many(np.arange(6.0).reshape(-1, 1))
+    stream.close()
+    records = sorted(stream, key=lambda r: r.id)
+    assert [r.failed for r in records] == [False] * 6, [r.error for r in records]
+    assert [r.value for r in records] == [float(i) for i in range(6)]
+    for r in records:
+        assert len(r.attempts) == 1 and f"RuntimeError: first try of {r.id}" in r.attempts[0], r.attempts
+    # Without retries, the first failure is final.
+    stream = client.stream("flaky_py", config={"dir": str(once)})
+    stream.push_many(np.arange(3.0).reshape(-1, 1))
+    stream.close()
+    records = sorted(stream, key=lambda r: r.id)
+    assert [r.failure for r in records] == ["error"] * 3
+    assert all(r.error.startswith("RuntimeError: first try of") for r in records)
+
+
+def test_cancelling_a_running_python_set_ends_its_interpreter(client):
+    stream = client.stream("sleepy", pool_size=1)
+    stream.push([60.0])
+    stream.flush()
+    deadline = time.monotonic() + 30
+    while stream.accepted < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stream.cancel([0]) == (0, 1)
+    stream.push([0.0])
+    stream.close()
+    assert stream.wait(timeout=30)  # not the 60 s the cancelled set would have slept
+    records = sorted(stream, key=lambda r: r.id)
+    assert records[0].failure == "cancelled" and not records[1].failed
+
+
+def test_queued_python_sets_run_higher_priority_first(client, tmp_path):
+    gate = tmp_path / "gate"
+    gate.write_text("closed")
+    stream = client.stream("gated_py", pool_size=1, config={"gate": str(gate)})
+    # The first holds the one simulation actor at the gate, the second waits behind it there; the rest
+    # queue at the stream, where priorities order them.
+    for first in (-1.0, 0.0):
+        stream.push([first])
+        stream.flush()
+        deadline = time.monotonic() + 30
+        while stream.accepted < stream.pushed and time.monotonic() < deadline:
+            time.sleep(0.01)
+    for value, priority in ((1.0, 1.0), (2.0, 5.0), (3.0, 3.0), (4.0, 4.0), (5.0, 2.0)):
+        stream.push([value], priority=priority)
+    stream.flush()
+    gate.unlink()
+    stream.close()
+    records = list(stream)
+    assert not any(r.failed for r in records), [r.error for r in records]
+    ran = [r.value for r in sorted(records, key=lambda r: r.timeline["started"])]
+    assert ran == [-1.0, 0.0, 2.0, 4.0, 3.0, 5.0, 1.0]
+
+
+def test_a_python_simulation_declares_the_threads_and_gpus_an_instance_takes(client, tmp_path):
+    # Two threads per instance on a worker of two: one instance, given its threads in its config.
+    stream = client.stream("wide_py")
+    stream.push_many(np.zeros((6, 1)))
+    stream.close()
+    records = list(stream)
+    assert not any(r.failed for r in records), [r.error for r in records]
+    assert len({r.value[0] for r in records}) == 1
+    assert {r.value[1] for r in records} == {2}
+    if not os.path.exists("/dev/nvidia0"):
+        stream = client.stream("on_gpu_py")
+        stream.push_many(np.zeros((2, 1)))
+        stream.close()
+        for r in stream:
+            assert r.failed and "simulation 'on_gpu_py' needs 1 GPU device per instance; worker-" in r.error, r.error
+    bad = tmp_path / "bad_threads.py"
+    bad.write_text("import tessera\n@tessera.simulation('bad_threads')\nclass Bad:\n    threads = 0\n"
+                   "    def run(self, p):\n        return p\n")
+    with pytest.raises(tessera.PluginError, match=r"Bad\.threads must be an integer in \[1, 4096\], not 0"):
+        tessera.LocalCluster(python=[str(bad)])
+
+
 def test_a_module_that_fails_to_import_is_refused_naming_it_and_its_exception():
     with pytest.raises(tessera.PluginError, match=r"(?s)ZeroDivisionError.*broken_module\.py"):
         tessera.LocalCluster(python=[str(HERE / "broken_module.py")])
@@ -130,6 +211,50 @@ def test_a_node_runs_the_python_its_config_names(start_node):
         stream.close()
         assert stream.wait(timeout=120)
         np.testing.assert_allclose(client.results(stream).to_numpy(), [[1.0, 0.0], [2.0, 2.0]])
+
+
+def test_a_result_over_the_nodes_message_limit_fails_that_task_or_set_naming_the_limit(start_node):
+    node = start_node(_node_config(f'["{MODULE}"]') + "[limits]\nmax_message_size = 1048576\n")
+    with tessera.Client(node.endpoint, reconnect_timeout=5.0) as client:
+        with pytest.raises(tessera.TaskFailed, match=r"its result is 20\d{5} bytes, over the worker's limit of "
+                                                     r"1048576 bytes for one result \(a node's limits.max_message_size\)"):
+            client.submit("zeros", 250_000).result(timeout=60)
+        assert client.submit("zeros", 1000).result(timeout=60).shape == (1000,)
+        stream = client.stream("blob", pool_size=1)
+        for n in (10, 250_000, 20):
+            stream.push([n])
+        stream.close()
+        records = sorted(stream, key=lambda r: r.id)
+        assert [r.failed for r in records] == [False, True, False]
+        assert "over the worker's limit of 1048576 bytes" in records[1].error
+        assert [len(records[0].value), len(records[2].value)] == [10, 20]
+        # Nothing was lost on the way: the node goes on.
+        assert client.gather(client.map("square", range(4))) == [0, 1, 4, 9]
+
+
+def test_the_cli_runs_python_by_name_as_compiled_code(start_node, tmp_path):
+    node = start_node(_node_config(f'["{MODULE}"]'))
+    cli = [os.environ["TESSERA_CLI_BINARY"], "--scheduler", node.endpoint]
+
+    def run(*arguments):
+        done = subprocess.run(cli + list(arguments), capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    simulations = run("simulations")
+    assert "damped" in simulations and "omega" in simulations and "zeta" in simulations
+    assert "square" in run("functions")
+    (tmp_path / "numbers.csv").write_text("x\n1\n2\n3\n")
+    squares = run("map", "square", "--input", str(tmp_path / "numbers.csv"))
+    assert [line.split(",")[-2:] for line in squares.strip().splitlines()[1:]] == [["1", ""], ["4", ""], ["9", ""]]
+    (tmp_path / "params.csv").write_text("omega,zeta,rank\n1,0,1\n2,1,3\n-1,0,2\n")
+    run("stream", "push", "--simulation", "damped", "--input", str(tmp_path / "params.csv"), "--priority-column",
+        "rank", "--quiet", "--output", str(tmp_path / "out.csv"))
+    table = pd.read_csv(tmp_path / "out.csv").sort_values("id")
+    assert list(table.status) == ["ok", "ok", "error"]
+    np.testing.assert_allclose(table.amplitude.iloc[:2], [1.0, 2.0])
+    assert table.error.iloc[2].startswith("ArithmeticError: omega -1.0 is negative")
 
 
 def test_a_node_whose_python_module_fails_to_import_does_not_start():
@@ -273,6 +398,49 @@ with tessera.LocalCluster(workers=1, threads_per_worker=2, python=sys.argv[1:]) 
                       "failed": sum(r.failed for r in records),
                       "omega": sorted(v[0] / 1.0 for v in client.results(ensemble).to_numpy("parameters").tolist())}))
 '''
+
+
+def _free_port():
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_python_generator_resumes_from_its_checkpoint_when_its_scheduler_is_killed(tmp_path):
+    endpoint = f"tcp://127.0.0.1:{_free_port()}"
+    python = f'[plugins]\npython = ["{MODULE}"]\n'
+    scheduler_config = (f'[node]\nname = "restarting"\nrole = "scheduler"\ndata_dir = "{tmp_path / "store"}"\n'
+                        f'[scheduler]\nlisten = "{endpoint}"\nheartbeat_interval = 0.1\nheartbeat_timeout = 1.0\n'
+                        + python)
+    worker_config = ('[node]\nname = "python-worker"\nrole = "worker"\n[scheduler]\nheartbeat_interval = 0.1\n'
+                     f'[worker]\nscheduler = "{endpoint}"\nthreads_per_worker = 2\n' + python)
+    budget = 600
+    scheduler = Node(scheduler_config)
+    worker = Node(worker_config)
+    try:
+        with tessera.Client(endpoint, heartbeat_timeout=1.0, reconnect_timeout=30.0) as client:
+            ensemble = client.ensemble("random_search", "paced", budget, generator_config={"seed": 9},
+                                       config={"seconds": 0.005})
+            deadline = time.monotonic() + 60
+            while ensemble.completed < 200 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert 200 <= ensemble.completed < budget
+            scheduler.process.kill()  # kill -9: the generator's state is what its last checkpoint pickled
+            scheduler.process.wait()
+            scheduler.stop()
+            scheduler = Node(scheduler_config)
+            assert ensemble.wait(timeout=120)
+            assert not ensemble.error, ensemble.error
+            table = client.results(ensemble).to_pandas()
+            assert list(table.id) == list(range(budget))  # every id stored once
+            assert not table.failed.any(), table[table.failed].error.tolist()
+            np.testing.assert_allclose(table.phase, 2.0 * table.zeta)
+        scheduler.log.seek(0)
+        assert "resumed from its checkpoint at" in scheduler.log.read()
+    finally:
+        worker.stop()
+        scheduler.stop()
 
 
 def _gest_venv():

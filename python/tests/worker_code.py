@@ -69,6 +69,92 @@ class Sleepy:
         return os.getpid()
 
 
+@tessera.task
+def zeros(n):
+    import numpy as np
+    return np.zeros(int(n))
+
+
+@tessera.simulation("flaky_py")
+class FlakyPy:
+    """Fails a set the first time its parameter is seen (a marker file in config["dir"]), then succeeds."""
+
+    def __init__(self, config):
+        self.directory = config["dir"]
+
+    def run(self, p):
+        marker = os.path.join(self.directory, f"seen-{p[0]:g}")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError(f"first try of {p[0]:g}")
+        return p[0]
+
+
+@tessera.simulation("gated_py")
+class GatedPy:
+    """A negative set waits while the file config["gate"] exists (at most 60 s); every set returns
+    its parameter."""
+
+    def __init__(self, config):
+        self.gate = config.get("gate", "")
+
+    def run(self, p):
+        if p[0] < 0:
+            until = time.monotonic() + 60
+            while self.gate and os.path.exists(self.gate) and time.monotonic() < until:
+                time.sleep(0.005)
+        return p[0]
+
+
+@tessera.simulation("wide_py")
+class WidePy:
+    """Occupies two compute threads per instance: says which process ran it and the threads it was given."""
+    threads = 2
+
+    def __init__(self, config):
+        self.threads = config["tessera.threads"]
+
+    def run(self, p):
+        return [os.getpid(), self.threads]
+
+
+@tessera.simulation("on_gpu_py")
+class OnGpuPy:
+    gpus = 1
+
+    def __init__(self, config):
+        self.device = config["tessera.device"]
+
+    def run(self, p):
+        return self.device
+
+
+@tessera.simulation("paced")
+class Paced:
+    """damped's outputs, after config["seconds"] of sleep."""
+    parameters = ["omega", "zeta"]
+    outputs = ["amplitude", "phase"]
+
+    def __init__(self, config):
+        self.seconds = float(config.get("seconds", 0.0))
+
+    def run(self, p):
+        time.sleep(self.seconds)
+        return {"amplitude": p["omega"], "phase": 2.0 * p["zeta"]}
+
+
+@tessera.simulation("blob")
+class Blob:
+    """A result of p[0] doubles."""
+
+    def __init__(self, config):
+        pass
+
+    def run(self, p):
+        import numpy as np
+        return np.zeros(int(p[0]))
+
+
 @tessera.generator("random_search")
 class RandomSearch:
     """A gest-api generator: random points in the unit square, each result logged where config["log"] says
