@@ -78,8 +78,10 @@ void stop(GeneratorActor self, const std::string& why, bool failed = false) {
   st.stopped = true;
   st.failed = failed;
   std::cerr << "[tessera] " << st.name << ": " << why << std::endl;
-  if (failed) caf::anon_send(st.args.stream, generator_failed_atom::value, st.name + ": " + why);
-  caf::anon_send(st.args.stream, stream_close_atom::value);
+  const auto stream = caf::actor_cast<caf::actor>(st.args.stream);
+  if (!stream) return;  // gone: its down message ends this actor
+  if (failed) caf::anon_send(stream, generator_failed_atom::value, st.name + ": " + why);
+  caf::anon_send(stream, stream_close_atom::value);
 }
 
 // Asks for what fills every slot twice over, within the budget and the stream's max_in_flight.
@@ -114,7 +116,8 @@ void top_up(GeneratorActor self) {
       push.checkpoint = std::make_shared<const GeneratorCheckpoint>(
           GeneratorCheckpoint{st.generator->save(), st.asked, st.told, st.sequence, st.segments, st.orphans});
     }
-    caf::anon_send(st.args.stream, stream_push_atom::value, std::move(push));
+    if (const auto stream = caf::actor_cast<caf::actor>(st.args.stream))
+      caf::anon_send(stream, stream_push_atom::value, std::move(push));
   } catch (const std::exception& e) {
     stop(self, std::string("it failed: ") + e.what(), true);
   }
@@ -177,6 +180,11 @@ protocols::generator_actor_type::behavior_type generator_actor(GeneratorActor se
   auto& st = self->state;
   st.args = std::move(args);
   st.name = "generator '" + st.args.type->name + "' of stream " + std::to_string(st.args.stream_id);
+  // A stream that ends tells its generator in order (generator_end); one its node lets go of without
+  // ending it (a cluster closed under it) does not, and its down message, which comes after everything
+  // it sent, ends the generator instead.
+  self->monitor(caf::actor_cast<caf::actor>(st.args.stream));
+  self->set_down_handler([=](caf::down_msg&) { self->quit(); });
   try {
     st.generator = st.args.type->make(*st.args.config);
     if (st.args.resumed) resume(self);

@@ -26,7 +26,9 @@ namespace tessera {
 
 struct GeneratorActorArgs {
   std::uint64_t stream_id = 0;
-  caf::actor stream;
+  // Weak: the stream holds its generator, so a strong handle back would keep both alive for ever once
+  // their node let go of the stream.
+  caf::actor_addr stream;
   const GeneratorType* type = nullptr;
   std::shared_ptr<const Config> config;
   std::uint64_t budget = 0;

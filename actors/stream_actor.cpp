@@ -583,7 +583,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
       }
       st.generator = spawn_generator_actor(
           self->home_system(),
-          GeneratorActorArgs{st.args.id, caf::actor_cast<caf::actor>(self), type, std::move(generator_config),
+          GeneratorActorArgs{st.args.id, self->address(), type, std::move(generator_config),
                              st.info.settings.budget, st.max_in_flight(), st.args.store, st.args.resumed,
                              st.info.pushed});
     }

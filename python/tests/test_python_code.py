@@ -137,6 +137,30 @@ def test_cancelling_a_running_python_set_ends_its_interpreter(client):
     assert records[0].failure == "cancelled" and not records[1].failed
 
 
+CLOSE_WITH_ENSEMBLES_RUNNING = """
+import sys, time
+import tessera
+with tessera.LocalCluster(workers=1, threads_per_worker=2, python=[sys.argv[1]]) as cluster, \\
+        tessera.Client(cluster) as client:
+    ensembles = [client.ensemble("random_search", "paced", 100000, config={"seconds": 0.01}),
+                 client.ensemble("aposmm", "camel_py", 100000,
+                                 generator_config={"lower": [-3, -2], "upper": [3, 2]},
+                                 config={"seconds": 0.01})]
+    deadline = time.monotonic() + 60
+    while min(e.completed for e in ensembles) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert min(e.completed for e in ensembles) >= 4, [e.completed for e in ensembles]
+    del ensembles
+print("closed")
+"""
+
+
+def test_a_cluster_closed_while_its_ensembles_run_ends_their_generators():
+    # Their streams are stopped, not ended: the generators (Python's and a compiled one) end with them.
+    done = subprocess.run([sys.executable, "-c", CLOSE_WITH_ENSEMBLES_RUNNING, MODULE], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and "closed" in done.stdout, done.stderr[-2000:]
+
+
 def test_queued_python_sets_run_higher_priority_first(client, tmp_path):
     gate = tmp_path / "gate"
     gate.write_text("closed")

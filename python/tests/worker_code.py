@@ -143,6 +143,19 @@ class Paced:
         return {"amplitude": p["omega"], "phase": 2.0 * p["zeta"]}
 
 
+@tessera.simulation("camel_py")
+class CamelPy:
+    """The six-hump camel function of (p[0], p[1]), a float, after config["seconds"] of sleep."""
+
+    def __init__(self, config):
+        self.seconds = float(config.get("seconds", 0.0))
+
+    def run(self, p):
+        time.sleep(self.seconds)
+        x, y = float(p[0]), float(p[1])
+        return (4 - 2.1 * x * x + x ** 4 / 3) * x * x + x * y + (-4 + 4 * y * y) * y * y
+
+
 @tessera.simulation("blob")
 class Blob:
     """A result of p[0] doubles."""
