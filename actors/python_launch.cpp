@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "actors/simulation_child.hpp"
@@ -37,6 +38,16 @@ PythonCommand python_command(const PythonEnvironment& environment,
     command.env_text.emplace_back(entry);
   }
   if (!path.empty()) command.env_text.push_back("PYTHONPATH=" + path);
+#ifdef TESSERA_SANITIZER_PRELOAD
+  // This build's module is sanitized and Debian's interpreter is not: the runtime must come first, and
+  // the interpreter's own leaks are not ours to report.
+  const auto has = [&](std::string_view name) {
+    return std::any_of(command.env_text.begin(), command.env_text.end(),
+                       [&](const std::string& e) { return e.starts_with(name); });
+  };
+  if (!has("LD_PRELOAD=")) command.env_text.emplace_back("LD_PRELOAD=" TESSERA_SANITIZER_PRELOAD);
+  if (!has("ASAN_OPTIONS=")) command.env_text.emplace_back("ASAN_OPTIONS=detect_leaks=0");
+#endif
   for (auto& a : command.argv_text) command.argv.push_back(a.data());
   command.argv.push_back(nullptr);
   for (auto& e : command.env_text) command.envp.push_back(e.data());

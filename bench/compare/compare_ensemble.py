@@ -5,12 +5,15 @@ Python's multiprocessing.Pool (the process pool most ensemble tools build on), i
   floor:   2,000 sets sleeping 20 ms on 4 slots (floor 10 s); overhead = seconds / floor - 1
            (Ray Tune publishes +14% for 10,000 one-second trials on 16 CPUs)
   trivial: 200,000 sets that cost nothing on 2 slots; sets/s (process isolation target >= 100k/s)
+  gest:    10,000 sets of a Python simulation proposed by libEnsemble's gest-api UniformSample, Tessera
+           against libEnsemble 1.6.1 running the same generator (ensemble_gest.py, by bench/.venv's
+           Python; left out with --no-gest or without bench/.venv)
 
 Tessera: <build-dir>/bin/tessera-bench-ensemble. Pool: imap_unordered, chunksize 1 for the floor (each
 set is a unit of work, as a supervised trial is) and 1,000 for the trivial sets (its fastest).
 Markdown to stdout, ready for bench/RESULTS.md.
 
-  /usr/bin/python3 bench/compare/compare_ensemble.py [--build-dir build] [--repeat 1]
+  /usr/bin/python3 bench/compare/compare_ensemble.py [--build-dir build] [--repeat 1] [--no-gest]
 """
 import argparse
 import json
@@ -43,6 +46,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-gest", action="store_true", help="leave out the gest-api ensemble against libEnsemble")
     args = parser.parse_args()
     bench = Path(args.build_dir) / "bin" / "tessera-bench-ensemble"
     rows = []
@@ -63,6 +67,17 @@ def main():
             peer["sets_per_second"] = sets / seconds
         print(json.dumps(peer))
         rows.append(peer)
+    venv_python = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "python"
+    if not args.no_gest and venv_python.exists():
+        import os
+        env = dict(os.environ, PYTHONPATH=str(Path(args.build_dir).resolve() / "python"))
+        out = subprocess.run([str(venv_python), str(Path(__file__).with_name("ensemble_gest.py")), "--sets", "10000",
+                              "--slots", "2", "--repeat", str(args.repeat)], capture_output=True, text=True, env=env,
+                             timeout=1800).stdout
+        for line in out.splitlines():
+            print(line)
+    elif not args.no_gest:
+        print(f"(no {venv_python}: the gest-api ensemble against libEnsemble is left out)", file=sys.stderr)
     print()
     print("| mode | runner | seconds | overhead vs floor | sets/s |")
     print("|---|---|---|---|---|")
