@@ -67,6 +67,13 @@ void push_alone(tessera::Stream& stream, double x) {
   ASSERT_TRUE(eventually([&] { return stream.accepted() == stream.pushed(); }));
 }
 
+// Pushes a set that waits at the gate, and waits until it runs.
+void hold_at_the_gate(tessera::Stream& stream, const Gate& gate) {
+  stream.push(-1.0);
+  stream.flush();
+  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+}
+
 // Results by id, and the ids in the order they ran (the gated simulation's result is its run count).
 struct Ran {
   std::map<std::uint64_t, StreamRecord> records;
@@ -219,9 +226,7 @@ TEST(StreamControls, CancellingASetRunningInAProcessStopsThatProcess) {
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
   tessera::Client client{cluster};
   auto stream = gated_stream(client, gate, tessera::Isolation::process);
-  stream.push(-1.0);
-  stream.flush();
-  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));  // it runs in its process
+  ASSERT_NO_FATAL_FAILURE(hold_at_the_gate(stream, gate));  // it runs in its process
   for (int i = 1; i < 20; ++i) stream.push(double(i));
   stream.flush();
   ASSERT_TRUE(eventually([&] { return stream.accepted() == 20; }));
@@ -249,9 +254,7 @@ TEST(StreamControls, AJobWaitingBehindAHeldProcessMovesToAnIdleOne) {
   options.isolation = tessera::Isolation::process;
   options.config = gate.config();
   auto stream = client.stream("gated", options);
-  stream.push(-1.0);
-  stream.flush();
-  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+  ASSERT_NO_FATAL_FAILURE(hold_at_the_gate(stream, gate));
   for (int i = 1; i < 10; ++i) stream.push(double(i));
   stream.flush();
   // Every other set is answered while the first still holds its process.
@@ -272,9 +275,7 @@ TEST(StreamControls, ACancelledSetWaitingBehindAProcessNeverRuns) {
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
   tessera::Client client{cluster};
   auto stream = gated_stream(client, gate, tessera::Isolation::process);
-  stream.push(-1.0);
-  stream.flush();
-  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+  ASSERT_NO_FATAL_FAILURE(hold_at_the_gate(stream, gate));
   push_alone(stream, 1.0);  // waits behind id 0 at its simulation actor
   push_alone(stream, 2.0);
   const auto counts = stream.cancel({1});
@@ -454,9 +455,7 @@ TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
   tessera::Client client(node.endpoint());
   auto stream = gated_stream(client, gate);
   ASSERT_EQ(stream.id(), 1u);
-  stream.push(-1.0);
-  stream.flush();
-  ASSERT_TRUE(eventually([&] { return fs::exists(gate.started()); }));
+  ASSERT_NO_FATAL_FAILURE(hold_at_the_gate(stream, gate));
   push_alone(stream, 1.0);
   const auto priority = [](std::uint64_t id) { return double(id % 3); };
   std::vector<std::uint64_t> queued;

@@ -10,13 +10,16 @@ One JSON object per measurement on stdout (progress on stderr):
   python_sims / tessera             S sets of a 20 ms Python simulation on 4 slots (LocalCluster 1 x 4)
   python_sims / multiprocessing     the same function through multiprocessing.Pool(4).map
   python_latency / tessera-remote   submit(lambda) + result through a real tessera-node: p50/p99 us
-  python_latency / compiled-remote  the same with a compiled function of the node (the test plugin's "square")
+  python_latency / registered-python-remote  the same with a Python function the node registered (py_square)
+  python_latency / compiled-remote  the same with a compiled function of the node (the test plugin's "square");
+                                    the three are called in turn, one of each per round
 
 "seconds" is the median of --repeat timed runs after a warm-up; "rate" is per second. Timings cover
 submission, execution and gathering, not cluster start-up. The peers need Debian's python3-dask and
 python3-distributed (TESSERA_WITH_PEERS=1 scripts/setup.sh); a peer that is missing is reported as such.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/compare/python_tasks.py [--tasks 200000] [--repeat 3]
+      [--sims-only | --latency-only]
 """
 import argparse
 import json
@@ -154,11 +157,24 @@ def multiprocessing_sims(sims, repeat):
          over_floor=seconds / floor - 1, runs=[round(t, 3) for t in RUNS])
 
 
+REMOTE_MODULE = '''
+import tessera
+
+@tessera.task
+def py_square(x):
+    return x * x
+'''
+
+
 def remote_latency(node_binary, plugin, calls):
+    """A lambda from this client, the node's registered Python py_square and its compiled square, called
+    in turn (one of each per round, so drift touches all three alike)."""
     with tempfile.TemporaryDirectory() as directory:
         config = pathlib.Path(directory) / "node.toml"
+        (pathlib.Path(directory) / "bench_remote.py").write_text(REMOTE_MODULE)
         config.write_text("[node]\nname = \"bench\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
-                          f"[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"{plugin}\"]\n")
+                          f"[worker]\nworkers = 1\nthreads_per_worker = 2\n[plugins]\npaths = [\"{plugin}\"]\n"
+                          "python = [\"bench_remote.py\"]\n")
         node = subprocess.Popen([node_binary, "--config", str(config)], stdout=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True)
         try:
@@ -167,17 +183,19 @@ def remote_latency(node_binary, plugin, calls):
                 raise RuntimeError(f"tessera-node did not start: {line!r}")
             endpoint = line[line.index("tcp://"):].split()[0].rstrip(";")
             with tessera.Client(endpoint) as client:
-                for system, function in (("tessera-remote", lambda x: x * x), ("compiled-remote", "square")):
-                    for _ in range(200):
-                        client.submit(function, 3).result(timeout=30)
-                    latencies = []
-                    for i in range(calls):
+                systems = (("tessera-remote", lambda x: x * x), ("registered-python-remote", "py_square"),
+                           ("compiled-remote", "square"))
+                latencies = {system: [] for system, _ in systems}
+                for i in range(200 + calls):
+                    for system, function in systems:
                         start = time.perf_counter()
-                        client.submit(function, i).result(timeout=30)
-                        latencies.append((time.perf_counter() - start) * 1e6)
-                    latencies.sort()
+                        assert client.submit(function, i).result(timeout=30) == i * i
+                        if i >= 200:  # the first 200 rounds warm up
+                            latencies[system].append((time.perf_counter() - start) * 1e6)
+                for system, measured in latencies.items():
+                    measured.sort()
                     emit(bench="python_latency", system=system, calls=calls,
-                         p50_us=latencies[len(latencies) // 2], p99_us=latencies[int(len(latencies) * 0.99)])
+                         p50_us=measured[len(measured) // 2], p99_us=measured[int(len(measured) * 0.99)])
         finally:
             node.send_signal(signal.SIGTERM)
             node.wait(timeout=30)
