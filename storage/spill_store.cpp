@@ -31,6 +31,8 @@ rocksdb::Options SpillStore::rocksdb_options() {
   // A spill batch is flushed as soon as it is written, so the memtable never holds more than one batch.
   options.write_buffer_size = 64ull << 20;
   options.max_open_files = 256;
+  // Chunks are floating-point data that do not compress: compressing them only costs time.
+  options.compression = rocksdb::kNoCompression;
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.no_block_cache = true;
