@@ -281,7 +281,9 @@ PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironme
     if (fields[0] == "task") {
       if (fields.size() != 6) throw bad_line();
       const std::string& name = fields[1];
-      const std::size_t arity = std::stoul(fields[2]);
+      const auto counted = bounded_count(fields[2], 0, 65535);
+      if (!counted) throw bad_line();
+      const std::size_t arity = *counted;
       if (const TaskFunction* known = Registry::global().find(name)) {
         if (known->identity == fields[3]) {
           registered.tasks.push_back(name);

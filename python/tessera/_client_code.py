@@ -9,8 +9,10 @@ import weakref
 
 PREFIX = "python:call/"
 MAX_ARGUMENTS = 16
-# A function is pickled once while it lives, as Dask's and Ray's clients do: pickling it again for every
-# submit cost a remote call about 100 us (cloudpickle with cold caches). id -> (weak reference, header).
+# A task's function is pickled once while it lives, as Dask's and Ray's clients do: pickling it again for
+# every submit cost a remote call about 100 us (cloudpickle with cold caches). id -> (weak reference,
+# header). Classes and generator objects sent with a stream are pickled each time: an object's state is
+# what it is now.
 _HEADERS = {}
 _MAX_HEADERS = 1024
 
@@ -38,13 +40,13 @@ def _offender(function, dumps):
     return None
 
 
-def header(function, where):
+def task_header(function, where):
     """What a task of `function` carries as its first argument: [python, cloudpickle, pickled bytes];
     pickled on its first use only (what it refers to is sent as it was then)."""
     known = _HEADERS.get(id(function))
     if known is not None and known[0]() is function:
         return list(known[1])
-    made = _pickled(function, where)
+    made = header(function, where)
     try:
         reference = weakref.ref(function)
     except TypeError:  # no weak reference to it: pickled each time
@@ -55,7 +57,8 @@ def header(function, where):
     return made
 
 
-def _pickled(function, where):
+def header(function, where):
+    """A callable, class or object as [python, cloudpickle, pickled bytes], pickled now."""
     try:
         import cloudpickle
     except ImportError:

@@ -203,18 +203,9 @@ class Client:
     def submit(self, function, *args):
         """Runs `function` on `args` (values or futures); a Future. `function` is the name of a task
         function the cluster has, or a Python callable (pickled with cloudpickle, run by the workers)."""
-        return self._submit(function, args, None)
-
-    def _submit(self, function, args, headers):
-        """submit; `headers` (a dict) keeps each callable's pickled form for the calls that follow."""
         if _client_code.is_code(function):
             name = _client_code.task_name(len(args), "submit")
-            header = headers.get(id(function)) if headers is not None else None
-            if header is None:
-                header = _client_code.header(function, "submit")
-                if headers is not None:
-                    headers[id(function)] = header
-            return self._open().submit(name, header, *args)
+            return self._open().submit(name, _client_code.task_header(function, "submit"), *args)
         return self._open().submit(_checks.text("submit: function", function), *args)
 
     def map(self, function, *iterables):
@@ -222,7 +213,7 @@ class Client:
         a callable is pickled once for all of them."""
         if _client_code.is_code(function):
             name = _client_code.task_name(len(iterables), "map")
-            return self._open().map(name, *iterables, leading=[_client_code.header(function, "map")])
+            return self._open().map(name, *iterables, leading=[_client_code.task_header(function, "map")])
         return self._open().map(_checks.text("map: function", function), *iterables)
 
     def status(self):

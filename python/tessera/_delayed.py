@@ -92,7 +92,6 @@ def submit_all(values, client):
     """Sends every call the delayed `values` need, each once (their own order: arguments first); the futures
     of `values`, in order."""
     futures = {}  # id(Delayed) -> Future
-    headers = {}  # id(callable) -> its pickled form, made once per computation
 
     def future_of(root):
         # Depth-first without recursion: a chain of a hundred thousand calls is a long list, not a deep stack.
@@ -110,7 +109,7 @@ def submit_all(values, client):
                              if isinstance(arg, Delayed) and id(arg) not in futures)
                 continue
             args = [futures[id(a)] if isinstance(a, Delayed) else a for a in node._args]
-            futures[id(node)] = client._submit(node._function, args, headers)
+            futures[id(node)] = client.submit(node._function, *args)
         return futures[id(root)]
 
     return [future_of(v) for v in values]

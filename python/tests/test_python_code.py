@@ -327,6 +327,24 @@ def test_what_cannot_be_sent_is_refused_at_submit_naming_it(client):
         client.submit(lambda *a: a, *range(17))
 
 
+def test_a_task_function_is_pickled_once_and_a_generator_object_as_it_is_now():
+    from tessera import _client_code
+
+    def task(x):
+        return x
+
+    assert _client_code.task_header(task, "submit")[2] is _client_code.task_header(task, "submit")[2]
+
+    class Counting:
+        def __init__(self):
+            self.seen = 0
+
+    generator = Counting()
+    before = _client_code.header(generator, "ensemble")[2]
+    generator.seen = 5
+    assert _client_code.header(generator, "ensemble")[2] != before
+
+
 def test_a_worker_names_a_python_or_cloudpickle_version_it_does_not_run(client):
     import pickle
     with pytest.raises(tessera.TaskFailed, match=r"pickled this code with Python 2\.7 and cloudpickle 0\.1; "
