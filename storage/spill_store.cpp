@@ -6,6 +6,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <mutex>
 #include <system_error>
 
@@ -18,6 +19,27 @@ namespace {
 // would rewrite live chunks over and over; reclaim() compacts when deletes pile up), a bloom filter so a
 // read looks at one file of the many each flush leaves, and no block cache (a chunk read back goes to its
 // consumer, not to a cache that would hold a second copy in memory).
+
+// A record is stored as pieces of at most this many bytes, each under the record's key and the piece's
+// index. RocksDB copies a value whole into its write batch, its memtable and its table builder's block
+// (and a read into the block it reads): a 64 MiB chunk spilled as one value took three more copies of
+// itself in memory at once, which is what a worker at its limit cannot afford. Piece 0 starts with the
+// record's size.
+constexpr std::uint64_t kPieceBytes = 1ull << 20;
+constexpr std::uint64_t kSizeBytes = 8;
+// A write batch is committed and flushed once it holds this much: RocksDB's copies stay this small.
+constexpr std::uint64_t kCommitBytes = 8ull << 20;
+
+std::string piece_key(const std::string& key, std::uint32_t piece) {
+  std::string out = key;
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((piece >> shift) & 0xff);
+  return out;
+}
+
+std::uint32_t piece_count(std::uint64_t size) {
+  const std::uint64_t first = kPieceBytes - kSizeBytes;
+  return 1 + static_cast<std::uint32_t>(size <= first ? 0 : (size - first + kPieceBytes - 1) / kPieceBytes);
+}
 }  // namespace
 
 rocksdb::Options SpillStore::rocksdb_options() {
@@ -29,7 +51,7 @@ rocksdb::Options SpillStore::rocksdb_options() {
   options.paranoid_checks = false;
   options.disable_auto_compactions = true;
   // A spill batch is flushed as soon as it is written, so the memtable never holds more than one batch.
-  options.write_buffer_size = 64ull << 20;
+  options.write_buffer_size = 2 * kCommitBytes;
   options.max_open_files = 256;
   // Chunks are floating-point data that do not compress: compressing them only costs time.
   options.compression = rocksdb::kNoCompression;
@@ -84,26 +106,80 @@ Value SpillStore::decode(const std::string& record) {
   }
 }
 
+void SpillStore::put_pieces(rocksdb::WriteBatch& batch, std::uint64_t& pending, const std::string& key,
+                            const std::vector<rocksdb::Slice>& parts, std::uint64_t size) {
+  std::string size_prefix;
+  for (int shift = 56; shift >= 0; shift -= 8) size_prefix += static_cast<char>((size >> shift) & 0xff);
+  std::size_t part = 0, offset = 0;  // where the next piece starts in `parts`
+  const std::uint32_t count = piece_count(size);
+  std::vector<rocksdb::Slice> slices;
+  for (std::uint32_t piece = 0; piece < count; ++piece) {
+    slices.clear();
+    std::uint64_t room = kPieceBytes;
+    if (piece == 0) {
+      slices.emplace_back(size_prefix);
+      room -= kSizeBytes;
+    }
+    while (room > 0 && part < parts.size()) {
+      const std::size_t take = std::min<std::uint64_t>(room, parts[part].size() - offset);
+      if (take > 0) slices.emplace_back(parts[part].data() + offset, take);
+      room -= take;
+      offset += take;
+      if (offset == parts[part].size()) {
+        ++part;
+        offset = 0;
+      }
+    }
+    const std::string name = piece_key(key, piece);
+    const rocksdb::Slice key_slice(name);
+    batch.Put(rocksdb::SliceParts(&key_slice, 1),
+              rocksdb::SliceParts(slices.data(), static_cast<int>(slices.size())));
+    pending += kPieceBytes - room;
+    if (pending >= kCommitBytes) {
+      commit(batch);
+      batch.Clear();
+      pending = 0;
+    }
+  }
+}
+
 std::vector<std::uint64_t> SpillStore::write_values(
     const std::vector<std::pair<std::string, Value>>& values) {
   rocksdb::WriteBatch batch;
+  std::uint64_t pending = 0;
   std::vector<std::uint64_t> sizes;
   sizes.reserve(values.size());
-  for (const auto& [key, value] : values) {
-    const ValueRecord record(value);
-    const rocksdb::Slice key_slice(key);
-    batch.Put(rocksdb::SliceParts(&key_slice, 1),
-              rocksdb::SliceParts(record.parts().data(), static_cast<int>(record.parts().size())));
-    sizes.push_back(record.size());
+  std::vector<std::pair<std::string, std::uint64_t>> written;
+  try {
+    for (const auto& [key, value] : values) {
+      const ValueRecord record(value);
+      written.emplace_back(key, record.size());
+      put_pieces(batch, pending, key, record.parts(), record.size());
+      sizes.push_back(record.size());
+    }
+    if (pending > 0) commit(batch);
+  } catch (const SpillError&) {
+    // Pieces of records that were not written whole are garbage: dropped if the disk lets us.
+    try {
+      erase_pieces(written);
+    } catch (const SpillError&) {
+    }
+    throw;
   }
-  commit(batch);
+  std::lock_guard lock(sizes_mutex_);
+  for (const auto& [key, size] : written) sizes_[key] = size;
   return sizes;
 }
 
 void SpillStore::write(const std::vector<std::pair<std::string, std::string>>& records) {
   rocksdb::WriteBatch batch;
-  for (const auto& [key, record] : records) batch.Put(key, record);
-  commit(batch);
+  std::uint64_t pending = 0;
+  for (const auto& [key, record] : records) {
+    put_pieces(batch, pending, key, {rocksdb::Slice(record)}, record.size());
+    std::lock_guard lock(sizes_mutex_);
+    sizes_[key] = record.size();
+  }
+  if (pending > 0) commit(batch);
 }
 
 void SpillStore::commit(rocksdb::WriteBatch& batch) {
@@ -126,26 +202,63 @@ Value SpillStore::read(const std::string& key) const {
   options.verify_checksums = true;
   options.fill_cache = false;
   std::string record;
-  rocksdb::Status status;
+  std::uint64_t size = 0;
   {
     std::shared_lock lock(db_mutex_);
     auto& store = db();
-    status = store.Get(options, store.DefaultColumnFamily(), key, &record);
+    rocksdb::PinnableSlice piece;
+    for (std::uint32_t index = 0; index == 0 || record.size() < size; ++index) {
+      piece.Reset();
+      const auto status = store.Get(options, store.DefaultColumnFamily(), piece_key(key, index), &piece);
+      if (status.IsCorruption()) throw SpillCorrupt(failure("read a spilled chunk", status.ToString()));
+      if (status.IsNotFound()) {
+        if (index == 0) throw SpillError(failure("find a spilled chunk", "it is not there"));
+        throw SpillCorrupt(failure("read a spilled chunk", "piece " + std::to_string(index) + " is missing"));
+      }
+      if (!status.ok()) throw SpillError(failure("read a spilled chunk", status.ToString()));
+      const char* data = piece.data();
+      std::size_t length = piece.size();
+      if (index == 0) {
+        if (length < kSizeBytes)
+          throw SpillCorrupt(failure("read a spilled chunk", "its first piece is cut short"));
+        for (std::uint64_t i = 0; i < kSizeBytes; ++i) size = size << 8 | static_cast<unsigned char>(data[i]);
+        if (piece_count(size) > (1u << 24))
+          throw SpillCorrupt(failure("read a spilled chunk", "it claims " + std::to_string(size) + " bytes"));
+        record.reserve(size);
+        data += kSizeBytes;
+        length -= kSizeBytes;
+      }
+      if (length > size - record.size())
+        throw SpillCorrupt(failure("read a spilled chunk", "its pieces hold more than its size"));
+      record.append(data, length);
+      if (length == 0 && record.size() < size)
+        throw SpillCorrupt(failure("read a spilled chunk", "piece " + std::to_string(index) + " is empty"));
+    }
   }
-  if (status.IsCorruption()) throw SpillCorrupt(failure("read a spilled chunk", status.ToString()));
-  if (status.IsNotFound()) throw SpillError(failure("find a spilled chunk", "it is not there"));
-  if (!status.ok()) throw SpillError(failure("read a spilled chunk", status.ToString()));
   return decode(record);
 }
 
-void SpillStore::erase(const std::vector<std::string>& keys) {
+void SpillStore::erase_pieces(const std::vector<std::pair<std::string, std::uint64_t>>& records) {
   rocksdb::WriteBatch batch;
-  for (const auto& key : keys) batch.Delete(key);
+  for (const auto& [key, size] : records)
+    for (std::uint32_t piece = 0; piece < piece_count(size); ++piece) batch.Delete(piece_key(key, piece));
   rocksdb::WriteOptions options;
   options.disableWAL = true;
   std::shared_lock lock(db_mutex_);
   const auto status = db().Write(options, &batch);
   if (!status.ok()) throw SpillError(failure("delete spilled chunks", status.ToString()));
+}
+
+void SpillStore::erase(const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::string, std::uint64_t>> records;
+  {
+    std::lock_guard lock(sizes_mutex_);
+    for (const auto& key : keys)
+      if (auto it = sizes_.find(key); it != sizes_.end()) records.emplace_back(key, it->second);
+  }
+  erase_pieces(records);
+  std::lock_guard lock(sizes_mutex_);
+  for (const auto& key : keys) sizes_.erase(key);
 }
 
 void SpillStore::reclaim() {
@@ -166,6 +279,10 @@ void SpillStore::clear() {
   std::unique_lock lock(db_mutex_);
   if (db_) db_->Close();
   db_.reset();
+  {
+    std::lock_guard sizes_lock(sizes_mutex_);
+    sizes_.clear();
+  }
   open();
 }
 

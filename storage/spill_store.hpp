@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,7 @@
 
 namespace rocksdb {
 class DB;
+class Slice;
 class WriteBatch;
 struct Options;
 }  // namespace rocksdb
@@ -82,12 +85,20 @@ class SpillStore {
   rocksdb::DB& db() const;  // SpillError when clear() could not open it again
   std::string failure(const std::string& what, const std::string& reason) const;
   void commit(rocksdb::WriteBatch& batch);  // without the WAL, then flushed
+  // Adds a record (the concatenation of `parts`, `size` bytes) to `batch` as pieces, committing the batch
+  // whenever it holds a commit's worth.
+  void put_pieces(rocksdb::WriteBatch& batch, std::uint64_t& pending, const std::string& key,
+                  const std::vector<rocksdb::Slice>& parts, std::uint64_t size);
+  void erase_pieces(const std::vector<std::pair<std::string, std::uint64_t>>& records);
 
   std::shared_ptr<NodeDatabase> database_;
   std::filesystem::path directory_;
   // Shared by every use of db_, exclusive while clear() replaces it.
   mutable std::shared_mutex db_mutex_;
   std::unique_ptr<rocksdb::DB> db_;
+  // The size of each record written and not erased (how many pieces to delete): the spilling thread's.
+  std::mutex sizes_mutex_;
+  std::unordered_map<std::string, std::uint64_t> sizes_;
 };
 
 }  // namespace tessera
