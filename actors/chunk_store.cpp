@@ -52,6 +52,10 @@ ChunkStore::ChunkStore(MemoryOptions options, std::shared_ptr<ComputePool> pool)
     g_process_limit += options_.limit;
   }
   counters_.limit = options_.limit;
+  // The working sets of this worker's running tasks together stay under its pause threshold.
+  if (auto pool = pool_.lock(); pool && options_.limit > 0)
+    pool->set_memory_budget(
+        static_cast<std::uint64_t>(options_.pause_fraction * static_cast<double>(options_.limit)));
 }
 
 ChunkStore::~ChunkStore() {
@@ -91,6 +95,13 @@ std::uint64_t ChunkStore::target_threshold() const {
   return static_cast<std::uint64_t>(options_.target_fraction * static_cast<double>(options_.limit));
 }
 
+std::uint64_t ChunkStore::spill_goal() const {
+  const auto pool = pool_.lock();
+  const std::uint64_t claim = pool ? pool->memory_claim() : 0;
+  const auto room = static_cast<std::uint64_t>(options_.pause_fraction * static_cast<double>(options_.limit));
+  return std::min(target_threshold(), room > claim ? room - claim : 0);
+}
+
 bool ChunkStore::put(const ChunkKey& key, Value value) {
   const std::uint64_t bytes = value.payload_bytes();
   std::unique_lock lock(mutex_);
@@ -103,7 +114,8 @@ bool ChunkStore::put(const ChunkKey& key, Value value) {
   entry.bytes = bytes;
   counters_.managed_bytes += bytes;
   if (bytes > 0) entry.lru = lru_.insert(lru_.end(), key);
-  if (options_.limit == 0 || counters_.managed_bytes <= target_threshold()) return false;
+  publish_held_locked();
+  if (options_.limit == 0 || counters_.managed_bytes - pinned_bytes_ <= spill_goal()) return false;
   // Past the limit itself with spilling broken: the next tasks fail now rather than at the next watch.
   if (counters_.managed_bytes > options_.limit && !spill_error_.empty() && refusal_.empty())
     set_refusal_locked(refusal_text(counters_.managed_bytes, "held"));
@@ -167,6 +179,7 @@ std::string ChunkStore::refusal_text(std::uint64_t bytes, const char* what) cons
 
 void ChunkStore::forget(const ChunkKey& key, Entry& entry) {
   if (entry.in_memory) {
+    if (entry.pins > 0) pinned_bytes_ -= entry.bytes;
     counters_.managed_bytes -= entry.bytes;
     if (entry.bytes > 0) lru_.erase(entry.lru);
   }
@@ -178,13 +191,27 @@ void ChunkStore::forget(const ChunkKey& key, Entry& entry) {
 }
 
 Value ChunkStore::get(const ChunkKey& key) {
-  return read_back(key, true);
+  return read_back(key, true, false);
+}
+Value ChunkStore::get_pinned(const ChunkKey& key) {
+  return read_back(key, true, true);
 }
 Value ChunkStore::peek(const ChunkKey& key) {
-  return read_back(key, false);
+  return read_back(key, false, false);
 }
 
-Value ChunkStore::read_back(const ChunkKey& key, bool readmit) {
+void ChunkStore::unpin(const ChunkKey& key) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.pins == 0) return;  // erased (or replaced) meanwhile
+  Entry& entry = it->second;
+  if (--entry.pins == 0 && entry.in_memory) {
+    pinned_bytes_ -= entry.bytes;
+    publish_held_locked();
+  }
+}
+
+Value ChunkStore::read_back(const ChunkKey& key, bool readmit, bool pin) {
   std::shared_ptr<SpillStore> disk;
   std::string where;
   {
@@ -195,6 +222,10 @@ Value ChunkStore::read_back(const ChunkKey& key, bool readmit) {
     if (entry.in_memory) {
       entry.generation += 1;
       if (entry.bytes > 0) lru_.splice(lru_.end(), lru_, entry.lru);
+      if (pin && entry.pins++ == 0) {
+        pinned_bytes_ += entry.bytes;
+        publish_held_locked();
+      }
       return entry.value;
     }
     disk = spill_store_;
@@ -231,6 +262,9 @@ Value ChunkStore::read_back(const ChunkKey& key, bool readmit) {
     counters_.spilled_bytes -= entry.on_disk;  // still on disk, but held in memory: counted once
     if (entry.bytes > 0) entry.lru = lru_.insert(lru_.end(), key);
   }
+  // Pinned only when held in memory: a value only the task holds is counted by its reservation.
+  if (pin && entry.in_memory && entry.pins++ == 0) pinned_bytes_ += entry.bytes;
+  publish_held_locked();
   return value;
 }
 
@@ -257,6 +291,7 @@ bool ChunkStore::erase(const ChunkKey& key) {
   if (it == entries_.end()) return false;
   forget(key, it->second);
   entries_.erase(it);
+  publish_held_locked();
   return !deletes_.empty();
 }
 
@@ -270,6 +305,7 @@ bool ChunkStore::erase_operation(OpId op) {
       ++it;
     }
   }
+  publish_held_locked();
   return !deletes_.empty();
 }
 
@@ -288,6 +324,7 @@ std::shared_ptr<SpillStore> ChunkStore::open_spill_store() {
 void ChunkStore::set_error(std::string error) {
   std::lock_guard lock(mutex_);
   spill_error_ = std::move(error);
+  publish_held_locked();
 }
 
 std::string ChunkStore::spill_error() const {
@@ -324,12 +361,13 @@ bool ChunkStore::spill(SpillGoal goal) {
       std::vector<ChunkKey> drop_only;  // on disk already: memory is let go without writing
       {
         std::lock_guard lock(mutex_);
-        const std::uint64_t goal = pressure ? 0 : target_threshold();
+        const std::uint64_t goal = pressure ? 0 : spill_goal();
+        const std::uint64_t spillable = counters_.managed_bytes - pinned_bytes_;
         std::uint64_t freed = 0, chosen = 0;
-        for (auto it = lru_.begin(); it != lru_.end() && counters_.managed_bytes - freed > goal &&
-                                     chosen < batch_bytes(options_.limit);
-             ++it) {
+        for (auto it = lru_.begin();
+             it != lru_.end() && spillable - freed > goal && chosen < batch_bytes(options_.limit); ++it) {
           Entry& entry = entries_.at(*it);
+          if (entry.pins > 0) continue;
           freed += entry.bytes;
           if (entry.on_disk > 0) {
             drop_only.push_back(*it);
@@ -346,6 +384,7 @@ bool ChunkStore::spill(SpillGoal goal) {
           counters_.managed_bytes -= entry.bytes;
           counters_.spilled_bytes += entry.on_disk;
         }
+        if (!drop_only.empty()) publish_held_locked();
       }
       if (batch.empty()) break;
       if (!disk) disk = open_spill_store();
@@ -370,7 +409,8 @@ bool ChunkStore::spill(SpillGoal goal) {
           }
           Entry& entry = it->second;
           entry.on_disk = record_bytes;
-          if (entry.generation != batch[i].generation || !entry.in_memory) continue;  // read meanwhile: kept
+          if (entry.generation != batch[i].generation || !entry.in_memory || entry.pins > 0)
+            continue;  // read meanwhile: kept
           lru_.erase(entry.lru);
           entry.value = Value{};
           entry.in_memory = false;
@@ -378,6 +418,7 @@ bool ChunkStore::spill(SpillGoal goal) {
           counters_.spilled_bytes += entry.on_disk;
         }
         spill_error_.clear();
+        publish_held_locked();
       }
       // The pool may open again (and the goal go back to the target), or take one task at a time once
       // nothing is left to spill.
@@ -430,6 +471,12 @@ WorkerMemory ChunkStore::report() const {
   out.rss = process_rss();
   out.spill_error = spill_error_;
   return out;
+}
+
+void ChunkStore::publish_held_locked() {
+  if (options_.limit == 0) return;
+  if (auto pool = pool_.lock())
+    pool->set_held(counters_.managed_bytes - pinned_bytes_, !spill_error_.empty());
 }
 
 void ChunkStore::set_refusal_locked(std::string why) {

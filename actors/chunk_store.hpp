@@ -79,6 +79,10 @@ class ChunkStore {
   // used). Throws ChunkLost for a damaged record, SpillError when the disk refuses, std::out_of_range for a
   // key not held.
   Value get(const ChunkKey& key);
+  // As get, for a task about to run on it: the entry is pinned (never chosen for spilling: writing it
+  // would free nothing while the task holds it) until unpin().
+  Value get_pinned(const ChunkKey& key);
+  void unpin(const ChunkKey& key);
   // As get, but a spilled value is not taken back into memory: for sending it to another worker.
   Value peek(const ChunkKey& key);
   bool contains(const ChunkKey& key) const;
@@ -103,6 +107,9 @@ class ChunkStore {
   static std::uint64_t process_rss();
   std::uint64_t pause_threshold() const;
   std::uint64_t target_threshold() const;
+  // What spilling brings the unpinned bytes in memory down to: the target, less what the running (and
+  // the next waiting) compute jobs reserve beyond the pause threshold's room.
+  std::uint64_t spill_goal() const;
   WorkerMemory report() const;
   // Why tasks must fail instead of starting: memory is above the pause fraction (or what it holds above
   // the limit) and spilling fails, so waiting would never end. nullopt otherwise; cheap to ask then.
@@ -125,14 +132,17 @@ class ChunkStore {
     std::uint64_t on_disk = 0;  // its record's bytes, when a copy is on disk
     bool in_memory = true;
     std::uint64_t generation = 0;  // bumped on every read, so a spill can tell it was used meanwhile
+    std::uint32_t pins = 0;        // tasks running on it
     std::list<ChunkKey>::iterator lru;
   };
   std::string disk_key(const ChunkKey& key) const;
-  Value read_back(const ChunkKey& key, bool readmit);
+  Value read_back(const ChunkKey& key, bool readmit, bool pin);
   void forget(const ChunkKey& key, Entry& entry);  // with mutex_ held
   std::shared_ptr<SpillStore> open_spill_store();  // on first use; only the store actor's thread
   void set_error(std::string error);
   void set_refusal_locked(std::string why);  // with mutex_ held
+  // Tells the pool what could be spilled (managed, not pinned) and whether spilling fails; with mutex_ held.
+  void publish_held_locked();
   std::string refusal_text(std::uint64_t bytes, const char* what) const;
 
   const MemoryOptions options_;
@@ -150,6 +160,7 @@ class ChunkStore {
   std::uint64_t pending_delete_bytes_ = 0;   // of deletes_, not applied on disk yet
   std::uint64_t deleted_since_reclaim_ = 0;  // deleted on disk since the last reclaim
   WorkerMemory counters_;
+  std::uint64_t pinned_bytes_ = 0;  // of entries in memory with pins
   std::string spill_error_;
   std::string refusal_;
   std::atomic<bool> refusing_{false};

@@ -36,11 +36,11 @@ ComputePool::~ComputePool() {
   for (auto& t : threads_) t.join();
 }
 
-void ComputePool::submit(std::function<void()> job) {
+void ComputePool::submit(std::function<void()> job, std::uint64_t reserve) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
-    jobs_.push_back(std::move(job));
+    jobs_.push_back(Job{std::move(job), reserve});
     queued_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_one();
@@ -54,10 +54,67 @@ void ComputePool::set_admission(Admission admission) {
   wake_.notify_all();
 }
 
-bool ComputePool::admits() const {
+void ComputePool::set_memory_budget(std::uint64_t bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    budget_.store(bytes, std::memory_order_relaxed);
+  }
+  wake_.notify_all();
+}
+
+std::shared_ptr<void> ComputePool::hand_over(const std::weak_ptr<ComputePool>& weak, std::uint64_t bytes) {
+  auto pool = weak.lock();
+  if (!pool || bytes == 0 || pool->budget_.load(std::memory_order_relaxed) == 0) return nullptr;
+  {
+    std::lock_guard lock(pool->mutex_);
+    pool->handed_over_ += bytes;
+  }
+  // Holds the pool weakly: a report dropped after its worker ended releases nothing.
+  struct Release {
+    std::weak_ptr<ComputePool> weak;
+    std::uint64_t bytes = 0;
+    ~Release() {
+      if (auto pool = weak.lock()) {
+        {
+          std::lock_guard lock(pool->mutex_);
+          pool->handed_over_ -= bytes;
+        }
+        pool->wake_.notify_all();
+      }
+    }
+  };
+  auto release = std::make_shared<Release>();  // made in place: a copy's destructor would release early
+  release->weak = weak;
+  release->bytes = bytes;
+  return release;
+}
+
+void ComputePool::set_held(std::uint64_t bytes, bool stuck) {
+  const std::uint64_t before = held_.exchange(bytes, std::memory_order_relaxed);
+  const bool was_stuck = stuck_.exchange(stuck, std::memory_order_relaxed);
+  if ((bytes < before || (stuck && !was_stuck)) && waiting_for_room_.load(std::memory_order_relaxed)) {
+    { std::lock_guard lock(mutex_); }  // a thread between its check and its wait sees the new value
+    wake_.notify_all();
+  }
+}
+
+bool ComputePool::admits() {
   switch (admission_.load(std::memory_order_relaxed)) {
-    case Admission::open:
-      return true;
+    case Admission::open: {
+      const std::uint64_t budget = budget_.load(std::memory_order_relaxed);
+      if (budget == 0) return true;
+      const std::uint64_t held = held_.load(std::memory_order_relaxed), wanted = jobs_.front().reserve;
+      if (held + reserved_ + handed_over_ + wanted <= budget ||
+          (running_ == 0 && (held == 0 || stuck_.load(std::memory_order_relaxed)))) {
+        claim_.store(reserved_, std::memory_order_relaxed);
+        waiting_for_room_.store(false, std::memory_order_relaxed);
+        return true;
+      }
+      // Waits for room: the chunk store spills to make it, and running jobs end.
+      claim_.store(reserved_ + wanted, std::memory_order_relaxed);
+      waiting_for_room_.store(true, std::memory_order_relaxed);
+      return false;
+    }
     case Admission::one_at_a_time:
       return running_ == 0;
     case Admission::closed:
@@ -68,7 +125,7 @@ bool ComputePool::admits() const {
 
 void ComputePool::run() {
   for (;;) {
-    std::function<void()> job;
+    Job job;
     // One idle thread at a time polls briefly before sleeping: a dependent task submitted right after
     // this one finished starts without a futex wake-up (chains of tiny tasks).
     if (queued_.load(std::memory_order_acquire) == 0 &&
@@ -86,14 +143,20 @@ void ComputePool::run() {
       jobs_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
       ++running_;
+      reserved_ += job.reserve;
+      claim_.store(reserved_, std::memory_order_relaxed);
     }
-    job();
-    job = nullptr;  // what the job captured goes before the next one may start
+    job.run();
+    job.run = nullptr;  // what the job captured goes before the next one may start
     bool wake_next = false;
     {
       std::lock_guard lock(mutex_);
       --running_;
-      wake_next = admission_.load(std::memory_order_relaxed) == Admission::one_at_a_time && !jobs_.empty();
+      reserved_ -= job.reserve;
+      claim_.store(reserved_, std::memory_order_relaxed);
+      // A job waiting for one at a time, or for the room this one leaves.
+      wake_next = !jobs_.empty() && (admission_.load(std::memory_order_relaxed) == Admission::one_at_a_time ||
+                                     budget_.load(std::memory_order_relaxed) > 0);
     }
     if (wake_next) wake_.notify_one();
   }

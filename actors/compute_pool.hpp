@@ -5,8 +5,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -27,21 +29,49 @@ class ComputePool {
   ComputePool(const ComputePool&) = delete;
   ComputePool& operator=(const ComputePool&) = delete;
 
-  void submit(std::function<void()> job);
+  // `reserve`: the bytes the job keeps in memory while it runs (its tasks' inputs and results). With a
+  // memory budget set, a job starts only while what the chunk store holds (set_held), what the running
+  // jobs reserve and its own reservation fit the budget, or when nothing runs and the store holds nothing
+  // it could spill (so that a worker always makes progress); jobs start in the order submitted.
+  void submit(std::function<void()> job, std::uint64_t reserve = 0);
   std::size_t threads() const { return threads_.size(); }
+  // 0: no budget (reservations are ignored).
+  void set_memory_budget(std::uint64_t bytes);
+  std::uint64_t memory_budget() const { return budget_.load(std::memory_order_relaxed); }
+  // What the running jobs reserve, plus the reservation of the first job waiting for room: what the
+  // chunk store makes room for by spilling.
+  std::uint64_t memory_claim() const { return claim_.load(std::memory_order_relaxed); }
+  // What the chunk store holds in memory and could spill; `stuck`: spilling fails, so nothing will come
+  // down by waiting. A job waiting for room is woken when it falls.
+  void set_held(std::uint64_t bytes, bool stuck);
+  // A job's results, from its end until their owner has put them in the chunk store (and set_held counts
+  // them): counted against the budget while the returned token lives. Without it the next job would start
+  // in the gap, counting memory that is neither reserved nor held.
+  static std::shared_ptr<void> hand_over(const std::weak_ptr<ComputePool>& pool, std::uint64_t bytes);
   void set_admission(Admission admission);
   Admission admission() const { return admission_.load(std::memory_order_relaxed); }
 
  private:
   void run();
-  bool admits() const;  // with mutex_ held
+  struct Job {
+    std::function<void()> run;
+    std::uint64_t reserve = 0;
+  };
+  bool admits();  // with mutex_ held; updates claim_
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<std::size_t> queued_{0};
   std::atomic<bool> spinning_{false};
-  std::deque<std::function<void()>> jobs_;
+  std::deque<Job> jobs_;
   bool stopping_ = false;
-  std::size_t running_ = 0;  // jobs being run, with mutex_ held
+  std::size_t running_ = 0;        // jobs being run, with mutex_ held
+  std::uint64_t reserved_ = 0;     // what they reserve, with mutex_ held
+  std::uint64_t handed_over_ = 0;  // results of ended jobs not yet in the chunk store, with mutex_ held
+  std::atomic<std::uint64_t> budget_{0};
+  std::atomic<std::uint64_t> claim_{0};
+  std::atomic<std::uint64_t> held_{0};
+  std::atomic<bool> stuck_{false};
+  std::atomic<bool> waiting_for_room_{false};
   std::atomic<Admission> admission_{Admission::open};
   std::vector<std::thread> threads_;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <iostream>
 #include <unordered_map>
@@ -80,7 +81,8 @@ struct RanReport {
   std::vector<TaskFailure> failures;    // TaskFailure::task holds the slot here
   std::vector<LostArgument> lost;
   double seconds = 0;
-  double finished_at = 0;  // timeline_now() when it ended, for the dashboard's task stream
+  double finished_at = 0;              // timeline_now() when it ended, for the dashboard's task stream
+  std::shared_ptr<void> results_held;  // the results' bytes, counted by the pool until this report ends
 };
 
 struct InputLost : std::runtime_error {
@@ -119,6 +121,9 @@ struct OperationState {
   double average_task_seconds = -1;  // unknown until the first job reports
   std::int64_t held_count = 0, held_bytes = 0;
   std::int64_t inline_bytes = 0;  // of results kept in their slots, counted by the store
+  // The largest result a task of this operation left here: what a compute job reserves per task for its
+  // result (0 until one finished).
+  std::uint64_t largest_result = 0;
 
   ~OperationState() {
     auto& held = HeldResults::instance();
@@ -160,6 +165,7 @@ struct OperationState {
     held_bytes += bytes;
     HeldResults::instance().count += 1;
     HeldResults::instance().bytes += bytes;
+    largest_result = std::max(largest_result, static_cast<std::uint64_t>(bytes));
     if (bytes < static_cast<std::int64_t>(kInlineBytes)) {
       if (bytes > 0) args.store->count_inline(bytes);  // scalars are free: no shared counter touched
       inline_bytes += bytes;
@@ -306,8 +312,10 @@ void accept_input(OperationActor* self, std::uint32_t index, std::uint16_t colum
 }
 
 // The arguments of one task: its literals and the inputs that arrived (read from the chunk store, from
-// disk if they were spilled). Throws what the store throws for an input it cannot give back.
-void gather_arguments(const Operation& op, ChunkStore& store, const Slot& s, std::vector<Value>& arguments) {
+// disk if they were spilled, and pinned there: `pinned` gets their keys, to unpin once the task ended).
+// Throws what the store throws for an input it cannot give back.
+void gather_arguments(const Operation& op, ChunkStore& store, const Slot& s, std::vector<Value>& arguments,
+                      std::vector<ChunkKey>& pinned) {
   const std::size_t arity = op.columns().size();
   arguments.resize(arity);
   for (std::size_t j = 0; j < arity; ++j) {
@@ -315,7 +323,8 @@ void gather_arguments(const Operation& op, ChunkStore& store, const Slot& s, std
       arguments[j] = *literal;
     } else if (const Input& input = s.extra->inputs[j]; input.stored) {
       try {
-        arguments[j] = store.get(input.key);
+        arguments[j] = store.get_pinned(input.key);
+        pinned.push_back(input.key);
       } catch (const ChunkLost& e) {
         throw InputLost(static_cast<std::uint16_t>(j), input.key, e.what());
       } catch (const std::out_of_range& e) {  // its producer's record was lost by another consumer's read
@@ -349,7 +358,15 @@ void start_on_gpu(OperationActor* self, std::uint32_t index) {
     *start = std::chrono::steady_clock::now();
     if (!try_move_slot<SlotState::ready, SlotState::running>(target->state)) return;  // cancelled meanwhile
     std::vector<Value> arguments;
-    gather_arguments(*op, *store, *target, arguments);
+    std::vector<ChunkKey> pinned;
+    struct Unpin {
+      ChunkStore& store;
+      std::vector<ChunkKey>& keys;
+      ~Unpin() {
+        for (const auto& key : keys) store.unpin(key);
+      }
+    } unpin{*store, pinned};
+    gather_arguments(*op, *store, *target, arguments, pinned);
     target->result = op->function().invoke(arguments);
     *ran = true;
   };
@@ -385,7 +402,40 @@ struct JobStep {
   std::uint32_t index;
   std::int32_t after;
   std::uint16_t column;
+  std::uint64_t input_bytes = 0;  // of its inputs held in the chunk store (set on a limited worker)
 };
+
+// The bytes of a slot's inputs held in the chunk store, in memory or spilled (not the column a
+// continuation takes from its producer in the same job), and of the largest of them on disk only: reading
+// one back holds its record beside the value it decodes to, one input at a time.
+struct InputBytes {
+  std::uint64_t total = 0;
+  std::uint64_t largest_spilled = 0;
+};
+InputBytes stored_input_bytes(const OperationState& st, const Slot& s, std::int32_t after,
+                              std::uint16_t chained_column) {
+  InputBytes out;
+  if (!s.extra) return out;
+  for (std::size_t j = 0; j < s.extra->inputs.size(); ++j) {
+    const Input& input = s.extra->inputs[j];
+    if (!input.stored || (after >= 0 && j == chained_column)) continue;
+    const std::uint64_t bytes = st.args.store->bytes(input.key);
+    out.total += bytes;
+    if (!st.args.store->in_memory(input.key)) out.largest_spilled = std::max(out.largest_spilled, bytes);
+  }
+  return out;
+}
+
+// Why a task cannot run on this worker at all: its inputs alone exceed the worker's memory limit.
+std::string too_large_for_memory(const ChunkStore& store, std::uint64_t input_bytes) {
+  char text[320];
+  std::snprintf(text, sizeof text,
+                " cannot run it: its inputs take %.1f MiB in memory at once, more than the worker's memory "
+                "limit of %.1f MiB; raise worker.memory_limit or use smaller chunks",
+                static_cast<double>(input_bytes) / (1 << 20),
+                static_cast<double>(store.options().limit) / (1 << 20));
+  return store.name() + text;
+}
 
 // Continuations: a task of this operation on this worker that waits only for the result of the job's
 // last step runs right after it on the same compute thread, with that result as its argument, and so on
@@ -431,8 +481,8 @@ void add_continuations(OperationState& st, std::vector<JobStep>& steps, std::vec
 
 // A compute job of a function that runs calls together (TaskFunction::invoke_batch: Python's, one message
 // to an interpreter for the whole job), without continuations: every task's arguments first, then one call.
-void run_batch(const Operation& op, ChunkStore& store, const std::vector<JobStep>& steps,
-               std::vector<std::uint32_t> chained, const caf::actor& me) {
+void run_batch(const Operation& op, ChunkStore& store, const std::weak_ptr<ComputePool>& pool,
+               const std::vector<JobStep>& steps, std::vector<std::uint32_t> chained, const caf::actor& me) {
   const TaskFunction& fn = op.function();
   RanReport report;
   report.finished.reserve(steps.size());
@@ -443,12 +493,16 @@ void run_batch(const Operation& op, ChunkStore& store, const std::vector<JobStep
   calls.reserve(steps.size());
   called.reserve(steps.size());
   std::vector<Value> arguments;
+  std::vector<ChunkKey> pinned;
+  const std::uint64_t limit = store.options().limit;
   for (std::size_t k = 0; k < steps.size(); ++k) {
     Slot& s = *steps[k].slot;
     if (!try_move_slot<SlotState::ready, SlotState::running>(s.state)) continue;  // cancelled meanwhile
     try {
       if (auto refusal = store.refusal()) throw std::runtime_error(*refusal);
-      gather_arguments(op, store, s, arguments);
+      if (limit > 0 && steps[k].input_bytes > limit)
+        throw std::runtime_error(too_large_for_memory(store, steps[k].input_bytes));
+      gather_arguments(op, store, s, arguments, pinned);
       calls.push_back(std::move(arguments));
       called.push_back(k);
     } catch (const InputLost& lost) {
@@ -484,21 +538,29 @@ void run_batch(const Operation& op, ChunkStore& store, const std::vector<JobStep
       }
     }
   }
+  calls.clear();
+  for (const auto& key : pinned) store.unpin(key);
+  std::uint64_t result_bytes = 0;
+  for (const auto index : report.finished)
+    for (const auto& step : steps)
+      if (step.index == index) result_bytes += step.slot->result.payload_bytes();
+  report.results_held = ComputePool::hand_over(pool, result_bytes);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.finished_at = timeline_now();
   caf::anon_send(me, ran_atom::value, std::move(report));
 }
 
 // A compute job, on a pool thread: its ready tasks, each followed by the continuations that still may run.
-void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>& steps,
-             std::vector<std::uint32_t> chained, const caf::actor& me) {
+void run_job(const Operation& op, ChunkStore& store, const std::weak_ptr<ComputePool>& pool,
+             const std::vector<JobStep>& steps, std::vector<std::uint32_t> chained, const caf::actor& me) {
   const TaskFunction& fn = op.function();
   if (fn.invoke_batch && steps.size() > 1 &&
       std::none_of(steps.begin(), steps.end(), [](const JobStep& step) { return step.after >= 0; }))
-    return run_batch(op, store, steps, std::move(chained), me);
-  const std::size_t arity = op.columns().size();
+    return run_batch(op, store, pool, steps, std::move(chained), me);
   thread_local std::vector<Value> arguments;
+  thread_local std::vector<ChunkKey> pinned;
   thread_local std::vector<char> succeeded;
+  const std::uint64_t limit = store.options().limit;
   succeeded.assign(steps.size(), 0);
   RanReport report;
   report.finished.reserve(steps.size());
@@ -519,13 +581,16 @@ void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>&
     try {
       // Memory above the pause fraction with nowhere to spill: failing now beats waiting for ever.
       if (auto refusal = store.refusal()) throw std::runtime_error(*refusal);
+      // Never an allocation that could only end in the worker's OOM kill: the task fails, named.
+      if (limit > 0 && step.input_bytes > limit)
+        throw std::runtime_error(too_large_for_memory(store, step.input_bytes));
       if (continuation) {
         // Its input, as if it had arrived (the actor leaves a running slot's inputs alone): should another
         // input be lost, the task waits for that one only.
         s.extra->inputs[step.column] = Input{steps[static_cast<std::size_t>(step.after)].slot->result};
         s.extra->arrived[step.column] = true;
       }
-      gather_arguments(op, store, s, arguments);
+      gather_arguments(op, store, s, arguments, pinned);
       s.result = fn.invoke(arguments);
       report.finished.push_back(step.index);
       succeeded[k] = 1;
@@ -546,7 +611,16 @@ void run_job(const Operation& op, ChunkStore& store, const std::vector<JobStep>&
       report.failures.push_back(TaskFailure{
           step.index, std::make_shared<TaskFailed>(fn.name, op.key(s.task), "unknown exception", false)});
     }
-    for (std::size_t j = 0; j < arity; ++j) arguments[j] = Value{};
+    // (Not by arity: a task refused before its arguments were gathered leaves them unsized.)
+    for (auto& argument : arguments) argument = Value{};
+    for (const auto& key : pinned) store.unpin(key);
+    pinned.clear();
+  }
+  if (limit > 0) {
+    std::uint64_t result_bytes = 0;
+    for (std::size_t k = 0; k < steps.size(); ++k)
+      if (succeeded[k]) result_bytes += steps[k].slot->result.payload_bytes();
+    report.results_held = ComputePool::hand_over(pool, result_bytes);
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.finished_at = timeline_now();
@@ -576,6 +650,7 @@ void start_ready(OperationActor* self) {
   const auto op = st.args.op;
   const auto slots = st.slots;
   const auto store = st.args.store;
+  const bool limited = store->options().limit > 0;
   const caf::actor me = caf::actor_cast<caf::actor>(self);
   for (std::size_t begin = 0; begin < st.ready.size(); begin += per_job) {
     const std::size_t end = std::min(st.ready.size(), begin + per_job);
@@ -588,10 +663,24 @@ void start_ready(OperationActor* self) {
       steps.push_back(JobStep{&(*slots)[index], index, -1, kAdoptColumn});
       add_continuations(st, steps, chained);
     }
+    // A limited worker's job reserves its largest task's inputs (its tasks run one after another), with
+    // what reading them back takes, and every task's result (held until the job reports).
+    std::uint64_t reserve = 0;
+    if (limited) {
+      std::uint64_t largest_inputs = 0;
+      for (auto& step : steps) {
+        const InputBytes inputs = stored_input_bytes(st, *step.slot, step.after, step.column);
+        step.input_bytes = inputs.total;
+        largest_inputs = std::max(largest_inputs, inputs.total + inputs.largest_spilled);
+      }
+      reserve = largest_inputs + st.largest_result * steps.size();
+    }
     st.args.pool->submit(
-        [op, slots, store, me, steps = std::move(steps), chained = std::move(chained)]() mutable {
-          run_job(*op, *store, steps, std::move(chained), me);
-        });
+        [op, slots, store, me, pool = std::weak_ptr<ComputePool>(st.args.pool), steps = std::move(steps),
+         chained = std::move(chained)]() mutable {
+          run_job(*op, *store, pool, steps, std::move(chained), me);
+        },
+        reserve);
   }
   st.ready.clear();
 }

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <Eigen/Dense>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <tessera/array.hpp>
@@ -107,6 +109,137 @@ tessera::WorkerMemory total_memory(const tessera::SchedulerStatus& status) {
 
 tessera::Value megabytes_of(double fill, std::size_t mib) {
   return tessera::Value(std::vector<double>(mib * MiB / sizeof(double), fill));
+}
+
+// ---- Admission: a compute job starts when its reservation fits the budget ----
+
+// A job that records that it ran and then waits until released (or its deadline passes).
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool open = false;
+  void release() {
+    {
+      std::lock_guard lock(mutex);
+      open = true;
+    }
+    changed.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex);
+    changed.wait_for(lock, std::chrono::seconds(20), [&] { return open; });
+  }
+};
+
+TEST(ComputePoolAdmission, JobsWhoseReservationsTogetherExceedTheBudgetRunOneAfterTheOther) {
+  auto pool = std::make_shared<tessera::ComputePool>(2);
+  pool->set_memory_budget(100);
+  Gate first_may_end;
+  std::atomic<bool> first_running{false}, second_saw_first_running{false}, second_ran{false};
+  pool->submit(
+      [&] {
+        first_running = true;
+        first_may_end.wait();
+        first_running = false;
+      },
+      60);
+  ASSERT_TRUE(eventually([&] { return first_running.load(); }));
+  pool->submit(
+      [&] {
+        second_saw_first_running = first_running.load();
+        second_ran = true;
+      },
+      60);
+  // The running job's and the waiting one's: what spilling makes room for.
+  ASSERT_TRUE(eventually([&] { return pool->memory_claim() == 120u; }));
+  first_may_end.release();
+  ASSERT_TRUE(eventually([&] { return second_ran.load(); }));
+  EXPECT_FALSE(second_saw_first_running.load()) << "60 + 60 bytes ran together under a budget of 100";
+}
+
+TEST(ComputePoolAdmission, JobsThatFitTogetherRunSideBySide) {
+  auto pool = std::make_shared<tessera::ComputePool>(2);
+  pool->set_memory_budget(100);
+  Gate both_started;
+  std::atomic<int> started{0};
+  for (int i = 0; i < 2; ++i)
+    pool->submit(
+        [&] {
+          if (++started == 2) both_started.release();
+          both_started.wait();
+        },
+        40);
+  // Each waits for the other: they only end in time when both run at once.
+  EXPECT_TRUE(eventually([&] { return started.load() == 2; }));
+}
+
+TEST(ComputePoolAdmission, HeldBytesMakeAJobWaitUntilSpilledAndAHandedOverResultCountsUntilReleased) {
+  auto pool = std::make_shared<tessera::ComputePool>(2);
+  pool->set_memory_budget(100);
+  // Nothing runs, but the store holds 70 bytes it can spill: a job of 60 waits for the spill.
+  pool->set_held(70, false);
+  std::atomic<bool> ran{false};
+  pool->submit([&] { ran = true; }, 60);
+  ASSERT_TRUE(eventually([&] { return pool->memory_claim() == 60; }));
+  EXPECT_FALSE(ran.load());
+  pool->set_held(30, false);  // spilled down: 30 + 60 fit
+  ASSERT_TRUE(eventually([&] { return ran.load(); }));
+
+  // A result handed over (between its job's end and the store's put) counts like a running job.
+  auto token = tessera::ComputePool::hand_over(pool, 50);
+  ASSERT_NE(token, nullptr);
+  std::atomic<bool> second{false};
+  pool->submit([&] { second = true; }, 30);  // 30 held + 50 handed over + 30 > 100
+  ASSERT_TRUE(eventually([&] { return pool->memory_claim() == 30; }));
+  EXPECT_FALSE(second.load());
+  token.reset();
+  EXPECT_TRUE(eventually([&] { return second.load(); }));
+
+  // Spilling that fails cannot make room: with nothing running, the job starts (and its tasks are refused
+  // with the store's reason) instead of waiting for ever.
+  pool->set_held(1000, true);
+  std::atomic<bool> third{false};
+  pool->submit([&] { third = true; }, 10);
+  EXPECT_TRUE(eventually([&] { return third.load(); }));
+}
+
+TEST(ChunkStore, APinnedEntryIsNotSpilledAndRunningReservationsLowerTheGoal) {
+  ScratchDir dir{"tessera-memory-test"};
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path());
+  auto pool = std::make_shared<tessera::ComputePool>(1);
+  tessera::MemoryOptions options;
+  options.limit = 40 * MiB;
+  options.open_database = [database] { return database; };
+  tessera::ChunkStore store(options, pool);
+  EXPECT_EQ(pool->memory_budget(), 32 * MiB);  // pause_fraction 0.8 of the limit
+  EXPECT_EQ(store.spill_goal(), 24 * MiB);     // target_fraction 0.6, nothing reserved
+  const tessera::ChunkKey a{1, 0}, b{1, 1}, c{1, 2};
+  store.put(a, megabytes_of(1, 8));
+  store.put(b, megabytes_of(2, 8));
+  store.put(c, megabytes_of(3, 8));
+  (void)store.get_pinned(a);  // a task runs on a, least recently used before this read
+  store.get(c);
+  store.spill(tessera::SpillGoal::everything);
+  EXPECT_TRUE(store.in_memory(a)) << "spilling a value a running task holds frees nothing";
+  EXPECT_FALSE(store.in_memory(b));
+  EXPECT_FALSE(store.in_memory(c));
+  store.unpin(a);
+  store.spill(tessera::SpillGoal::everything);
+  EXPECT_FALSE(store.in_memory(a));
+  EXPECT_EQ(store.get(b).as_doubles().front(), 2.0);
+
+  // A job waiting with a reservation of 20 MiB leaves room for 12 MiB of held values.
+  Gate may_end;
+  std::atomic<bool> running{false};
+  pool->submit(
+      [&] {
+        running = true;
+        may_end.wait();
+      },
+      20 * MiB);
+  ASSERT_TRUE(eventually([&] { return running.load(); }));
+  EXPECT_EQ(store.spill_goal(), 12 * MiB);
+  may_end.release();
 }
 
 TEST(ChunkStore, SpillsTheLeastRecentlyUsedPastItsTargetAndReadsThemBack) {
@@ -279,6 +412,71 @@ TEST(MemoryLimit, ArraysFourTimesTheLimitGiveTheUnlimitedResultsWithinTheBound) 
   if (kRssIsOurs) {
     EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the baseline: " << peak / MiB << " MiB";
   }
+}
+
+// Chunks a quarter of the limit (64 MiB chunks under 256 MiB, scaled down): a product task takes one
+// pair (fan-in sized by bytes), and admission keeps what the tasks hold plus what the store holds under the
+// pause threshold. In one graph, as Dask computes it.
+ArrayAnswers large_chunk_workload(tessera::Client& client, std::int64_t rows, std::int64_t chunk_rows) {
+  tessera::ArrayOptions options;
+  options.chunks = {chunk_rows, 512};
+  options.seed = 3;
+  auto x = tessera::Array::random({rows, 512}, options).persist(client);
+  auto y = (x * 2.0 + 1.0).sqrt().persist(client);
+  const auto answers = tessera::compute(client, {x.sum(), y.sum(), x.T().dot(y)});
+  return ArrayAnswers{answers[0](0, 0), answers[1](0, 0), answers[2]};
+}
+
+TEST(MemoryLimit, ChunksAQuarterOfTheLimitGiveTheUnlimitedResultsWithinTheBound) {
+  constexpr std::uint64_t limit = 128 * MiB;
+  constexpr std::int64_t chunk_rows = 8192;                          // 32 MiB chunks
+  constexpr std::int64_t rows = 2 * limit / (512 * sizeof(double));  // x and y twice the limit each
+  ScratchDir dir{"tessera-memory-test"};
+  ArrayAnswers bounded;
+  std::uint64_t peak = 0;
+  {
+    tessera::LocalCluster cluster(limited(limit, dir.path()));
+    tessera::Client client(cluster);
+    large_chunk_workload(client, 4 * 1024, 1024);  // the worker's start: its kernels used once
+    PeakRss rss;
+    bounded = large_chunk_workload(client, rows, chunk_rows);
+    peak = rss.above_baseline();
+    ASSERT_TRUE(eventually([&] { return total_memory(cluster.status()).spills > 0; }));
+    EXPECT_TRUE(total_memory(cluster.status()).spill_error.empty());
+  }
+  tessera::LocalCluster unlimited({.workers = 1, .threads_per_worker = 2});
+  tessera::Client client(unlimited);
+  EXPECT_EQ(large_chunk_workload(client, rows, chunk_rows), bounded);
+  if (kRssIsOurs) {
+    EXPECT_LE(peak, limit + limit / 4) << "peak RSS above the worker's start: " << peak / MiB << " MiB";
+  }
+}
+
+TEST(MemoryLimit, ATaskWhoseInputsAloneExceedTheLimitFailsNamingItsSizeTheLimitAndTheKey) {
+  constexpr std::uint64_t limit = 64 * MiB;
+  ScratchDir dir{"tessera-memory-test"};
+  tessera::LocalCluster cluster(limited(limit, dir.path()));
+  tessera::Client client(cluster);
+  tessera::ArrayOptions options;
+  options.chunks = {2560, 2048};  // one chunk of 40 MiB each: a product's pair is 80 MiB
+  options.seed = 9;
+  auto x = tessera::Array::random({2560, 2048}, options);
+  options.seed = 10;
+  auto y = tessera::Array::random({2560, 2048}, options);
+  try {
+    (void)x.T().dot(y).compute(client);
+    FAIL() << "a task holding 80 MiB of inputs ran under a 64 MiB limit";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("80.0 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("64.0 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("worker.memory_limit"), std::string::npos) << what;
+  }
+  // The worker goes on, and answers as an unlimited one does.
+  const double bounded_sum = x.sum().compute_scalar(client);
+  tessera::LocalCluster unlimited({.workers = 1, .threads_per_worker = 2});
+  tessera::Client unlimited_client(unlimited);
+  EXPECT_EQ(bounded_sum, x.sum().compute_scalar(unlimited_client));
 }
 
 TEST(MemoryLimit, FuturesAndABagFourTimesTheLimitGiveTheUnlimitedResults) {
