@@ -68,13 +68,23 @@ DelayedArg pick(const DelayedArg& multi, int index) {
       new DelayedNode{&array_pick_function(), {multi, Value(static_cast<std::int64_t>(index))}}));
 }
 
-DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials,
-                        Backend backend) {
+std::size_t fan_in_for(std::uint64_t bytes_each, std::size_t least, std::size_t most) {
+  if (bytes_each == 0) return most;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(kTaskInputBytes / bytes_each), least, most);
+}
+
+std::uint64_t dtype_bytes(DType dtype) {
+  return dtype == DType::float32 ? 4 : 8;
+}
+
+DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials, Backend backend,
+                        std::uint64_t partial_bytes) {
   const backends::CombineParams params{name, axis};
+  const std::size_t fan_in = fan_in_for(partial_bytes, 2, max_kernel_inputs);
   while (partials.size() > 1) {
     std::vector<DelayedArg> next;
-    for (std::size_t i = 0; i < partials.size(); i += max_kernel_inputs) {
-      const std::size_t end = std::min(partials.size(), i + max_kernel_inputs);
+    for (std::size_t i = 0; i < partials.size(); i += fan_in) {
+      const std::size_t end = std::min(partials.size(), i + fan_in);
       if (end - i == 1) {
         next.push_back(partials[i]);
         continue;

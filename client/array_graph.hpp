@@ -63,8 +63,19 @@ DelayedArg kernel(Backend backend, const OperationParams& params, std::vector<De
 }
 // Result `index` of a kernel with several results.
 DelayedArg pick(const DelayedArg& multi, int index);
-// Combines partial results (sum, sumsq, min, max, argmax, argmin) with a tree of fan-in max_kernel_inputs.
-DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials, Backend backend);
+// What one task of an array graph takes as inputs at most where the graph can choose how many chunks a
+// task gathers (products, combining trees, TSQR stages): a worker whose memory limit is a few times this
+// runs such tasks side by side, and admission (actors/compute_pool.hpp) orders them when it does not.
+// A task always takes at least one chunk pair (two partials).
+inline constexpr std::uint64_t kTaskInputBytes = 64ull << 20;
+// How many inputs of `bytes_each` a task takes: as many as fit kTaskInputBytes, at least `least`, at most
+// `most`.
+std::size_t fan_in_for(std::uint64_t bytes_each, std::size_t least, std::size_t most);
+std::uint64_t dtype_bytes(DType dtype);
+// Combines partial results (sum, sumsq, min, max, argmax, argmin) with a tree of fan-in max_kernel_inputs,
+// or fewer when the partials are large (`partial_bytes`, 0: small).
+DelayedArg combine_tree(const std::string& name, int axis, std::vector<DelayedArg> partials, Backend backend,
+                        std::uint64_t partial_bytes = 0);
 // A task copying the block [row, row+rows) x [col, col+cols) of one chunk.
 DelayedArg sub_block(const DelayedArg& chunk, Backend backend, std::int64_t row, std::int64_t col,
                      std::int64_t rows, std::int64_t cols);

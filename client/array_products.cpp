@@ -1,5 +1,8 @@
 // Matrix products of chunked arrays: each output chunk contracts its row of A's chunks with its column of
-// B's, in one task (up to 8 pairs) or as partial products summed by a tree.
+// B's, in one task (up to 8 pairs, as many as fit kTaskInputBytes, at least one) or as partial products
+// summed by a tree.
+#include <algorithm>
+
 #include "backends/operations.hpp"
 #include "backends/result_meta.hpp"
 #include "client/array_graph.hpp"
@@ -64,18 +67,27 @@ Array product(const Array& a_in, bool ta, const Array& b_in, bool tb, int ndim) 
   // b holds op(B)^T: B is transposed in the product exactly when b is not.
   const backends::MatmulParams params{a.transposed, !b.transposed};
   const std::size_t inner_chunks = a.inner().size();
+  // Sized by the largest chunks: a task's inputs are pairs (A's block, B's block).
+  const auto largest = [](const std::vector<std::int64_t>& extents) {
+    return static_cast<std::uint64_t>(*std::max_element(extents.begin(), extents.end()));
+  };
+  const std::uint64_t element = dtype_bytes(a.data->meta.dtype);
+  const std::uint64_t inner_extent = largest(a.inner());
+  const std::uint64_t pair_bytes = element * inner_extent * (largest(a.outer()) + largest(b.outer()));
+  const std::size_t pairs = fan_in_for(pair_bytes, 1, max_pairs);
+  const std::uint64_t result_bytes = element * largest(a.outer()) * largest(b.outer());
   std::vector<DelayedArg> blocks;
   for (std::size_t i = 0; i < a.outer().size(); ++i)
     for (std::size_t j = 0; j < b.outer().size(); ++j) {
       std::vector<DelayedArg> partials;
-      for (std::size_t k0 = 0; k0 < inner_chunks; k0 += max_pairs) {
-        const std::size_t k1 = std::min(inner_chunks, k0 + max_pairs);
+      for (std::size_t k0 = 0; k0 < inner_chunks; k0 += pairs) {
+        const std::size_t k1 = std::min(inner_chunks, k0 + pairs);
         std::vector<DelayedArg> inputs;
         for (std::size_t k = k0; k < k1; ++k) inputs.push_back(a.block(i, k));
         for (std::size_t k = k0; k < k1; ++k) inputs.push_back(b.block(j, k));
         partials.push_back(kernel(backend, params, std::move(inputs)));
       }
-      blocks.push_back(combine_tree("sum", -1, std::move(partials), result_backend));
+      blocks.push_back(combine_tree("sum", -1, std::move(partials), result_backend, result_bytes));
     }
   std::vector<std::int64_t> col_chunks = b.outer();
   if (ndim < 2) col_chunks = {1};

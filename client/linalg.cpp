@@ -124,7 +124,11 @@ Tree factor(const Array& a_in, const TsqrOptions& options, const char* what, con
     tree.leaf_chunks.push_back(leaf);
     level.push_back(static_cast<int>(tree.nodes.size()) - 1);
   }
-  const std::size_t fan_in = std::min(options.fan_in, max_inputs);
+  // Each stage stacks R factors of n x n: as many as fit a task's input bytes.
+  const std::size_t fan_in =
+      std::min(options.fan_in, fan_in_for(dtype_bytes(d.meta.dtype) * static_cast<std::uint64_t>(tree.n) *
+                                              static_cast<std::uint64_t>(tree.n),
+                                          2, max_inputs));
   while (level.size() > 1) {
     std::vector<int> next;
     for (std::size_t g = 0; g < level.size(); g += fan_in) {
@@ -298,7 +302,9 @@ SVD svd_with_gram_path(const Array& a_in, const TsqrOptions& options) {
   std::vector<DelayedArg> grams;
   for (std::size_t i = 0; i < d.grid_rows(); ++i)
     grams.push_back(kernel(backend, backends::MatmulParams{true, false}, {d.block(i, 0), d.block(i, 0)}));
-  const DelayedArg gram = combine_tree("sum", -1, std::move(grams), backend);
+  const DelayedArg gram =
+      combine_tree("sum", -1, std::move(grams), backend,
+                   8 * static_cast<std::uint64_t>(d.cols()) * static_cast<std::uint64_t>(d.cols()));
   const DelayedArg eig = kernel(backend, backends::GramSvdParams{max_condition(DType::float64)}, {gram});
   const DelayedArg s_gram = pick(eig, 0), vt_gram = pick(eig, 1), accepted = pick(eig, 2);
 
