@@ -1,7 +1,8 @@
 // tessera-bench-memory: memory-bounded workers, against the machine's own disk limit in the same run.
 //   workload: x, a random rows x 64 array persisted; y = sqrt(2x + 1) persisted; their sums and x^T y, on
 //             one worker with --memory-limit (x and y are each --times the limit); time, peak resident
-//             memory above the process's start, spills and their MB/s, and the answers (to compare with
+//             memory above the worker's start (running, its kernels used once) and above the process's,
+//             spills and their MB/s, and the answers (to compare with
 //             Dask's on the same workload, bench/compare/compare_memory.py).
 //   disk:     RocksDB's own put (no WAL, flushed per batch, as spills are written) and get of --value-mib
 //             values, beside the SpillStore's write and read of the same chunks (encoding and decoding
@@ -12,6 +13,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -51,11 +53,12 @@ struct TempDir {
 void workload(const cli::FlagTable& flags) {
   const std::uint64_t limit = static_cast<std::uint64_t>(flags.integer("memory-limit-mib")) << 20;
   const std::int64_t chunk_rows = flags.integer("chunk-rows");
+  const std::int64_t cols = flags.integer("cols");
   const auto rows = static_cast<std::int64_t>(static_cast<std::uint64_t>(flags.integer("times")) * limit /
-                                              (64 * sizeof(double)));
+                                              (static_cast<std::uint64_t>(cols) * sizeof(double)));
   TempDir dir;
   std::ofstream("/proc/self/clear_refs") << "5";  // the peak from here on
-  const std::uint64_t baseline = status_bytes("VmRSS:");
+  const std::uint64_t process_start = status_bytes("VmRSS:");
   ClusterOptions options;
   options.workers = 1;
   options.threads_per_worker = static_cast<std::uint32_t>(flags.integer("threads"));
@@ -64,12 +67,23 @@ void workload(const cli::FlagTable& flags) {
   const auto start = std::chrono::steady_clock::now();
   LocalCluster cluster(options);
   Client client(cluster);
+  // The worker's start: running, its kernels used once (BLAS sets up its buffers on first use), as a
+  // worker process is when it takes its first graph.
+  {
+    ArrayOptions small;
+    small.chunks = {256, cols};
+    auto w = Array::random({1024, cols}, small);
+    (void)tessera::compute(client, {w.sum(), w.T().dot(w)});
+  }
+  const std::uint64_t startup_peak = status_bytes("VmHWM:");
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const std::uint64_t baseline = status_bytes("VmRSS:");
   ArrayOptions array_options;
-  array_options.chunks = {chunk_rows, 64};
+  array_options.chunks = {chunk_rows, cols};
   array_options.seed = 11;
   double sum_x = 0, sum_y = 0, trace = 0;
   {
-    auto x = Array::random({rows, 64}, array_options).persist(client);
+    auto x = Array::random({rows, cols}, array_options).persist(client);
     auto y = (x * 2.0 + 1.0).sqrt().persist(client);
     // In one graph, as Dask's side computes them: each chunk is read once for all three.
     const auto answers = tessera::compute(client, {x.sum(), y.sum(), x.T().dot(y)});
@@ -78,7 +92,9 @@ void workload(const cli::FlagTable& flags) {
     trace = answers[2].trace();
   }
   const double seconds = bench::seconds_since(start);
-  const std::uint64_t peak = status_bytes("VmHWM:") - baseline;
+  const std::uint64_t run_peak = status_bytes("VmHWM:");
+  const std::uint64_t peak = run_peak - baseline;
+  const std::uint64_t process_peak = std::max(startup_peak, run_peak) - process_start;
   // Reported every 0.5 s by the worker's store actor, which may still be deleting and compacting what the
   // run released.
   WorkerMemory memory;
@@ -90,14 +106,17 @@ void workload(const cli::FlagTable& flags) {
   }
   std::printf(
       "{\"bench\":\"memory_workload\",\"system\":\"tessera\",\"memory_limit_mib\":%llu,\"times\":%llu,"
-      "\"rows\":%lld,\"chunk_rows\":%lld,\"threads\":%llu,\"seconds\":%.3f,\"peak_rss_above_start_mib\":%.1f,"
+      "\"rows\":%lld,\"cols\":%lld,\"chunk_rows\":%lld,\"chunk_mib\":%.1f,\"threads\":%llu,\"seconds\":%.3f,"
+      "\"peak_rss_above_start_mib\":%.1f,\"worker_start_mib\":%.1f,\"peak_rss_above_process_start_mib\":%.1f,"
       "\"bound_mib\":%.1f,\"completed\":true,\"spills\":%llu,\"unspills\":%llu,\"spilled_mb\":%.1f,"
       "\"spill_mb_per_s\":%.1f,\"unspill_mb_per_s\":%.1f,\"sum_x\":%.10e,\"sum_y\":%.10e,\"trace_xty\":%.10e}"
       "\n",
       static_cast<unsigned long long>(limit >> 20), static_cast<unsigned long long>(flags.integer("times")),
-      static_cast<long long>(rows), static_cast<long long>(chunk_rows),
+      static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(chunk_rows),
+      static_cast<double>(chunk_rows * cols * 8) / (1 << 20),
       static_cast<unsigned long long>(flags.integer("threads")), seconds,
-      static_cast<double>(peak) / (1 << 20), 1.25 * static_cast<double>(limit >> 20),
+      static_cast<double>(peak) / (1 << 20), static_cast<double>(baseline - process_start) / (1 << 20),
+      static_cast<double>(process_peak) / (1 << 20), 1.25 * static_cast<double>(limit >> 20),
       static_cast<unsigned long long>(memory.spills), static_cast<unsigned long long>(memory.unspills),
       static_cast<double>(memory.spilled_total) / 1e6, memory.spill_mb_per_second(),
       memory.unspill_mb_per_second(), sum_x, sum_y, trace);
@@ -167,7 +186,8 @@ int main(int argc, char** argv) try {
   flags.choice("mode", "all", {"all", "workload", "disk"}, "what to measure")
       .integer("memory-limit-mib", 256, 16, 1 << 20, "the worker's memory_limit, MiB")
       .integer("times", 4, 1, 64, "x and y are each this many times the limit")
-      .integer("chunk-rows", 8192, 64, 1 << 24, "rows per chunk (64 columns of float64)")
+      .integer("chunk-rows", 8192, 64, 1 << 24, "rows per chunk")
+      .integer("cols", 64, 1, 1 << 16, "columns of x and y (float64)")
       .integer("threads", 2, 1, 1024, "compute threads")
       .integer("value-mib", 4, 1, 256, "disk: the size of each value, MiB")
       .integer("disk-mib", 512, 16, 1 << 20, "disk: how much to write and read, MiB")

@@ -2,7 +2,7 @@
 """Dask's side of tessera-bench-memory's workload, with the same memory limit.
 
 On a distributed LocalCluster of one worker process with --threads threads and memory_limit = --memory-limit-mib:
-  x = da.random.random((rows, 64), chunks=(chunk_rows, 64)).persist()   (--times x the limit)
+  x = da.random.random((rows, cols), chunks=(chunk_rows, cols)).persist()   (--times x the limit)
   y = da.sqrt(x * 2 + 1).persist()
   x.sum(), y.sum(), trace(x.T @ y)
 Prints one JSON object: the time, the worker's peak resident memory above its start (VmHWM, after the
@@ -43,6 +43,7 @@ def main():
     parser.add_argument("--memory-limit-mib", type=int, default=256)
     parser.add_argument("--times", type=int, default=4)
     parser.add_argument("--chunk-rows", type=int, default=8192)
+    parser.add_argument("--cols", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
@@ -53,7 +54,7 @@ def main():
     from distributed import Client, LocalCluster
 
     limit = args.memory_limit_mib << 20
-    rows = args.times * limit // (64 * 8)
+    rows = args.times * limit // (args.cols * 8)
     record = {"bench": "memory_workload", "system": "dask-distributed", "dask": dask.__version__,
               "memory_limit_mib": args.memory_limit_mib, "times": args.times, "rows": rows,
               "chunk_rows": args.chunk_rows, "threads": args.threads, "bound_mib": 1.25 * args.memory_limit_mib}
@@ -67,7 +68,7 @@ def main():
             start_rss = list(client.run(lambda: status_bytes("VmRSS:")).values())[0]
             start = time.perf_counter()
             try:
-                x = da.random.RandomState(11).random_sample((rows, 64), chunks=(args.chunk_rows, 64)).persist()
+                x = da.random.RandomState(11).random_sample((rows, args.cols), chunks=(args.chunk_rows, args.cols)).persist()
                 y = da.sqrt(x * 2 + 1).persist()
                 sum_x, sum_y, xty = dask.compute(x.sum(), y.sum(), x.T.dot(y))
                 record.update(completed=True, sum_x=float(sum_x), sum_y=float(sum_y),
