@@ -495,6 +495,7 @@ void run_batch(const Operation& op, ChunkStore& store, const std::weak_ptr<Compu
   std::vector<Value> arguments;
   std::vector<ChunkKey> pinned;
   const std::uint64_t limit = store.options().limit;
+  std::uint64_t result_bytes = 0;
   for (std::size_t k = 0; k < steps.size(); ++k) {
     Slot& s = *steps[k].slot;
     if (!try_move_slot<SlotState::ready, SlotState::running>(s.state)) continue;  // cancelled meanwhile
@@ -529,6 +530,7 @@ void run_batch(const Operation& op, ChunkStore& store, const std::weak_ptr<Compu
       Slot& s = *step.slot;
       if (none_ran.empty() && !outcomes[i].failed) {
         s.result = std::move(outcomes[i].value);
+        result_bytes += s.result.payload_bytes();
         report.finished.push_back(step.index);
       } else {
         report.failures.push_back(TaskFailure{
@@ -540,11 +542,7 @@ void run_batch(const Operation& op, ChunkStore& store, const std::weak_ptr<Compu
   }
   calls.clear();
   for (const auto& key : pinned) store.unpin(key);
-  std::uint64_t result_bytes = 0;
-  for (const auto index : report.finished)
-    for (const auto& step : steps)
-      if (step.index == index) result_bytes += step.slot->result.payload_bytes();
-  report.results_held = ComputePool::hand_over(pool, result_bytes);
+  if (limit > 0) report.results_held = ComputePool::hand_over(pool, result_bytes);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.finished_at = timeline_now();
   caf::anon_send(me, ran_atom::value, std::move(report));
