@@ -7,6 +7,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <system_error>
 
@@ -201,13 +202,21 @@ Value SpillStore::read(const std::string& key) const {
   rocksdb::ReadOptions options;
   options.verify_checksums = true;
   options.fill_cache = false;
-  std::string record;
-  std::uint64_t size = 0;
+  std::uint64_t written = 0;  // the record's size as written: a first piece claiming another is damaged
+  {
+    std::lock_guard lock(sizes_mutex_);
+    if (auto it = sizes_.find(key); it != sizes_.end()) written = it->second;
+  }
+  // The pieces are gathered into one buffer that the decoded value keeps as its storage: a chunk read
+  // back is one copy from RocksDB's blocks, not a record and then a value.
+  std::shared_ptr<char[]> buffer;
+  char* record = nullptr;  // in buffer, placed so that the first frame starts on a 64-byte boundary
+  std::uint64_t size = 0, filled = 0;
   {
     std::shared_lock lock(db_mutex_);
     auto& store = db();
     rocksdb::PinnableSlice piece;
-    for (std::uint32_t index = 0; index == 0 || record.size() < size; ++index) {
+    for (std::uint32_t index = 0; index == 0 || filled < size; ++index) {
       piece.Reset();
       const auto status = store.Get(options, store.DefaultColumnFamily(), piece_key(key, index), &piece);
       if (status.IsCorruption()) throw SpillCorrupt(failure("read a spilled chunk", status.ToString()));
@@ -222,20 +231,31 @@ Value SpillStore::read(const std::string& key) const {
         if (length < kSizeBytes)
           throw SpillCorrupt(failure("read a spilled chunk", "its first piece is cut short"));
         for (std::uint64_t i = 0; i < kSizeBytes; ++i) size = size << 8 | static_cast<unsigned char>(data[i]);
-        if (piece_count(size) > (1u << 24))
-          throw SpillCorrupt(failure("read a spilled chunk", "it claims " + std::to_string(size) + " bytes"));
-        record.reserve(size);
+        if ((written > 0 && size != written) || piece_count(size) > (1u << 24))
+          throw SpillCorrupt(failure(
+              "read a spilled chunk",
+              "it claims " + std::to_string(size) + " bytes, " + std::to_string(written) + " were written"));
         data += kSizeBytes;
         length -= kSizeBytes;
+        constexpr std::uint64_t kAlign = 64;
+        buffer = std::make_shared_for_overwrite<char[]>(size + kAlign);
+        const auto frame = ValueRecord::first_frame_offset(std::string_view(data, length)).value_or(0);
+        const auto address = reinterpret_cast<std::uintptr_t>(buffer.get()) + frame;
+        record = buffer.get() + (kAlign - address % kAlign) % kAlign;
       }
-      if (length > size - record.size())
+      if (length > size - filled)
         throw SpillCorrupt(failure("read a spilled chunk", "its pieces hold more than its size"));
-      record.append(data, length);
-      if (length == 0 && record.size() < size)
+      std::memcpy(record + filled, data, length);
+      filled += length;
+      if (length == 0 && filled < size)
         throw SpillCorrupt(failure("read a spilled chunk", "piece " + std::to_string(index) + " is empty"));
     }
   }
-  return decode(record);
+  try {
+    return ValueRecord::decode(std::string_view(record, size), std::move(buffer));
+  } catch (const RecordCorrupt& e) {
+    throw SpillCorrupt(std::string("spilled ") + e.what());
+  }
 }
 
 void SpillStore::erase_pieces(const std::vector<std::pair<std::string, std::uint64_t>>& records) {

@@ -97,7 +97,7 @@ class SpillStore {
   mutable std::shared_mutex db_mutex_;
   std::unique_ptr<rocksdb::DB> db_;
   // The size of each record written and not erased (how many pieces to delete): the spilling thread's.
-  std::mutex sizes_mutex_;
+  mutable std::mutex sizes_mutex_;
   std::unordered_map<std::string, std::uint64_t> sizes_;
 };
 

@@ -57,7 +57,7 @@ std::string ValueRecord::flat() const {
   return out;
 }
 
-Value ValueRecord::decode(std::string_view record) {
+Value ValueRecord::decode(std::string_view record, std::shared_ptr<const void> owner) {
   std::size_t at = 0;
   if (get_raw<std::uint32_t>(record, at) != kMagic) throw RecordCorrupt("record has no Tessera header");
   const auto frame_count = get_raw<std::uint32_t>(record, at);
@@ -76,10 +76,27 @@ Value ValueRecord::decode(std::string_view record) {
   frames.reserve(frame_count);
   for (auto s : sizes) frames.push_back(view(s));
   try {
+    if (owner) {
+      std::vector<std::shared_ptr<const void>> owners(frames.size());
+      for (std::size_t i = 0; i < frames.size(); ++i)
+        if (reinterpret_cast<std::uintptr_t>(frames[i].data()) % kAdoptAlignment == 0) owners[i] = owner;
+      return wire::decode_value_message(header, wire::Frames(frames, owners));
+    }
     return wire::decode_value_message(header, frames);
   } catch (const wire::WireError& e) {
     throw RecordCorrupt(std::string("record does not decode: ") + e.what());
   }
+}
+
+std::optional<std::uint64_t> ValueRecord::first_frame_offset(std::string_view start) {
+  if (start.size() < 16) return std::nullopt;
+  std::size_t at = 0;
+  if (get_raw<std::uint32_t>(start, at) != kMagic) return std::nullopt;
+  const auto frame_count = get_raw<std::uint32_t>(start, at);
+  const auto header_bytes = get_raw<std::uint64_t>(start, at);
+  if (frame_count == 0 || frame_count > kMaxFrames || header_bytes > (std::uint64_t{1} << 48))
+    return std::nullopt;
+  return 16 + 8 * std::uint64_t{frame_count} + padded(header_bytes);
 }
 
 }  // namespace tessera

@@ -7,6 +7,8 @@
 #include <rocksdb/slice.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,8 +35,17 @@ class ValueRecord {
   // The record as one string (a copy).
   std::string flat() const;
 
-  // The value a record holds; RecordCorrupt when it does not decode.
-  static Value decode(std::string_view record);
+  // The value a record holds; RecordCorrupt when it does not decode. With an `owner` keeping the record's
+  // bytes alive, large frames on a kAdoptAlignment boundary become the value's storage as they are (no
+  // copy); the others are copied.
+  static Value decode(std::string_view record, std::shared_ptr<const void> owner = nullptr);
+  // Where the first frame starts in a record that begins with `start`; nullopt when `start` is too short
+  // to tell or the record has no frame. A reader places the record so that this offset is aligned.
+  static std::optional<std::uint64_t> first_frame_offset(std::string_view start);
+  // A chunk's elements are adopted from a record only at this alignment, the one every chunk allocated in
+  // memory has: vectorized kernels peel to it, and a sum over the same numbers at another alignment
+  // rounds differently (a spilled chunk read back must give the results it gave before).
+  static constexpr std::size_t kAdoptAlignment = 16;
 
  private:
   wire::Encoded encoded_;
