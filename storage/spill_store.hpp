@@ -1,8 +1,9 @@
 // SpillStore: the chunks a worker moved out of memory, as records in a RocksDB instance of their own
 // under its node's directory (NodeDatabase::new_spill_directory). A record is the value's Cap'n Proto
 // header and its frames laid end to end; RocksDB's block checksums guard it on disk, and the decoder
-// still treats it as hostile. Writes skip the WAL (a spilled chunk does not outlive its process) and are
-// flushed at once, so the memtable never becomes a second copy of what was spilled.
+// still treats it as hostile. A batch of spills is written as a table file and ingested, so neither a
+// write batch nor the memtable becomes a second copy of what was spilled, and nothing waits for the
+// device (a spilled chunk does not outlive its process: unsynced_file_system.hpp).
 //
 // Why an instance of its own: a damaged spill file must cost only the chunks in it. In the node's shared
 // database a compaction that read one left RocksDB with an unrecoverable background error, and every
@@ -23,13 +24,13 @@
 #include <utility>
 #include <vector>
 
+#include <rocksdb/slice.h>
+
 #include "graph/value.hpp"
 #include "storage/node_database.hpp"
 
 namespace rocksdb {
 class DB;
-class Slice;
-class WriteBatch;
 struct Options;
 }  // namespace rocksdb
 
@@ -84,11 +85,14 @@ class SpillStore {
   void open();
   rocksdb::DB& db() const;  // SpillError when clear() could not open it again
   std::string failure(const std::string& what, const std::string& reason) const;
-  void commit(rocksdb::WriteBatch& batch);  // without the WAL, then flushed
-  // Adds a record (the concatenation of `parts`, `size` bytes) to `batch` as pieces, committing the batch
-  // whenever it holds a commit's worth.
-  void put_pieces(rocksdb::WriteBatch& batch, std::uint64_t& pending, const std::string& key,
-                  const std::vector<rocksdb::Slice>& parts, std::uint64_t size);
+  // A record to write: the concatenation of `parts`, `size` bytes.
+  struct Pending {
+    std::string key;
+    std::vector<rocksdb::Slice> parts;
+    std::uint64_t size = 0;
+  };
+  // Writes records as pieces into one table file and ingests it; SpillError when the disk refuses.
+  void write_records(const std::vector<Pending>& records);
   void erase_pieces(const std::vector<std::pair<std::string, std::uint64_t>>& records);
 
   std::shared_ptr<NodeDatabase> database_;
@@ -99,6 +103,7 @@ class SpillStore {
   // The size of each record written and not erased (how many pieces to delete): the spilling thread's.
   mutable std::mutex sizes_mutex_;
   std::unordered_map<std::string, std::uint64_t> sizes_;
+  std::uint64_t files_written_ = 0;  // names the next table file to ingest
 };
 
 }  // namespace tessera

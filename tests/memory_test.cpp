@@ -365,6 +365,40 @@ TEST(SpillStore, ADamagedFileFailsItsCompactionOnlyAndClearDropsIt) {
   EXPECT_NO_THROW(spills.reclaim());
 }
 
+// Spills arrive as table files ingested after the deletes before them: a key erased and spilled again
+// reads the new record, a key spilled twice the later one, and a batch naming one key twice is refused.
+TEST(SpillStore, AKeySpilledAgainReadsItsNewRecord) {
+  ScratchDir dir{"tessera-memory-test"};
+  tessera::SpillStore spills(std::make_shared<tessera::NodeDatabase>(dir.path()));
+  const auto spill = [&](const std::string& key, double first, std::size_t megabytes) {
+    std::vector<std::pair<std::string, tessera::Value>> batch;
+    batch.emplace_back(key, megabytes_of(first, megabytes));
+    spills.write_values(batch);
+  };
+  spill("k", 1, 3);
+  spill("other", 5, 1);
+  spills.erase({"k"});
+  spill("k", 2, 2);  // fewer pieces than before: none of the old ones may be read
+  auto value = spills.read("k");
+  EXPECT_EQ(value.as_doubles().front(), 2.0);
+  EXPECT_EQ(value.payload_bytes(), megabytes_of(2, 2).payload_bytes());
+  spill("k", 3, 1);
+  EXPECT_EQ(spills.read("k").as_doubles().front(), 3.0);
+  EXPECT_EQ(spills.read("other").as_doubles().front(), 5.0);
+
+  std::vector<std::pair<std::string, tessera::Value>> twice;
+  twice.emplace_back("dup", megabytes_of(4, 1));
+  twice.emplace_back("dup", megabytes_of(6, 1));
+  try {
+    spills.write_values(twice);
+    FAIL() << "a batch naming one key twice was written";
+  } catch (const tessera::SpillError& e) {
+    EXPECT_NE(std::string(e.what()).find("under one key"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(spills.read("dup"), tessera::SpillError);  // nothing of it is there
+  EXPECT_EQ(spills.read("k").as_doubles().front(), 3.0);
+}
+
 // ---- Workloads four times the limit, against the unlimited run ----
 
 struct ArrayAnswers {

@@ -4,7 +4,8 @@ with the spill speed beside RocksDB's own put/get, and compares them.
 
   tessera-bench-memory --mode workload --memory-limit-mib L --times T --chunk-rows R --cols C
   /usr/bin/python3 bench/compare/dask_memory.py (the same flags)
-for each workload in WORKLOADS, and the disk once (tessera-bench-memory --mode disk).
+for each workload in WORKLOADS, and the disk once for each of DISK_VALUE_MIB
+(tessera-bench-memory --mode disk --value-mib V).
 
 Everything goes to stdout as markdown (raw JSON lines, then the table), ready for bench/RESULTS.md.
 
@@ -33,6 +34,8 @@ def run(command, timeout):
 # The workloads compared: (limit MiB, times, chunk rows, cols). The first is issue 14's (4 MiB chunks);
 # the second issue 44's (x and y of 1 GiB in 64 MiB chunks, 131072 x 1000, under a 1 GiB limit).
 WORKLOADS = [(256, 4, 8192, 64), (1024, 1, 8192, 1000)]
+# The value sizes the disk is measured with: the two workloads' chunk sizes.
+DISK_VALUE_MIB = [4, 64]
 
 
 def main():
@@ -41,9 +44,9 @@ def main():
     parser.add_argument("--only", type=int, choices=range(len(WORKLOADS)), help="run one workload (its index)")
     args = parser.parse_args()
     binary = str(Path(args.build_dir) / "bin" / "tessera-bench-memory")
-    disk = run([binary, "--mode", "disk"], 1200)[0]
+    disks = [run([binary, "--mode", "disk", "--value-mib", str(mib)], 1200)[0] for mib in DISK_VALUE_MIB]
     rows = []
-    records = [disk]
+    records = list(disks)
     for index, (limit, times, chunk_rows, cols) in enumerate(WORKLOADS):
         if args.only is not None and index != args.only:
             continue
@@ -70,10 +73,11 @@ def main():
         print(f"\n{limit} MiB, {chunk_mib:.1f} MiB chunks: Tessera / Dask time {ratio}; spills {ours['spills']}, "
               f"{ours['spilled_mb']:.0f} MB at {ours['spill_mb_per_s']:.0f} MB/s, read back at "
               f"{ours['unspill_mb_per_s']:.0f} MB/s in the run.")
-    print(f"\nDisk ({disk['value_mib']} MiB values): RocksDB put {disk['rocksdb_put_mb_per_s']:.0f} MB/s, "
-          f"get {disk['rocksdb_get_mb_per_s']:.0f} MB/s; spill write {disk['spill_write_mb_per_s']:.0f} MB/s "
-          f"({disk['write_fraction_of_rocksdb']:.2f} of put), read {disk['spill_read_mb_per_s']:.0f} MB/s "
-          f"({disk['read_fraction_of_rocksdb']:.2f} of get).")
+    for disk in disks:
+        print(f"\nDisk ({disk['value_mib']} MiB values): RocksDB put {disk['rocksdb_put_mb_per_s']:.0f} MB/s, "
+              f"get {disk['rocksdb_get_mb_per_s']:.0f} MB/s; spill write {disk['spill_write_mb_per_s']:.0f} MB/s "
+              f"({disk['write_fraction_of_rocksdb']:.2f} of put), read {disk['spill_read_mb_per_s']:.0f} MB/s "
+              f"({disk['read_fraction_of_rocksdb']:.2f} of get).")
 
 
 if __name__ == "__main__":
