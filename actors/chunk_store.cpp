@@ -215,22 +215,43 @@ Value ChunkStore::read_back(const ChunkKey& key, bool readmit, bool pin) {
   std::shared_ptr<SpillStore> disk;
   std::string where;
   {
-    std::lock_guard lock(mutex_);
-    auto it = entries_.find(key);
-    if (it == entries_.end()) throw std::out_of_range(name_ + " does not hold this result any more");
-    Entry& entry = it->second;
-    if (entry.in_memory) {
-      entry.generation += 1;
-      if (entry.bytes > 0) lru_.splice(lru_.end(), lru_, entry.lru);
-      if (pin && entry.pins++ == 0) {
-        pinned_bytes_ += entry.bytes;
-        publish_held_locked();
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      auto it = entries_.find(key);
+      if (it == entries_.end()) throw std::out_of_range(name_ + " does not hold this result any more");
+      Entry& entry = it->second;
+      if (entry.in_memory) {
+        entry.generation += 1;
+        if (entry.bytes > 0) lru_.splice(lru_.end(), lru_, entry.lru);
+        if (pin && entry.pins++ == 0) {
+          pinned_bytes_ += entry.bytes;
+          publish_held_locked();
+        }
+        return entry.value;
       }
-      return entry.value;
+      if (!entry.loading) {
+        entry.loading = true;
+        break;
+      }
+      // Read back by another thread (the store actor reading ahead, say): one copy comes into memory,
+      // not two.
+      loaded_.wait(lock);
     }
     disk = spill_store_;
     where = disk_key(key);
   }
+  // Whatever happens below, the read has ended for those waiting on it.
+  struct LoadEnds {
+    ChunkStore& store;
+    const ChunkKey& key;
+    ~LoadEnds() {
+      {
+        std::lock_guard lock(store.mutex_);
+        if (auto it = store.entries_.find(key); it != store.entries_.end()) it->second.loading = false;
+      }
+      store.loaded_.notify_all();
+    }
+  } load_ends{*this, key};
   const auto start = std::chrono::steady_clock::now();
   Value value;
   try {
@@ -266,6 +287,39 @@ Value ChunkStore::read_back(const ChunkKey& key, bool readmit, bool pin) {
   if (pin && entry.in_memory && entry.pins++ == 0) pinned_bytes_ += entry.bytes;
   publish_held_locked();
   return value;
+}
+
+bool ChunkStore::read_ahead(const std::vector<ChunkKey>& keys) {
+  if (options_.limit == 0) return false;
+  std::lock_guard lock(mutex_);
+  for (const auto& key : keys)
+    if (auto it = entries_.find(key); it != entries_.end() && !it->second.in_memory)
+      read_ahead_.push_back(key);
+  return !read_ahead_.empty();
+}
+
+void ChunkStore::read_ahead_spilled() {
+  for (;;) {
+    ChunkKey key;
+    {
+      std::lock_guard lock(mutex_);
+      if (read_ahead_.empty()) return;
+      key = read_ahead_.front();
+      read_ahead_.pop_front();
+      auto it = entries_.find(key);
+      if (it == entries_.end() || it->second.in_memory) continue;  // released, or read meanwhile
+      if (counters_.managed_bytes - pinned_bytes_ + it->second.bytes > spill_goal()) {
+        read_ahead_.clear();  // no room now: each task reads its own
+        return;
+      }
+    }
+    try {
+      read_back(key, true, false);
+      read_ahead_count_.fetch_add(1, std::memory_order_relaxed);
+    } catch (const std::exception&) {
+      // Damaged or unreadable: the task's own read meets it and reports it with the task's name.
+    }
+  }
 }
 
 bool ChunkStore::contains(const ChunkKey& key) const {

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
@@ -94,6 +96,15 @@ class ChunkStore {
   // actor. Returns true when there is disk work for it.
   bool erase(const ChunkKey& key);
   bool erase_operation(OpId op);
+  // Asks for the spilled ones among `keys` to be read back ahead of the task that will use them (by the
+  // store actor: read_ahead_spilled). Returns true when there is such work.
+  bool read_ahead(const std::vector<ChunkKey>& keys);
+  // The store actor's, after spilling: reads back what read_ahead asked for, in the order asked, while it
+  // fits under the spill goal (reading ahead never makes the store spill); what does not fit is left
+  // to the task's own read. A record that cannot be read is left to it too, to report.
+  void read_ahead_spilled();
+  // How many values were read back ahead of their task (for tests and benchmarks).
+  std::uint64_t read_ahead_count() const { return read_ahead_count_.load(std::memory_order_relaxed); }
   // Small values kept outside the store, in their slots: counted in the managed bytes all the same.
   void count_inline(std::int64_t bytes) { inline_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
 
@@ -133,6 +144,7 @@ class ChunkStore {
     bool in_memory = true;
     std::uint64_t generation = 0;  // bumped on every read, so a spill can tell it was used meanwhile
     std::uint32_t pins = 0;        // tasks running on it
+    bool loading = false;          // being read back: another read waits for it (loaded_) instead
     std::list<ChunkKey>::iterator lru;
   };
   std::string disk_key(const ChunkKey& key) const;
@@ -153,10 +165,13 @@ class ChunkStore {
   std::chrono::steady_clock::time_point last_log_{};
   const std::uint64_t instance_;  // separates the keys of workers sharing one process's database
   mutable std::mutex mutex_;
+  std::condition_variable loaded_;  // an entry's read back ended (Entry::loading)
   std::string name_ = "worker";
   std::unordered_map<ChunkKey, Entry, KeyHash> entries_;
-  std::list<ChunkKey> lru_;                  // entries in memory with bytes, least recently used first
-  std::vector<std::string> deletes_;         // disk records of erased entries, for the store actor
+  std::list<ChunkKey> lru_;           // entries in memory with bytes, least recently used first
+  std::vector<std::string> deletes_;  // disk records of erased entries, for the store actor
+  std::deque<ChunkKey> read_ahead_;   // spilled entries a waiting task will read, for the store actor
+  std::atomic<std::uint64_t> read_ahead_count_{0};
   std::uint64_t pending_delete_bytes_ = 0;   // of deletes_, not applied on disk yet
   std::uint64_t deleted_since_reclaim_ = 0;  // deleted on disk since the last reclaim
   WorkerMemory counters_;

@@ -35,6 +35,8 @@ void watch_memory(ChunkStoreActor* self) {
   auto& store = *self->state.store;
   // Also when under the target: records of released results are deleted here.
   store.spill(store.check_pressure() ? SpillGoal::while_over : SpillGoal::target);
+  // Then spilled inputs of waiting tasks come back, into the room spilling left.
+  store.read_ahead_spilled();
 }
 
 protocols::chunk_store_type::behavior_type chunk_store_actor(ChunkStoreActor* self,

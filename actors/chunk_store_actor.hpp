@@ -1,6 +1,7 @@
 // The chunk store actor: a worker's disk work and memory watch. It spills past the target when told
-// (spill_atom), samples the process's memory every 20 ms to pause or resume the worker's compute pool,
-// and reports the worker's memory to the scheduler every 0.5 s. Detached: RocksDB's writes block.
+// (spill_atom), reads back the spilled inputs of waiting tasks where memory has room (so compute threads
+// do not wait on the disk), samples the process's memory every 20 ms to pause or resume the worker's
+// compute pool, and reports the worker's memory to the scheduler every 0.5 s. Detached: RocksDB blocks.
 #pragma once
 
 #include <caf/all.hpp>

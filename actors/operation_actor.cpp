@@ -406,24 +406,19 @@ struct JobStep {
 };
 
 // The bytes of a slot's inputs held in the chunk store, in memory or spilled (not the column a
-// continuation takes from its producer in the same job), and of the largest of them on disk only: reading
-// one back holds its record beside the value it decodes to, one input at a time.
-struct InputBytes {
+// continuation takes from its producer in the same job; a spilled one is read back into the buffer it is
+// decoded in, so it takes its own size). `keys` gets their keys.
+std::uint64_t stored_input_bytes(const OperationState& st, const Slot& s, std::int32_t after,
+                                 std::uint16_t chained_column, std::vector<ChunkKey>& keys) {
   std::uint64_t total = 0;
-  std::uint64_t largest_spilled = 0;
-};
-InputBytes stored_input_bytes(const OperationState& st, const Slot& s, std::int32_t after,
-                              std::uint16_t chained_column) {
-  InputBytes out;
-  if (!s.extra) return out;
+  if (!s.extra) return total;
   for (std::size_t j = 0; j < s.extra->inputs.size(); ++j) {
     const Input& input = s.extra->inputs[j];
     if (!input.stored || (after >= 0 && j == chained_column)) continue;
-    const std::uint64_t bytes = st.args.store->bytes(input.key);
-    out.total += bytes;
-    if (!st.args.store->in_memory(input.key)) out.largest_spilled = std::max(out.largest_spilled, bytes);
+    total += st.args.store->bytes(input.key);
+    keys.push_back(input.key);
   }
-  return out;
+  return total;
 }
 
 // Why a task cannot run on this worker at all: its inputs alone exceed the worker's memory limit.
@@ -661,15 +656,15 @@ void start_ready(OperationActor* self) {
       steps.push_back(JobStep{&(*slots)[index], index, -1, kAdoptColumn});
       add_continuations(st, steps, chained);
     }
-    // A limited worker's job reserves its largest task's inputs (its tasks run one after another), with
-    // what reading them back takes, and every task's result (held until the job reports).
+    // A limited worker's job reserves its largest task's inputs (its tasks run one after another) and
+    // every task's result (held until the job reports).
     std::uint64_t reserve = 0;
+    std::vector<ChunkKey> input_keys;
     if (limited) {
       std::uint64_t largest_inputs = 0;
       for (auto& step : steps) {
-        const InputBytes inputs = stored_input_bytes(st, *step.slot, step.after, step.column);
-        step.input_bytes = inputs.total;
-        largest_inputs = std::max(largest_inputs, inputs.total + inputs.largest_spilled);
+        step.input_bytes = stored_input_bytes(st, *step.slot, step.after, step.column, input_keys);
+        largest_inputs = std::max(largest_inputs, step.input_bytes);
       }
       reserve = largest_inputs + st.largest_result * steps.size();
     }
@@ -679,6 +674,9 @@ void start_ready(OperationActor* self) {
           run_job(*op, *store, pool, steps, std::move(chained), me);
         },
         reserve);
+    // Spilled inputs are read back by the store actor while the job waits, where memory has room, so
+    // that the compute thread does not wait on the disk.
+    if (!input_keys.empty()) st.store_work(store->read_ahead(input_keys));
   }
   st.ready.clear();
 }

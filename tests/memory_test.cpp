@@ -277,6 +277,33 @@ TEST(ChunkStore, SpillsTheLeastRecentlyUsedPastItsTargetAndReadsThemBack) {
   EXPECT_THROW(store.get({1, 0}), std::out_of_range);
 }
 
+// Spilled inputs of a waiting task are read back ahead of it, in the order asked, as far as they fit
+// under the spill goal; what does not fit stays on disk for the task to read itself.
+TEST(ChunkStore, SpilledInputsAreReadAheadOnlyIntoRoom) {
+  ScratchDir dir{"tessera-memory-test"};
+  auto database = std::make_shared<tessera::NodeDatabase>(dir.path());
+  tessera::ChunkStore store(
+      {.limit = 10 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [&] {
+         return database;
+       }});
+  for (int i = 0; i < 8; ++i) store.put({1, static_cast<std::uint32_t>(i)}, megabytes_of(i, 1));
+  ASSERT_TRUE(store.spill(tessera::SpillGoal::everything));
+  EXPECT_FALSE(store.read_ahead({}));
+  // Three fit the 5 MiB goal with one more in memory; the fifth does not, nor what comes after it.
+  store.get({1, 7});
+  ASSERT_TRUE(store.read_ahead({{1, 0}, {1, 7}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}}));
+  store.read_ahead_spilled();
+  EXPECT_EQ(store.read_ahead_count(), 4u);  // 0 to 3 (7 was in memory already)
+  for (std::uint32_t i : {0u, 1u, 2u, 3u}) EXPECT_TRUE(store.in_memory({1, i})) << i;
+  for (std::uint32_t i : {4u, 5u, 6u}) EXPECT_FALSE(store.in_memory({1, i})) << i;
+  EXPECT_LE(store.report().managed_bytes, 5 * MiB);
+  EXPECT_EQ(store.get({1, 2}).as_doubles().front(), 2.0);
+  // Nothing left asked for: the task reads the rest itself.
+  store.read_ahead_spilled();
+  EXPECT_EQ(store.read_ahead_count(), 4u);
+  EXPECT_EQ(store.get({1, 5}).as_doubles().front(), 5.0);
+}
+
 TEST(ChunkStore, ADirectoryThatCannotBeWrittenIsAClearErrorAndNothingIsLost) {
   tessera::ChunkStore store(
       {.limit = 4 * MiB, .target_fraction = 0.5, .pause_fraction = 0.8, .open_database = [] {
