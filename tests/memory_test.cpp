@@ -131,11 +131,12 @@ struct Gate {
   }
 };
 
+// (What a job touches is declared before the pool: the pool's threads are joined before it ends.)
 TEST(ComputePoolAdmission, JobsWhoseReservationsTogetherExceedTheBudgetRunOneAfterTheOther) {
-  auto pool = std::make_shared<tessera::ComputePool>(2);
-  pool->set_memory_budget(100);
   Gate first_may_end;
   std::atomic<bool> first_running{false}, second_saw_first_running{false}, second_ran{false};
+  auto pool = std::make_shared<tessera::ComputePool>(2);
+  pool->set_memory_budget(100);
   pool->submit(
       [&] {
         first_running = true;
@@ -158,10 +159,10 @@ TEST(ComputePoolAdmission, JobsWhoseReservationsTogetherExceedTheBudgetRunOneAft
 }
 
 TEST(ComputePoolAdmission, JobsThatFitTogetherRunSideBySide) {
-  auto pool = std::make_shared<tessera::ComputePool>(2);
-  pool->set_memory_budget(100);
   Gate both_started;
   std::atomic<int> started{0};
+  auto pool = std::make_shared<tessera::ComputePool>(2);
+  pool->set_memory_budget(100);
   for (int i = 0; i < 2; ++i)
     pool->submit(
         [&] {
@@ -174,11 +175,11 @@ TEST(ComputePoolAdmission, JobsThatFitTogetherRunSideBySide) {
 }
 
 TEST(ComputePoolAdmission, HeldBytesMakeAJobWaitUntilSpilledAndAHandedOverResultCountsUntilReleased) {
+  std::atomic<bool> ran{false}, second{false}, third{false};
   auto pool = std::make_shared<tessera::ComputePool>(2);
   pool->set_memory_budget(100);
   // Nothing runs, but the store holds 70 bytes it can spill: a job of 60 waits for the spill.
   pool->set_held(70, false);
-  std::atomic<bool> ran{false};
   pool->submit([&] { ran = true; }, 60);
   ASSERT_TRUE(eventually([&] { return pool->memory_claim() == 60; }));
   EXPECT_FALSE(ran.load());
@@ -188,7 +189,6 @@ TEST(ComputePoolAdmission, HeldBytesMakeAJobWaitUntilSpilledAndAHandedOverResult
   // A result handed over (between its job's end and the store's put) counts like a running job.
   auto token = tessera::ComputePool::hand_over(pool, 50);
   ASSERT_NE(token, nullptr);
-  std::atomic<bool> second{false};
   pool->submit([&] { second = true; }, 30);  // 30 held + 50 handed over + 30 > 100
   ASSERT_TRUE(eventually([&] { return pool->memory_claim() == 30; }));
   EXPECT_FALSE(second.load());
@@ -198,12 +198,13 @@ TEST(ComputePoolAdmission, HeldBytesMakeAJobWaitUntilSpilledAndAHandedOverResult
   // Spilling that fails cannot make room: with nothing running, the job starts (and its tasks are refused
   // with the store's reason) instead of waiting for ever.
   pool->set_held(1000, true);
-  std::atomic<bool> third{false};
   pool->submit([&] { third = true; }, 10);
   EXPECT_TRUE(eventually([&] { return third.load(); }));
 }
 
 TEST(ChunkStore, APinnedEntryIsNotSpilledAndRunningReservationsLowerTheGoal) {
+  Gate may_end;
+  std::atomic<bool> running{false};
   ScratchDir dir{"tessera-memory-test"};
   auto database = std::make_shared<tessera::NodeDatabase>(dir.path());
   auto pool = std::make_shared<tessera::ComputePool>(1);
@@ -229,8 +230,6 @@ TEST(ChunkStore, APinnedEntryIsNotSpilledAndRunningReservationsLowerTheGoal) {
   EXPECT_EQ(store.get(b).as_doubles().front(), 2.0);
 
   // A job waiting with a reservation of 20 MiB leaves room for 12 MiB of held values.
-  Gate may_end;
-  std::atomic<bool> running{false};
   pool->submit(
       [&] {
         running = true;
