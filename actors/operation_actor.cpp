@@ -666,7 +666,13 @@ void start_ready(OperationActor* self) {
         step.input_bytes = stored_input_bytes(st, *step.slot, step.after, step.column, input_keys);
         largest_inputs = std::max(largest_inputs, step.input_bytes);
       }
-      reserve = largest_inputs + st.largest_result * steps.size();
+      // Before this operation has left a result here, its result is taken to be as large as its inputs
+      // (an elementwise task's is), or, without stored inputs, as the largest value the store took: the
+      // first tasks of y = f(x) reserved nothing for their results, one chunk each beyond the budget.
+      const std::uint64_t result = st.largest_result > 0 ? st.largest_result
+                                   : largest_inputs > 0  ? largest_inputs
+                                                         : store->largest_value();
+      reserve = largest_inputs + result * steps.size();
     }
     st.args.pool->submit(
         [op, slots, store, me, pool = std::weak_ptr<ComputePool>(st.args.pool), steps = std::move(steps),
