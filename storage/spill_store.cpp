@@ -183,6 +183,29 @@ void SpillStore::write_records(const std::vector<Pending>& records) {
     std::shared_lock lock(db_mutex_);
     auto& store = db();
     status = store.IngestExternalFile({file.string()}, ingest);
+    if (status.IsCorruption()) {
+      // Ingesting reads the files its key range overlaps, and one of them is damaged (its records are
+      // recomputed from lineage as they are read). The batch goes through the memtable instead, which
+      // reads no file, a few MiB at a time (its copies stay that small).
+      constexpr std::uint64_t kCommitBytes = 8ull << 20;
+      rocksdb::WriteBatch batch;
+      rocksdb::WriteOptions no_wal;
+      no_wal.disableWAL = true;
+      std::uint64_t pending = 0;
+      status = rocksdb::Status::OK();
+      for (std::size_t i = 0; status.ok() && i < pieces.size(); ++i) {
+        const rocksdb::Slice key(pieces[i].key);
+        batch.Put(rocksdb::SliceParts(&key, 1),
+                  rocksdb::SliceParts(pieces[i].slices.data(), static_cast<int>(pieces[i].slices.size())));
+        for (const auto& slice : pieces[i].slices) pending += slice.size();
+        if (pending >= kCommitBytes || i + 1 == pieces.size()) {
+          status = store.Write(no_wal, &batch);
+          if (status.ok()) status = store.Flush(rocksdb::FlushOptions());
+          batch.Clear();
+          pending = 0;
+        }
+      }
+    }
     if (!status.ok()) {
       const std::string reason = status.ToString();
       store.Resume();

@@ -380,6 +380,13 @@ TEST(SpillStore, ADamagedFileFailsItsCompactionOnlyAndClearDropsIt) {
   second.emplace_back("b0", megabytes_of(7, 1));
   EXPECT_NO_THROW(spills.write_values(second));
   EXPECT_EQ(spills.read("b0").as_doubles().front(), 7.0);
+  // Keys amid the damaged file's: ingesting reads that file, and the spill still goes through.
+  std::vector<std::pair<std::string, tessera::Value>> amid;
+  amid.emplace_back("a10", megabytes_of(8, 1));
+  amid.emplace_back("a20", megabytes_of(9, 1));
+  EXPECT_NO_THROW(spills.write_values(amid));
+  EXPECT_EQ(spills.read("a10").as_doubles().front(), 8.0);
+  EXPECT_EQ(spills.read("a20").as_doubles().front(), 9.0);
   const auto stream = results.create_stream("after-damage");
   EXPECT_EQ(results.put(stream, {{.id = 0, .value = tessera::Value(1.0)}}).size(), 1u);
 
