@@ -102,14 +102,6 @@ std::string SpillStore::encode(const Value& value) {
   return ValueRecord(value).flat();
 }
 
-Value SpillStore::decode(const std::string& record) {
-  try {
-    return ValueRecord::decode(record);
-  } catch (const RecordCorrupt& e) {
-    throw SpillCorrupt(std::string("spilled ") + e.what());
-  }
-}
-
 void SpillStore::write_records(const std::vector<Pending>& records) {
   if (records.empty()) return;
   // Each record's pieces, as views of its parts (a piece that spans two parts is joined when written).
@@ -235,14 +227,6 @@ std::vector<std::uint64_t> SpillStore::write_values(
   }
   write_records(records);
   return sizes;
-}
-
-void SpillStore::write(const std::vector<std::pair<std::string, std::string>>& records) {
-  std::vector<Pending> pending;
-  pending.reserve(records.size());
-  for (const auto& [key, record] : records)
-    pending.push_back(Pending{key, {rocksdb::Slice(record)}, record.size()});
-  write_records(pending);
 }
 
 Value SpillStore::read(const std::string& key) const {

@@ -61,14 +61,11 @@ class SpillStore {
   // The options a store is opened with (a benchmark compares RocksDB's own put under the same ones).
   static rocksdb::Options rocksdb_options();
 
-  // The record a value is spilled as, and the value a record holds.
+  // The record a value is spilled as, as one string (a benchmark puts it to RocksDB directly).
   static std::string encode(const Value& value);
-  static Value decode(const std::string& record);
 
-  // Writes records (key, encoded value) and flushes them to disk before returning.
-  void write(const std::vector<std::pair<std::string, std::string>>& records);
-  // Writes values as records straight from their buffers (no encoded copy first), flushes them, and
-  // returns each record's size.
+  // Writes values as records straight from their buffers (no encoded copy first), as one table file
+  // ingested before returning, and returns each record's size.
   std::vector<std::uint64_t> write_values(const std::vector<std::pair<std::string, Value>>& values);
   // Reads one record back; SpillCorrupt when its checksum fails or it does not decode, SpillError when
   // the disk refuses, and SpillError naming the key when it is not there.
