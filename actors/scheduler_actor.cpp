@@ -256,6 +256,7 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
         if (std::none_of(live.begin(), live.end(),
                          [&](const WorkerInfo& w) { return w.id == memory.worker; }))
           return;  // a late report from a worker that left
+        step(self, [&](auto& core) { return core.memory_report(memory); });
         st.memory[memory.worker] = std::move(memory);
       },
       [=](workers_atom) -> std::vector<WorkerInfo> {

@@ -149,6 +149,11 @@ struct WorkerRecord {
   std::uint64_t progress_seen = 0;
   std::optional<std::chrono::steady_clock::time_point> quiet_since;
   bool stall_reported = false;  // kept although stalled (nowhere else to go): reported once
+  // Its memory as last reported (memory_report). Paused, it gets no new work while a worker that is not
+  // takes work, and runs its queue one task at a time. `spilled_share`: the part of what it holds that is
+  // on disk, the chance that an input it holds must be read back.
+  bool memory_paused = false;
+  double spilled_share = 0;
 };
 
 struct Range {
@@ -200,6 +205,12 @@ struct SchedulerCore::State {
   std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint64_t>>> stream_jobs;
 
   bool usable(std::uint32_t w) const { return w != kNoWorker && !workers[w].gone && !workers[w].retiring; }
+  // Whether some usable worker is not paused for memory: then paused ones get no new work.
+  bool any_unpaused() const;
+  // Tasks a worker runs at once: its threads, or one while it is paused for memory.
+  static std::uint64_t runs_at_once(const WorkerRecord& w) {
+    return w.memory_paused ? 1 : w.description.threads;
+  }
 
   // ---- Bookkeeping written once ----
   // The one place a task's placement changes.
@@ -229,7 +240,11 @@ struct SchedulerCore::State {
   }
   // The least loaded usable worker with room for another task of `rec`; kNoWorker if none.
   // With `anyway`, the least loaded usable worker even when all are full.
+  // Workers paused for memory only when every usable worker is.
   std::uint32_t least_loaded(const OpRecord& rec, bool anyway = false) const;
+  // Where a task reads least: among the usable workers with room that hold its inputs, the one with the
+  // fewest inputs to fetch from elsewhere or read back from its disk; kNoWorker if none.
+  std::uint32_t nearest_home(const OpRecord& rec, std::uint32_t task) const;
   void deliver(OpRecord& rec, std::uint32_t task, TaskState state, const Value& value,
                const std::shared_ptr<const TaskFailed>& error, bool held = false);
   void flush_deliveries(Outbox& out);

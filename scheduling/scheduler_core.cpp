@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "scheduling/core_state.hpp"
 
@@ -296,6 +297,19 @@ Outbox SchedulerCore::retire(std::uint32_t w) {
   st.stats.retiring_workers += 1;
   st.try_finish_retirement(w, out);
   st.dispatch(out);
+  return out;
+}
+
+Outbox SchedulerCore::memory_report(const WorkerMemory& memory) {
+  State& st = *state_;
+  Outbox out;
+  if (memory.worker >= st.workers.size() || st.workers[memory.worker].gone) return out;
+  WorkerRecord& w = st.workers[memory.worker];
+  const bool was_paused = std::exchange(w.memory_paused, memory.paused);
+  const std::uint64_t held = memory.managed_bytes + memory.spilled_bytes;
+  w.spilled_share = held > 0 ? double(memory.spilled_bytes) / double(held) : 0;
+  // Paused: an idle worker may take its queue. Resumed: it takes what waited for room.
+  if (was_paused != memory.paused) st.dispatch(out);
   return out;
 }
 

@@ -69,6 +69,10 @@ class SchedulerCore {
   // A worker could not read back inputs of its tasks (damaged spilled records): their producers run
   // again from lineage, or are sent again by the worker that holds them.
   Outbox results_lost(const LostInputs& lost);
+  // A worker's memory report (about every 0.5 s): while it is paused for memory it gets no new work as
+  // long as another worker takes work, and an idle worker may take its queue; where its results are on
+  // disk, a task whose inputs it holds goes to a worker that reads less (data locality weighs memory).
+  Outbox memory_report(const WorkerMemory& memory);
   // A worker drains: no new tasks; once idle its held results move to others and it is shut down.
   Outbox retire(std::uint32_t worker);
   // The progress watchdog, called on a timer with the time of the call (the core keeps no clock). A

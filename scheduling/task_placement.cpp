@@ -15,13 +15,58 @@ std::uint64_t SchedulerCore::State::capacity(const WorkerRecord& w, const OpReco
   return threads * static_cast<std::uint64_t>(std::min(per_thread, double(1 << 20))) + 1;
 }
 
+bool SchedulerCore::State::any_unpaused() const {
+  for (std::uint32_t w = 0; w < workers.size(); ++w)
+    if (usable(w) && !workers[w].memory_paused) return true;
+  return false;
+}
+
 std::uint32_t SchedulerCore::State::least_loaded(const OpRecord& rec, bool anyway) const {
+  const bool skip_paused = any_unpaused();
   std::uint32_t best = kNoWorker;
   double best_load = 0;
   for (std::uint32_t w = 0; w < workers.size(); ++w) {
-    if (!usable(w) || (!anyway && held(workers[w], rec) >= capacity(workers[w], rec))) continue;
+    if (!usable(w) || (skip_paused && workers[w].memory_paused) ||
+        (!anyway && held(workers[w], rec) >= capacity(workers[w], rec)))
+      continue;
     const double load = double(workers[w].occupancy) / workers[w].description.threads;
     if (best == kNoWorker || load < best_load) best = w, best_load = load;
+  }
+  return best;
+}
+
+std::uint32_t SchedulerCore::State::nearest_home(const OpRecord& rec, std::uint32_t task) const {
+  // Each worker holding inputs of the task, with how many it holds, in the order of the columns.
+  struct Home {
+    std::uint32_t worker;
+    std::uint32_t inputs;
+  };
+  std::vector<Home> homes;
+  std::uint32_t inputs = 0;
+  for (const auto& column : rec.op->columns()) {
+    const auto* ref = column.reference(task);
+    if (!ref) continue;
+    const auto producer = ops.find(ref->op);
+    if (producer == ops.end()) continue;
+    ++inputs;
+    const std::uint32_t home = producer->second->worker[ref->index];
+    auto it = std::find_if(homes.begin(), homes.end(), [&](const Home& h) { return h.worker == home; });
+    if (it == homes.end())
+      homes.push_back(Home{home, 1});
+    else
+      it->inputs += 1;
+  }
+  const bool skip_paused = any_unpaused();
+  std::uint32_t best = kNoWorker;
+  double best_reads = 0;
+  for (const Home& h : homes) {
+    if (!usable(h.worker) || (skip_paused && workers[h.worker].memory_paused) ||
+        held(workers[h.worker], rec) >= capacity(workers[h.worker], rec))
+      continue;
+    // An input held elsewhere is fetched; one held here is read back from disk as often as this worker's
+    // results are on disk. Ties go to the first input's worker.
+    const double reads = double(inputs - h.inputs) + h.inputs * workers[h.worker].spilled_share;
+    if (best == kNoWorker || reads < best_reads) best = h.worker, best_reads = reads;
   }
   return best;
 }
@@ -139,14 +184,15 @@ void SchedulerCore::State::steal_for_idle_workers(Outbox& out) {
   if (!placeable.empty()) return;
   for (std::uint32_t idle = 0; idle < workers.size(); ++idle) {
     const std::uint32_t idle_threads = workers[idle].description.threads;
-    if (!usable(idle) || workers[idle].occupancy >= idle_threads) continue;
+    if (!usable(idle) || workers[idle].memory_paused || workers[idle].occupancy >= idle_threads) continue;
     std::uint32_t victim = kNoWorker;
     std::uint64_t most_queued = 0;
     for (std::uint32_t v = 0; v < workers.size(); ++v) {
       const WorkerRecord& w = workers[v];
-      const std::uint32_t threads = w.description.threads;
-      if (v == idle || w.gone || w.steal_pending || w.occupancy <= threads) continue;
-      if (w.occupancy - threads > most_queued) victim = v, most_queued = w.occupancy - threads;
+      // A worker paused for memory runs one task at a time: the rest of its queue waits.
+      const std::uint64_t running = runs_at_once(w);
+      if (v == idle || w.gone || w.steal_pending || w.occupancy <= running) continue;
+      if (w.occupancy - running > most_queued) victim = v, most_queued = w.occupancy - running;
     }
     if (victim == kNoWorker) return;
     WorkerRecord& w = workers[victim];
@@ -190,17 +236,10 @@ void SchedulerCore::State::dispatch(Outbox& out) {
         placed_any = true;
       }
     } else {
-      // Data locality first: the worker that holds (or will hold) its first input, if it has room.
+      // Data locality first: the worker holding (or to hold) its inputs that reads least, if it has
+      // room; a task restored from a checkpoint reads no input and goes anywhere with room.
       const std::uint32_t task = range.begin;
-      std::uint32_t w = kNoWorker;
-      for (const auto& column : rec->op->columns()) {
-        if (rec->is_from_store(task)) break;  // reads no input: anywhere with room
-        const auto* ref = column.reference(task);
-        if (!ref) continue;
-        const std::uint32_t home = find(ref->op)->worker[ref->index];
-        if (usable(home) && held(workers[home], *rec) < capacity(workers[home], *rec)) w = home;
-        break;
-      }
+      std::uint32_t w = rec->is_from_store(task) ? kNoWorker : nearest_home(*rec, task);
       if (w == kNoWorker) w = least_loaded(*rec);
       if (w != kNoWorker) {
         place(*rec, task, w);

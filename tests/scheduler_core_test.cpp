@@ -20,6 +20,11 @@ std::int64_t core_identity(std::int64_t x) {
 }
 TESSERA_TASK(core_identity);
 
+std::int64_t core_add(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
+TESSERA_TASK(core_add);
+
 const TaskFunction& identity_function() {
   return *Registry::global().find("core_identity");
 }
@@ -153,6 +158,93 @@ TEST(SchedulerCore, PlacesAConsumerWithItsInputAndSubscribesIt) {
   EXPECT_EQ(subscriptions[0].subscriptions[0].to.worker, *home);
   EXPECT_EQ(subscriptions[0].subscriptions[0].to.op, consumer->id());
   EXPECT_TRUE(assigned(out, *home == w0 ? w1 : w0, consumer).empty());
+}
+
+WorkerMemory memory_of(std::uint32_t worker, bool paused, std::uint64_t in_memory, std::uint64_t on_disk) {
+  WorkerMemory memory;
+  memory.worker = worker;
+  memory.limit = 256 << 20;
+  memory.managed_bytes = in_memory;
+  memory.spilled_bytes = on_disk;
+  memory.paused = paused;
+  return memory;
+}
+
+TEST(SchedulerCore, AWorkerPausedForMemoryGetsNoNewWorkWhileAnotherTakesWork) {
+  SchedulerCore core;
+  const auto paused = add_worker(core, 1);
+  const auto roomy = add_worker(core, 1);
+  core.memory_report(memory_of(paused, true, 250 << 20, 0));
+  auto op = independent(4);
+  auto out = core.submit(watching({op}, op, table()));
+  EXPECT_TRUE(assigned(out, paused, op).empty());
+  EXPECT_EQ(assigned(out, roomy, op), (std::vector<std::uint32_t>{0, 1, 2}));  // 1 thread x 2 + 1
+  EXPECT_EQ(core.placement({op->id(), 3}), Placement::unplaced);
+
+  // Back under its pause fraction, it takes what waited for room.
+  out = core.memory_report(memory_of(paused, false, 100 << 20, 0));
+  EXPECT_EQ(assigned(out, paused, op), std::vector<std::uint32_t>{3});
+}
+
+TEST(SchedulerCore, WhenEveryWorkerIsPausedForMemoryWorkIsStillPlaced) {
+  SchedulerCore core;
+  const auto a = add_worker(core, 1);
+  const auto b = add_worker(core, 1);
+  core.memory_report(memory_of(a, true, 250 << 20, 0));
+  core.memory_report(memory_of(b, true, 250 << 20, 0));
+  auto op = independent(2);
+  core.submit(watching({op}, op, table()));
+  EXPECT_EQ(core.placement({op->id(), 0}), Placement::placed);
+  EXPECT_EQ(core.placement({op->id(), 1}), Placement::placed);
+}
+
+TEST(SchedulerCore, AnIdleWorkerTakesTheQueueOfAWorkerPausedForMemory) {
+  SchedulerCore core;
+  const auto busy = add_worker(core, 2);
+  auto op = independent(2);
+  core.submit(watching({op}, op, table()));
+  ASSERT_EQ(core.worker_of({op->id(), 1}), busy);
+  Outbox joined;
+  const auto idle = add_worker(core, 2, &joined);
+  EXPECT_TRUE(messages_to<StealRequest>(joined, busy).empty());  // both of its threads run one
+
+  // Paused, it runs one task at a time: the other waits, and the idle worker asks for it.
+  auto out = core.memory_report(memory_of(busy, true, 250 << 20, 0));
+  const auto steals = messages_to<StealRequest>(out, busy);
+  ASSERT_EQ(steals.size(), 1u);
+  EXPECT_EQ(steals[0].op, op->id());
+  out = core.stolen(StolenBatch{busy, op->id(), {1}});
+  EXPECT_EQ(assigned(out, idle, op), std::vector<std::uint32_t>{1});
+  // A report that changes nothing says nothing.
+  EXPECT_TRUE(core.memory_report(memory_of(busy, true, 250 << 20, 0)).to_workers.empty());
+}
+
+TEST(SchedulerCore, ATaskGoesToTheWorkerThatReadsLeastOfItsInputs) {
+  const auto placed_on = [](double spilled_share_of_first) {
+    SchedulerCore core;
+    const auto a = add_worker(core, 1);
+    const auto b = add_worker(core, 1);
+    auto first = independent(1), second = independent(1);
+    core.submit(watching({first}, first, table()));
+    core.submit(watching({second}, second, table()));
+    EXPECT_EQ(core.worker_of({first->id(), 0}), a);
+    EXPECT_EQ(core.worker_of({second->id(), 0}), b);
+    core.done(finished(a, first, {0}));
+    core.done(finished(b, second, {0}));
+    const auto on_disk = static_cast<std::uint64_t>(spilled_share_of_first * 1000);
+    core.memory_report(memory_of(a, false, 1000 - on_disk, on_disk));
+    core.memory_report(memory_of(b, false, 1000, 0));
+    auto sum = std::make_shared<Operation>(
+        *Registry::global().find("core_add"), 1,
+        std::vector<Column>{Column::per_task(std::vector<Arg>{TaskRef{first->id(), 0}}),
+                            Column::per_task(std::vector<Arg>{TaskRef{second->id(), 0}})});
+    core.submit(watching({sum}, sum, table()));
+    return *core.worker_of({sum->id(), 0});
+  };
+  // Both inputs in memory: the first input's worker. Most of the first worker's results on disk: the
+  // worker holding the other input in memory, which reads nothing back.
+  EXPECT_EQ(placed_on(0), 0u);
+  EXPECT_EQ(placed_on(0.9), 1u);
 }
 
 TEST(SchedulerCore, AnIdleWorkerStealsQueuedTasks) {
