@@ -2,6 +2,7 @@
 
 #include "backends/composite.hpp"
 #include "backends/conditional.hpp"
+#include "backends/donation.hpp"
 #include "backends/glm_partials.hpp"
 
 #include <array>
@@ -115,7 +116,11 @@ Chunks Dispatch::run(std::string_view operation, std::span<const ChunkPtr> input
   const auto& entry = impl_->entry(operation, backend);
   // Composite kernels call run() again: only the outermost call counts as a running kernel.
   thread_local int depth = 0;
-  if (depth > 0) return entry.kernel(inputs, params);
+  if (depth > 0) {
+    // A composite operation keeps using what it passes on: its parts may not overwrite a donated chunk.
+    const ChunkDonation none(nullptr);
+    return entry.kernel(inputs, params);
+  }
   ++depth;
   struct Depth {
     ~Depth() { --depth; }

@@ -1,15 +1,18 @@
 #include "graph/fused_task.hpp"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <string>
 
+#include "backends/donation.hpp"
 #include "graph/errors.hpp"
 
 namespace tessera {
 namespace {
 
 constexpr const char* kFusedPrefix = "tessera.fused/";
+constexpr const char* kArrayKernelPrefix = "tessera.array.kernel";  // graph/array_tasks.cpp's functions
 
 // A decoded program: each step's function and argument sources, and after which step each step's
 // result is no longer read (so a chain of large chunks holds two at a time, not all of them).
@@ -88,10 +91,27 @@ Value run(std::span<const Value> args) {
   for (std::size_t i = 0; i < program.steps.size(); ++i) {
     const auto& step = program.steps[i];
     call.clear();
-    for (std::int64_t source : step.args)
-      call.push_back(source >= 0 ? args[1 + static_cast<std::size_t>(source)]
-                                 : results[static_cast<std::size_t>(-source - 1)]);
+    // An intermediate chunk at its last use, read once by this step, held nowhere else: donated to an
+    // array kernel, which may write its result into it (backends/donation.hpp).
+    const backends::Chunk* donated = nullptr;
+    const bool array_kernel = step.function->name.rfind(kArrayKernelPrefix, 0) == 0;
+    for (std::int64_t source : step.args) {
+      if (source >= 0) {
+        call.push_back(args[1 + static_cast<std::size_t>(source)]);
+        continue;
+      }
+      const auto index = static_cast<std::size_t>(-source - 1);
+      if (program.last_use[index] != i || std::count(step.args.begin(), step.args.end(), source) != 1) {
+        call.push_back(results[index]);
+        continue;
+      }
+      call.push_back(std::move(results[index]));
+      if (array_kernel && !donated && call.back().kind() == ValueKind::chunk &&
+          call.back().as_chunk().use_count() == 1)
+        donated = call.back().as_chunk().get();
+    }
     try {
+      const backends::ChunkDonation donation(donated);
       results[i] = step.function->invoke(call);
     } catch (const std::exception& e) {
       throw FusedStepFailed(step.function->name, e.what(), program.steps.back().function->name,

@@ -9,6 +9,9 @@
 #include <tessera/array.hpp>
 #include <tessera/tessera.hpp>
 
+#include "backends/dispatch.hpp"
+#include "backends/donation.hpp"
+#include "backends/kernel_params.hpp"
 #include "client/lower_delayed.hpp"
 #include "graph/fused_task.hpp"
 #include "graph/graph_passes.hpp"
@@ -206,6 +209,41 @@ TEST(ArrayFusion, AnExpressionGivesTheSameValuesFused) {
   const Eigen::VectorXd expected = ((m.array() + 1.0) * 2.0 - m.array()).matrix().colwise().sum().transpose();
   EXPECT_TRUE(fused.isApprox(plain, 1e-12));
   EXPECT_TRUE(fused.isApprox(expected, 1e-12));
+}
+
+TEST(ArrayFusion, AnElementwiseChainWritesIntoItsIntermediatesAndNeverIntoItsInput) {
+  // The kernel writes into a donated chunk, and only into one.
+  namespace backends = tessera::backends;
+  const Eigen::MatrixXd m = Eigen::MatrixXd::Random(50, 4).cwiseAbs();
+  const auto params = backends::UnaryParams{"sqrt"}.to_params();
+  const auto run_sqrt = [&](const backends::ChunkPtr& chunk) {
+    return backends::Dispatch::global().run(backends::ops::unary, std::span(&chunk, 1), params).front();
+  };
+  const auto kept = backends::Chunk::dense<double>(m);
+  EXPECT_NE(run_sqrt(kept).get(), kept.get());
+  const auto donated = backends::Chunk::dense<double>(m);
+  {
+    const backends::ChunkDonation donation(donated.get());
+    const auto result = run_sqrt(donated);
+    EXPECT_EQ(result.get(), donated.get());
+    EXPECT_NE(run_sqrt(kept).get(), kept.get());  // another chunk is not donated
+  }
+  EXPECT_TRUE(donated->dense<double>().isApprox(m.cwiseSqrt(), 1e-15));
+  EXPECT_TRUE(kept->dense<double>().isApprox(m, 0));
+
+  // Fused on a worker: the persisted input reads the same afterwards, and the answers are unfused ones.
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 2}};
+  tessera::Client client{cluster};
+  const Eigen::MatrixXd data = Eigen::MatrixXd::Random(400, 30);
+  auto x = tessera::Array::from_eigen(data, {.chunks = {100, 30}}).persist(client);
+  const auto chain = ((x * 2.0 + 3.0).sqrt() + x).exp();
+  const Eigen::MatrixXd fused = chain.compute(client);
+  auto plain_client = client.with(kNoFusion);
+  const Eigen::MatrixXd plain = chain.compute(plain_client);
+  const Eigen::MatrixXd expected = ((data.array() * 2.0 + 3.0).sqrt() + data.array()).exp().matrix();
+  EXPECT_TRUE(fused.isApprox(expected, 1e-14));
+  EXPECT_EQ(fused, plain);
+  EXPECT_EQ(x.compute(client), data);
 }
 
 TEST(GraphSpecFusion, ChainsAndDiamondsOfADictionaryGraphFuseAndGiveTheSameAnswers) {

@@ -4,6 +4,7 @@
 
 #include "backends/cpu/dense_util.hpp"
 #include "backends/cpu/elementwise_ops.hpp"
+#include "backends/donation.hpp"
 #include "backends/kernel_params.hpp"
 #include "backends/operations.hpp"
 
@@ -26,12 +27,23 @@ DenseMatrix<T> broadcast_binary(const std::string& op, const Chunk& x, const Chu
   return out;
 }
 
+// y = f(x) elementwise: into x's own matrix when x is donated (backends/donation.hpp), else a new one.
+template <class T, class F>
+ChunkPtr map_elements(const ChunkPtr& x, F f) {
+  if (T* elements = donated_elements<T>(x)) {
+    Eigen::Map<DenseMatrix<T>> in_place(elements, x->rows(), x->cols());
+    in_place = in_place.unaryExpr(f);
+    return x;
+  }
+  return Chunk::dense<T>(x->dense<T>().unaryExpr(f));
+}
+
 Chunks unary(std::span<const ChunkPtr> in, const Params& params) {
   require_inputs("unary", in, 1);
   const auto p = UnaryParams::from(params);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return with_unary<T>(p.function, [&](auto f) { return Chunk::dense<T>(in[0]->dense<T>().unaryExpr(f)); });
+    return with_unary<T>(p.function, [&](auto f) { return map_elements<T>(in[0], f); });
   })};
 }
 
@@ -42,8 +54,8 @@ Chunks scalar(std::span<const ChunkPtr> in, const Params& params) {
     using T = decltype(t);
     const T s = static_cast<T>(p.scalar);
     return with_binary<T>(p.function, [&](auto f) {
-      if (p.scalar_left) return Chunk::dense<T>(in[0]->dense<T>().unaryExpr([&](T x) { return f(s, x); }));
-      return Chunk::dense<T>(in[0]->dense<T>().unaryExpr([&](T x) { return f(x, s); }));
+      if (p.scalar_left) return map_elements<T>(in[0], [&](T x) { return f(s, x); });
+      return map_elements<T>(in[0], [&](T x) { return f(x, s); });
     });
   })};
 }
@@ -54,7 +66,16 @@ Chunks binary(std::span<const ChunkPtr> in, const Params& params) {
   require_same_dtype(p.function, *in[0], *in[1]);
   return {with_dtype(in[0]->dtype(), [&](auto t) {
     using T = decltype(t);
-    return with_binary<T>(p.function, [&](auto f) {
+    return with_binary<T>(p.function, [&](auto f) -> ChunkPtr {
+      // Same shapes, one of them donated: into its matrix (a + b with a an intermediate of a fused chain).
+      if (in[0]->backend() == Backend::cpu && in[1]->backend() == Backend::cpu &&
+          in[0]->rows() == in[1]->rows() && in[0]->cols() == in[1]->cols())
+        for (std::size_t d = 0; d < 2; ++d)
+          if (T* elements = donated_elements<T>(in[d])) {
+            Eigen::Map<DenseMatrix<T>> out(elements, in[d]->rows(), in[d]->cols());
+            out = in[0]->dense<T>().binaryExpr(in[1]->dense<T>(), f);
+            return in[d];
+          }
       return Chunk::dense<T>(broadcast_binary<T>(p.function, *in[0], *in[1], f));
     });
   })};
