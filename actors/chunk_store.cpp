@@ -104,9 +104,12 @@ std::uint64_t ChunkStore::spill_goal() const {
 
 bool ChunkStore::put(const ChunkKey& key, Value value) {
   const std::uint64_t bytes = value.payload_bytes();
-  for (auto seen = largest_value_.load(std::memory_order_relaxed);
-       bytes > seen && !largest_value_.compare_exchange_weak(seen, bytes, std::memory_order_relaxed);) {
+  std::uint64_t seen = largest_value_.load(std::memory_order_relaxed);
+  while (bytes > seen && !largest_value_.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
   }
+  // What a job's results of unknown size reserve; grows rarely.
+  if (bytes > seen)
+    if (auto pool = pool_.lock()) pool->note_value_bytes(bytes);
   std::unique_lock lock(mutex_);
   if (auto old = entries_.find(key); old != entries_.end()) {
     forget(key, old->second);

@@ -103,8 +103,6 @@ class ChunkStore {
   // fits under the spill goal (reading ahead never makes the store spill); what does not fit is left
   // to the task's own read. A record that cannot be read is left to it too, to report.
   void read_ahead_spilled();
-  // The largest value put here so far: what a task whose result size is not known yet reserves.
-  std::uint64_t largest_value() const { return largest_value_.load(std::memory_order_relaxed); }
   // How many values were read back ahead of their task (for tests and benchmarks).
   std::uint64_t read_ahead_count() const { return read_ahead_count_.load(std::memory_order_relaxed); }
   // Small values kept outside the store, in their slots: counted in the managed bytes all the same.
@@ -174,9 +172,9 @@ class ChunkStore {
   std::vector<std::string> deletes_;  // disk records of erased entries, for the store actor
   std::deque<ChunkKey> read_ahead_;   // spilled entries a waiting task will read, for the store actor
   std::atomic<std::uint64_t> read_ahead_count_{0};
-  std::atomic<std::uint64_t> largest_value_{0};
-  std::uint64_t pending_delete_bytes_ = 0;   // of deletes_, not applied on disk yet
-  std::uint64_t deleted_since_reclaim_ = 0;  // deleted on disk since the last reclaim
+  std::atomic<std::uint64_t> largest_value_{0};  // put here so far (ComputePool::note_value_bytes)
+  std::uint64_t pending_delete_bytes_ = 0;       // of deletes_, not applied on disk yet
+  std::uint64_t deleted_since_reclaim_ = 0;      // deleted on disk since the last reclaim
   WorkerMemory counters_;
   std::uint64_t pinned_bytes_ = 0;  // of entries in memory with pins
   std::string spill_error_;

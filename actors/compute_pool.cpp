@@ -36,11 +36,11 @@ ComputePool::~ComputePool() {
   for (auto& t : threads_) t.join();
 }
 
-void ComputePool::submit(std::function<void()> job, std::uint64_t reserve) {
+void ComputePool::submit(std::function<void()> job, std::uint64_t reserve, std::uint64_t unknown_results) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
-    jobs_.push_back(Job{std::move(job), reserve});
+    jobs_.push_back(Job{std::move(job), reserve, unknown_results});
     queued_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_one();
@@ -89,6 +89,12 @@ std::shared_ptr<void> ComputePool::hand_over(const std::weak_ptr<ComputePool>& w
   return release;
 }
 
+void ComputePool::note_value_bytes(std::uint64_t bytes) {
+  for (auto seen = largest_value_.load(std::memory_order_relaxed);
+       bytes > seen && !largest_value_.compare_exchange_weak(seen, bytes, std::memory_order_relaxed);) {
+  }
+}
+
 void ComputePool::set_held(std::uint64_t bytes, bool stuck) {
   const std::uint64_t before = held_.exchange(bytes, std::memory_order_relaxed);
   const bool was_stuck = stuck_.exchange(stuck, std::memory_order_relaxed);
@@ -103,9 +109,14 @@ bool ComputePool::admits() {
     case Admission::open: {
       const std::uint64_t budget = budget_.load(std::memory_order_relaxed);
       if (budget == 0) return true;
-      const std::uint64_t held = held_.load(std::memory_order_relaxed), wanted = jobs_.front().reserve;
+      Job& next = jobs_.front();
+      const std::uint64_t held = held_.load(std::memory_order_relaxed);
+      const std::uint64_t wanted =
+          next.reserve + next.unknown_results * largest_value_.load(std::memory_order_relaxed);
       if (held + reserved_ + handed_over_ + wanted <= budget ||
           (running_ == 0 && (held == 0 || stuck_.load(std::memory_order_relaxed)))) {
+        next.reserve = wanted;  // what it holds while it runs
+        next.unknown_results = 0;
         claim_.store(reserved_, std::memory_order_relaxed);
         waiting_for_room_.store(false, std::memory_order_relaxed);
         return true;

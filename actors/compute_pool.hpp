@@ -33,7 +33,12 @@ class ComputePool {
   // memory budget set, a job starts only while what the chunk store holds (set_held), what the running
   // jobs reserve and its own reservation fit the budget, or when nothing runs and the store holds nothing
   // it could spill (so that a worker always makes progress); jobs start in the order submitted.
-  void submit(std::function<void()> job, std::uint64_t reserve = 0);
+  // `unknown_results`: results of the job whose size nothing tells yet (the first tasks of an operation
+  // without inputs), each reserved as large as the largest result seen when the job starts, not when it
+  // was queued: the first tasks of x = random(...) were all queued before any had made a chunk.
+  void submit(std::function<void()> job, std::uint64_t reserve = 0, std::uint64_t unknown_results = 0);
+  // The size of a value this worker's chunk store took: the largest is what an unknown result reserves.
+  void note_value_bytes(std::uint64_t bytes);
   std::size_t threads() const { return threads_.size(); }
   // 0: no budget (reservations are ignored).
   void set_memory_budget(std::uint64_t bytes);
@@ -56,6 +61,7 @@ class ComputePool {
   struct Job {
     std::function<void()> run;
     std::uint64_t reserve = 0;
+    std::uint64_t unknown_results = 0;
   };
   bool admits();  // with mutex_ held; updates claim_
   std::mutex mutex_;
@@ -70,6 +76,7 @@ class ComputePool {
   std::atomic<std::uint64_t> budget_{0};
   std::atomic<std::uint64_t> claim_{0};
   std::atomic<std::uint64_t> held_{0};
+  std::atomic<std::uint64_t> largest_value_{0};
   std::atomic<bool> stuck_{false};
   std::atomic<bool> waiting_for_room_{false};
   std::atomic<Admission> admission_{Admission::open};

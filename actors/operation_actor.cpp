@@ -658,7 +658,7 @@ void start_ready(OperationActor* self) {
     }
     // A limited worker's job reserves its largest task's inputs (its tasks run one after another) and
     // every task's result (held until the job reports).
-    std::uint64_t reserve = 0;
+    std::uint64_t reserve = 0, unknown_results = 0;
     std::vector<ChunkKey> input_keys;
     if (limited) {
       std::uint64_t largest_inputs = 0;
@@ -667,19 +667,22 @@ void start_ready(OperationActor* self) {
         largest_inputs = std::max(largest_inputs, step.input_bytes);
       }
       // Before this operation has left a result here, its result is taken to be as large as its inputs
-      // (an elementwise task's is), or, without stored inputs, as the largest value the store took: the
-      // first tasks of y = f(x) reserved nothing for their results, one chunk each beyond the budget.
-      const std::uint64_t result = st.largest_result > 0 ? st.largest_result
-                                   : largest_inputs > 0  ? largest_inputs
-                                                         : store->largest_value();
-      reserve = largest_inputs + result * steps.size();
+      // (an elementwise task's is), or, without stored inputs, as the largest value the store took when
+      // the job starts (the pool's unknown results): the first tasks of y = f(x) reserved nothing for
+      // their results, one chunk each beyond the budget.
+      if (st.largest_result > 0 || largest_inputs > 0) {
+        reserve =
+            largest_inputs + (st.largest_result > 0 ? st.largest_result : largest_inputs) * steps.size();
+      } else {
+        unknown_results = steps.size();
+      }
     }
     st.args.pool->submit(
         [op, slots, store, me, pool = std::weak_ptr<ComputePool>(st.args.pool), steps = std::move(steps),
          chained = std::move(chained)]() mutable {
           run_job(*op, *store, pool, steps, std::move(chained), me);
         },
-        reserve);
+        reserve, unknown_results);
     // Spilled inputs are read back by the store actor while the job waits, where memory has room, so
     // that the compute thread does not wait on the disk.
     if (!input_keys.empty()) st.store_work(store->read_ahead(input_keys));
