@@ -56,12 +56,11 @@ std::uint32_t SchedulerCore::State::nearest_home(const OpRecord& rec, std::uint3
     else
       it->inputs += 1;
   }
-  const bool skip_paused = any_unpaused();
   std::uint32_t best = kNoWorker;
   double best_reads = 0;
   for (const Home& h : homes) {
-    if (!usable(h.worker) || (skip_paused && workers[h.worker].memory_paused) ||
-        held(workers[h.worker], rec) >= capacity(workers[h.worker], rec))
+    if (!usable(h.worker) || held(workers[h.worker], rec) >= capacity(workers[h.worker], rec) ||
+        (workers[h.worker].memory_paused && any_unpaused()))
       continue;
     // An input held elsewhere is fetched; one held here is read back from disk as often as this worker's
     // results are on disk. Ties go to the first input's worker.
