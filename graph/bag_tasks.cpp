@@ -43,6 +43,35 @@ Value fold_partition(const std::string& name, const Value& initial, const Value&
   return acc;
 }
 
+}  // namespace
+
+Value stream_fold(const std::vector<BagStage>& stages, const TaskFunction& binop, const Value& initial,
+                  const Value& partition) {
+  Value acc = initial;
+  for_each_item(partition, [&](const Value& item) {
+    Value value = item;
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      try {
+        if (!stages[k].filter) {
+          value = call(*stages[k].function, {value});
+        } else if (!call(*stages[k].function, {value}).as_bool()) {
+          return;
+        }
+      } catch (const std::exception& e) {
+        throw BagStageFailed(k, e.what());
+      }
+    }
+    try {
+      acc = acc.is_none() ? std::move(value) : call(binop, {acc, value});
+    } catch (const std::exception& e) {
+      throw BagStageFailed(stages.size(), e.what());
+    }
+  });
+  return acc;
+}
+
+namespace {
+
 Value combine_partials(const std::string& name, const Value& a, const Value& b) {
   if (a.is_none()) return b;
   if (b.is_none()) return a;

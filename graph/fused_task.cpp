@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "backends/donation.hpp"
+#include "graph/bag_tasks.hpp"
 #include "graph/errors.hpp"
 
 namespace tessera {
@@ -83,9 +85,55 @@ Program decode(const Value& encoded, std::size_t inputs) {
   return program;
 }
 
+// A registered function named by a literal input of the fused task; null when it names none (the step
+// then runs as usual and reports it).
+const TaskFunction* named_function(std::span<const Value> args, std::int64_t source) {
+  const Value& name = args[1 + static_cast<std::size_t>(source)];
+  return name.kind() == ValueKind::string ? Registry::global().find(name.as_string()) : nullptr;
+}
+
+// A fused bag pipeline: map and filter partition steps in a row, each reading the one before, then a
+// fold of the last. It runs item by item (stream_fold in graph/bag_tasks.hpp), so its memory is one
+// item's values rather than each step's whole partition; nullopt for any other program.
+std::optional<Value> stream_bag_pipeline(const Program& program, std::span<const Value> args) {
+  static const TaskFunction* const map = &Registry::global().get("tessera.bag.map");
+  static const TaskFunction* const filter = &Registry::global().get("tessera.bag.filter");
+  static const TaskFunction* const fold = &Registry::global().get("tessera.bag.fold");
+  const auto& steps = program.steps;
+  if (steps.size() < 2 || steps.back().function != fold) return std::nullopt;
+  const auto& fold_args = steps.back().args;
+  if (fold_args.size() != 3 || fold_args[0] < 0 || fold_args[1] < 0 ||
+      fold_args[2] != FusedStep::step(steps.size() - 2))
+    return std::nullopt;
+  std::vector<BagStage> stages;
+  for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
+    const auto& step = steps[k];
+    if ((step.function != map && step.function != filter) || step.args.size() != 2 || step.args[0] < 0)
+      return std::nullopt;
+    const std::int64_t partition = step.args[1];
+    if (k == 0 ? partition < 0 : partition != FusedStep::step(k - 1)) return std::nullopt;
+    const TaskFunction* function = named_function(args, step.args[0]);
+    if (!function) return std::nullopt;
+    stages.push_back(BagStage{function, step.function == filter});
+  }
+  const TaskFunction* binop = named_function(args, fold_args[0]);
+  if (!binop) return std::nullopt;
+  try {
+    return stream_fold(stages, *binop, args[1 + static_cast<std::size_t>(fold_args[1])],
+                       args[1 + static_cast<std::size_t>(steps.front().args[1])]);
+  } catch (const BagStageFailed& e) {
+    const std::size_t k = e.stage();
+    throw FusedStepFailed(steps[k].function->name, e.what(), steps.back().function->name,
+                          k + 1 == steps.size());
+  } catch (const std::exception& e) {  // the partition is not a list: the first step's to report
+    throw FusedStepFailed(steps.front().function->name, e.what(), steps.back().function->name, false);
+  }
+}
+
 Value run(std::span<const Value> args) {
   const std::size_t inputs = args.size() - 1;
   const Program program = decode(args[0], inputs);
+  if (auto streamed = stream_bag_pipeline(program, args)) return std::move(*streamed);
   std::vector<Value> results(program.steps.size());
   std::vector<Value> call;
   for (std::size_t i = 0; i < program.steps.size(); ++i) {

@@ -162,6 +162,30 @@ TEST(DelayedFusion, AFailingStepIsReportedAsItWouldBeUnfused) {
   EXPECT_DOUBLE_EQ(client.compute(delayed(twice)(1.5)), 3.0);
 }
 
+TEST(BagFusion, AFusedPipelineRunsItemByItemAndReportsAFailingStageAsUnfused) {
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto plain_client = client.with(kNoFusion);
+  const auto fold_of = [](std::vector<double> items) {
+    return tessera::Bag<double>::from_sequence(items, 2).map(twice).map(recip).fold(minus, 100.0);
+  };
+  const auto good = fold_of({1.0, 2.0, 4.0, 8.0});
+  EXPECT_EQ(client.compute(good), plain_client.compute(good));
+  EXPECT_DOUBLE_EQ(client.compute(good), (100.0 - 0.5 - 0.25) - (100.0 - 0.125 - 0.0625));
+  // recip of zero fails in the second stage: the fold (what is asked for) is cancelled because of it,
+  // fused or not.
+  const auto bad = fold_of({1.0, 0.0, 4.0, 8.0});
+  for (auto* c : {&client, &plain_client}) {
+    try {
+      c->compute(bad);
+      FAIL() << "recip of zero did not fail";
+    } catch (const tessera::TaskFailed& e) {
+      EXPECT_NE(e.message().find("recip of zero"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_DOUBLE_EQ(client.compute(good), plain_client.compute(good));  // the cluster runs on
+}
+
 TEST(DelayedFusion, APersistedValueInTheMiddleIsNotFusedAway) {
   tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
   tessera::Client client{cluster};

@@ -582,6 +582,41 @@ TEST(MemoryLimit, FuturesAndABagFourTimesTheLimitGiveTheUnlimitedResults) {
   }
 }
 
+// Two partitions, each mapped to 64 blocks of 4 MiB: every partition is four times the limit. Fused, a
+// map-map-fold pipeline runs item by item (stream_fold), holding one block at a time.
+TEST(MemoryLimit, ABagFoldWhosePartitionsAreSeveralTimesTheLimitHoldsOneItemAtATime) {
+  constexpr std::uint64_t limit = 64 * MiB;
+  std::vector<std::int64_t> ids(128);
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto pipeline = tessera::Bag<std::int64_t>::from_sequence(ids, 2)
+                            .map(memory_tasks::block)
+                            .map(memory_tasks::block_total);
+  const auto total = pipeline.fold(memory_tasks::plus, 0.0);
+  ScratchDir dir{"tessera-memory-test"};
+  double bounded = 0;
+  std::uint64_t peak = 0;
+  {
+    tessera::LocalCluster cluster(limited(limit, dir.path()));
+    tessera::Client client(cluster);
+    (void)client.compute(tessera::Bag<std::int64_t>::from_sequence({0, 1}, 2)
+                             .map(memory_tasks::block)
+                             .map(memory_tasks::block_total)
+                             .fold(memory_tasks::plus, 0.0));  // the worker's start: its tasks run once
+    PeakRss rss;
+    bounded = client.compute(total);
+    peak = rss.above_baseline();
+  }
+  // Each partition folded in order from 0, then the two partials added: as the worker computes it.
+  double first = 0, second = 0;
+  for (std::int64_t i = 0; i < 64; ++i) first += memory_tasks::block_total(memory_tasks::block(i));
+  for (std::int64_t i = 64; i < 128; ++i) second += memory_tasks::block_total(memory_tasks::block(i));
+  EXPECT_EQ(bounded, first + second);
+  if (kRssIsOurs) {
+    // A block or two per thread; a partition at a time would be 256 MiB.
+    EXPECT_LE(peak, limit / 2) << "peak RSS above the worker's start: " << peak / MiB << " MiB";
+  }
+}
+
 TEST(MemoryLimit, TsqrAndSvdWhoseLeavesExceedTheLimit) {
   constexpr std::uint64_t limit = 64 * MiB;
   constexpr std::int64_t rows = 4 * limit / (32 * sizeof(double));
