@@ -72,10 +72,11 @@ std::string ChunkStore::name() const {
   return name_;
 }
 
-std::string ChunkStore::disk_key(const ChunkKey& key) const {
+std::string ChunkStore::disk_key(const ChunkKey& key, std::uint64_t batch) const {
   std::string out;
-  out.reserve(22);
+  out.reserve(30);
   put_be(out, instance_, 8);
+  put_be(out, batch, 8);
   put_be(out, key.op, 8);
   put_be(out, key.slot, 4);
   put_be(out, key.part, 2);
@@ -192,7 +193,7 @@ void ChunkStore::forget(const ChunkKey& key, Entry& entry) {
   if (entry.on_disk > 0) {
     if (!entry.in_memory) counters_.spilled_bytes -= entry.on_disk;
     pending_delete_bytes_ += entry.on_disk;  // counted as garbage once deleted on disk
-    deletes_.push_back(disk_key(key));
+    deletes_.push_back(disk_key(key, entry.spill_batch));
   }
 }
 
@@ -237,6 +238,7 @@ Value ChunkStore::read_back(const ChunkKey& key, bool readmit, bool pin) {
       }
       if (!entry.loading) {
         entry.loading = true;
+        where = disk_key(key, entry.spill_batch);
         break;
       }
       // Read back by another thread (the store actor reading ahead, say): one copy comes into memory,
@@ -244,7 +246,6 @@ Value ChunkStore::read_back(const ChunkKey& key, bool readmit, bool pin) {
       loaded_.wait(lock);
     }
     disk = spill_store_;
-    where = disk_key(key);
   }
   // Whatever happens below, the read has ended for those waiting on it.
   struct LoadEnds {
@@ -419,8 +420,10 @@ bool ChunkStore::spill(SpillGoal goal) {
       };
       std::vector<Candidate> batch;
       std::vector<ChunkKey> drop_only;  // on disk already: memory is let go without writing
+      std::uint64_t batch_number = 0;
       {
         std::lock_guard lock(mutex_);
+        batch_number = ++spill_batches_;
         const std::uint64_t goal = pressure ? 0 : spill_goal();
         const std::uint64_t spillable = counters_.managed_bytes - pinned_bytes_;
         std::uint64_t freed = 0, chosen = 0;
@@ -451,7 +454,7 @@ bool ChunkStore::spill(SpillGoal goal) {
       const auto start = std::chrono::steady_clock::now();
       std::vector<std::pair<std::string, Value>> values;
       values.reserve(batch.size());
-      for (auto& c : batch) values.emplace_back(disk_key(c.key), std::move(c.value));
+      for (auto& c : batch) values.emplace_back(disk_key(c.key, batch_number), std::move(c.value));
       const auto record_sizes = disk->write_values(values);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       {
@@ -469,6 +472,7 @@ bool ChunkStore::spill(SpillGoal goal) {
           }
           Entry& entry = it->second;
           entry.on_disk = record_bytes;
+          entry.spill_batch = batch_number;
           if (entry.generation != batch[i].generation || !entry.in_memory || entry.pins > 0)
             continue;  // read meanwhile: kept
           lru_.erase(entry.lru);

@@ -138,16 +138,21 @@ class ChunkStore {
     }
   };
   struct Entry {
-    Value value;                // empty when only on disk
-    std::uint64_t bytes = 0;    // what the value keeps alive in memory
-    std::uint64_t on_disk = 0;  // its record's bytes, when a copy is on disk
+    Value value;                    // empty when only on disk
+    std::uint64_t bytes = 0;        // what the value keeps alive in memory
+    std::uint64_t on_disk = 0;      // its record's bytes, when a copy is on disk
+    std::uint64_t spill_batch = 0;  // the batch its record was written in (part of the record's key)
     bool in_memory = true;
     std::uint64_t generation = 0;  // bumped on every read, so a spill can tell it was used meanwhile
     std::uint32_t pins = 0;        // tasks running on it
     bool loading = false;          // being read back: another read waits for it (loaded_) instead
     std::list<ChunkKey>::iterator lru;
   };
-  std::string disk_key(const ChunkKey& key) const;
+  // A record's key: the store's instance, the spill batch, then the chunk's key. Batches count up, so
+  // each batch's table file lies above every file before it and ingesting it reads none of them (with
+  // chunk keys first, each ingest read a block of every file its range crossed: a tenth of a spilling
+  // worker's time).
+  std::string disk_key(const ChunkKey& key, std::uint64_t batch) const;
   Value read_back(const ChunkKey& key, bool readmit, bool pin);
   void forget(const ChunkKey& key, Entry& entry);  // with mutex_ held
   std::shared_ptr<SpillStore> open_spill_store();  // on first use; only the store actor's thread
@@ -175,6 +180,7 @@ class ChunkStore {
   std::atomic<std::uint64_t> largest_value_{0};  // put here so far (ComputePool::note_value_bytes)
   std::uint64_t pending_delete_bytes_ = 0;       // of deletes_, not applied on disk yet
   std::uint64_t deleted_since_reclaim_ = 0;      // deleted on disk since the last reclaim
+  std::uint64_t spill_batches_ = 0;              // batches written, with mutex_ held
   WorkerMemory counters_;
   std::uint64_t pinned_bytes_ = 0;  // of entries in memory with pins
   std::string spill_error_;
