@@ -27,8 +27,11 @@ namespace {
 // index. RocksDB copies a value whole into its table builder's block (and a read into the block it
 // reads): a 64 MiB chunk spilled as one value took another copy of itself in memory, which is what a
 // worker at its limit cannot afford. Piece 0 starts with the record's size. (1 MiB measured best for
-// reads of 4 and 64 MiB chunks against 256 KiB, 512 KiB and 4 MiB.)
-constexpr std::uint64_t kPieceBytes = 1ull << 20;
+// reads of 4 and 64 MiB chunks against 256 KiB, 512 KiB and 4 MiB.) A little under 1 MiB, so that the
+// table builder's block buffer (block_size, below) stays under the size a limited worker's allocator maps
+// on its own (actors/allocator_policy.hpp): it comes from the heap instead of a fresh mapping faulted in
+// page by page for every piece.
+constexpr std::uint64_t kPieceBytes = 960ull << 10;
 constexpr std::uint64_t kSizeBytes = 8;
 
 std::string piece_key(const std::string& key, std::uint32_t piece) {
@@ -62,6 +65,10 @@ rocksdb::Options SpillStore::rocksdb_options() {
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.no_block_cache = true;
+  // Each piece is a block of its own. The table builder swaps each finished block for a fresh buffer of
+  // block_size: sized for a whole piece, it is never grown (growing a 4 KiB buffer to a piece, then past
+  // it for the block's trailer, mapped and faulted in two new buffers per piece).
+  table.block_size = kPieceBytes + (32 << 10);
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return options;
 }
