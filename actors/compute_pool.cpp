@@ -90,9 +90,13 @@ std::shared_ptr<void> ComputePool::hand_over(const std::weak_ptr<ComputePool>& w
 }
 
 void ComputePool::note_value_bytes(std::uint64_t bytes) {
-  for (auto seen = largest_value_.load(std::memory_order_relaxed);
-       bytes > seen && !largest_value_.compare_exchange_weak(seen, bytes, std::memory_order_relaxed);) {
-  }
+  std::lock_guard lock(mutex_);
+  if (bytes <= largest_value_) return;
+  // Running jobs' unknown results grow with it (the claim keeps a waiting job's part).
+  const std::uint64_t growth = (bytes - largest_value_) * running_unknown_;
+  reserved_ += growth;
+  claim_.fetch_add(growth, std::memory_order_relaxed);
+  largest_value_ = bytes;
 }
 
 void ComputePool::set_held(std::uint64_t bytes, bool stuck) {
@@ -111,12 +115,9 @@ bool ComputePool::admits() {
       if (budget == 0) return true;
       Job& next = jobs_.front();
       const std::uint64_t held = held_.load(std::memory_order_relaxed);
-      const std::uint64_t wanted =
-          next.reserve + next.unknown_results * largest_value_.load(std::memory_order_relaxed);
+      const std::uint64_t wanted = reservation(next);
       if (held + reserved_ + handed_over_ + wanted <= budget ||
           (running_ == 0 && (held == 0 || stuck_.load(std::memory_order_relaxed)))) {
-        next.reserve = wanted;  // what it holds while it runs
-        next.unknown_results = 0;
         claim_.store(reserved_, std::memory_order_relaxed);
         waiting_for_room_.store(false, std::memory_order_relaxed);
         return true;
@@ -154,7 +155,8 @@ void ComputePool::run() {
       jobs_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
       ++running_;
-      reserved_ += job.reserve;
+      reserved_ += reservation(job);
+      running_unknown_ += job.unknown_results;
       claim_.store(reserved_, std::memory_order_relaxed);
     }
     job.run();
@@ -163,7 +165,8 @@ void ComputePool::run() {
     {
       std::lock_guard lock(mutex_);
       --running_;
-      reserved_ -= job.reserve;
+      reserved_ -= reservation(job);
+      running_unknown_ -= job.unknown_results;
       claim_.store(reserved_, std::memory_order_relaxed);
       // A job waiting for one at a time, or for the room this one leaves.
       wake_next = !jobs_.empty() && (admission_.load(std::memory_order_relaxed) == Admission::one_at_a_time ||

@@ -34,8 +34,10 @@ class ComputePool {
   // jobs reserve and its own reservation fit the budget, or when nothing runs and the store holds nothing
   // it could spill (so that a worker always makes progress); jobs start in the order submitted.
   // `unknown_results`: results of the job whose size nothing tells yet (the first tasks of an operation
-  // without inputs), each reserved as large as the largest result seen when the job starts, not when it
-  // was queued: the first tasks of x = random(...) were all queued before any had made a chunk.
+  // without inputs), each reserved as large as the largest value seen, from when the job starts until it
+  // ends, growing while it runs: the first tasks of x = random(...) were all queued, and the first two
+  // started, before any had made a chunk; reserving a warm-up's 2 MB each, they left "room" that the
+  // store read a spilled chunk back into (three 125 MiB chunks under a 256 MiB limit).
   void submit(std::function<void()> job, std::uint64_t reserve = 0, std::uint64_t unknown_results = 0);
   // The size of a value this worker's chunk store took: the largest is what an unknown result reserves.
   void note_value_bytes(std::uint64_t bytes);
@@ -63,6 +65,10 @@ class ComputePool {
     std::uint64_t reserve = 0;
     std::uint64_t unknown_results = 0;
   };
+  // What a job reserves while it runs, at the largest value seen now (with mutex_ held).
+  std::uint64_t reservation(const Job& job) const {
+    return job.reserve + job.unknown_results * largest_value_;
+  }
   bool admits();  // with mutex_ held; updates claim_
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -70,13 +76,14 @@ class ComputePool {
   std::atomic<bool> spinning_{false};
   std::deque<Job> jobs_;
   bool stopping_ = false;
-  std::size_t running_ = 0;        // jobs being run, with mutex_ held
-  std::uint64_t reserved_ = 0;     // what they reserve, with mutex_ held
-  std::uint64_t handed_over_ = 0;  // results of ended jobs not yet in the chunk store, with mutex_ held
+  std::size_t running_ = 0;            // jobs being run, with mutex_ held
+  std::uint64_t reserved_ = 0;         // what they reserve, with mutex_ held
+  std::uint64_t running_unknown_ = 0;  // their results of unknown size, with mutex_ held
+  std::uint64_t largest_value_ = 0;    // note_value_bytes, with mutex_ held
+  std::uint64_t handed_over_ = 0;      // results of ended jobs not yet in the chunk store, with mutex_ held
   std::atomic<std::uint64_t> budget_{0};
   std::atomic<std::uint64_t> claim_{0};
   std::atomic<std::uint64_t> held_{0};
-  std::atomic<std::uint64_t> largest_value_{0};
   std::atomic<bool> stuck_{false};
   std::atomic<bool> waiting_for_room_{false};
   std::atomic<Admission> admission_{Admission::open};

@@ -174,6 +174,34 @@ TEST(ComputePoolAdmission, JobsThatFitTogetherRunSideBySide) {
   EXPECT_TRUE(eventually([&] { return started.load() == 2; }));
 }
 
+// The first tasks of an operation without inputs: their results' size is the largest value seen, from
+// when they start, and grows while they run; one seen before they start is what they wait for.
+TEST(ComputePoolAdmission, ResultsOfUnknownSizeReserveTheLargestValueSeenAndGrowWithIt) {
+  Gate may_end;
+  std::atomic<bool> first_running{false}, second_ran{false};
+  auto pool = std::make_shared<tessera::ComputePool>(2);
+  pool->set_memory_budget(100);
+  pool->note_value_bytes(2);  // a small warm-up value
+  pool->submit(
+      [&] {
+        first_running = true;
+        may_end.wait();
+      },
+      0, 1);
+  ASSERT_TRUE(eventually([&] { return first_running.load(); }));
+  EXPECT_EQ(pool->memory_claim(), 2u);
+  // Its result turns out to be 60 bytes (a job ended with one that large): the running job's claim
+  // grows with it, and a second such job waits, since 60 + 60 exceed the budget.
+  pool->note_value_bytes(60);
+  EXPECT_EQ(pool->memory_claim(), 60u);
+  pool->submit([&] { second_ran = true; }, 0, 1);
+  ASSERT_TRUE(eventually([&] { return pool->memory_claim() == 120u; }));
+  EXPECT_FALSE(second_ran.load());
+  may_end.release();
+  EXPECT_TRUE(eventually([&] { return second_ran.load(); }));
+  EXPECT_TRUE(eventually([&] { return pool->memory_claim() == 0u; }));
+}
+
 TEST(ComputePoolAdmission, HeldBytesMakeAJobWaitUntilSpilledAndAHandedOverResultCountsUntilReleased) {
   std::atomic<bool> ran{false}, second{false}, third{false};
   auto pool = std::make_shared<tessera::ComputePool>(2);
