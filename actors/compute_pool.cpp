@@ -113,7 +113,7 @@ bool ComputePool::admits() {
     case Admission::open: {
       const std::uint64_t budget = budget_.load(std::memory_order_relaxed);
       if (budget == 0) return true;
-      Job& next = jobs_.front();
+      const Job& next = jobs_.front();
       const std::uint64_t held = held_.load(std::memory_order_relaxed);
       const std::uint64_t wanted = reservation(next);
       if (held + reserved_ + handed_over_ + wanted <= budget ||
