@@ -1,7 +1,9 @@
 #include "storage/result_store.hpp"
 
 #include <capnp/message.h>
+#include <capnp/serialize-packed.h>
 #include <capnp/serialize.h>
+#include <kj/io.h>
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
@@ -40,6 +42,21 @@ std::string flat(capnp::MallocMessageBuilder& builder) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+// Results are stored packed: Cap'n Proto's packing squeezes out the zero bytes of a small result's unset
+// fields and pointers (a trivial set's record goes from about 180 bytes to about 60), and every byte of a
+// result is written to the log, the memtable, a flushed file and each compaction after. A packed record
+// starts with a byte that no flat one (written before, and still read) starts with: a flat message's first
+// byte is its segment count minus one, which a result never brings to 255.
+constexpr char kPackedResult = '\xff';
+
+std::string packed_record(capnp::MallocMessageBuilder& builder) {
+  kj::VectorOutputStream out(256);
+  out.write(&kPackedResult, 1);
+  capnp::writePackedMessage(out, builder);
+  const auto bytes = out.getArray();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
 std::string encode_result(const StreamResult& r) {
   capnp::MallocMessageBuilder builder;
   auto out = builder.initRoot<wire::StoredResult>();
@@ -64,13 +81,32 @@ std::string encode_result(const StreamResult& r) {
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
   }
   if (r.program) wire::encode(*r.program, out.initProgram());
-  return flat(builder);
+  return packed_record(builder);
 }
 
+StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in);
+
 StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
-  wire::HeaderReader reader(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
-  auto in = reader.root<wire::StoredResult>();
+  if (bytes.empty() || bytes[0] != kPackedResult) {
+    wire::HeaderReader reader(
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+    return decode_result(id, reader.root<wire::StoredResult>());
+  }
+  kj::ArrayInputStream input(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()) + 1, bytes.size() - 1));
+  capnp::ReaderOptions options;
+  // A packed byte unpacks to at most 128 words (a run of zero words); the limit also bounds what a
+  // damaged record's segment table can make the reader allocate.
+  options.traversalLimitInWords = wire::DecodeLimits{}.traversal_factor * 128 * bytes.size() + 1024;
+  try {
+    capnp::PackedMessageReader reader(input, options);
+    return decode_result(id, reader.getRoot<wire::StoredResult>());
+  } catch (const kj::Exception& e) {
+    throw wire::WireError(std::string("malformed packed result record: ") + e.getDescription().cStr());
+  }
+}
+
+StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in) {
   StreamResult r;
   r.id = id;
   if (in.isError()) {

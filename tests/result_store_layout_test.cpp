@@ -9,6 +9,7 @@
 
 #include "graph/codec.hpp"
 #include "messages/results.capnp.h"
+#include "messages/wire_codec.hpp"
 #include "storage/node_database.hpp"
 #include "storage/result_store.hpp"
 #include "support/scratch_dir.hpp"
@@ -86,6 +87,57 @@ TEST(ResultStoreLayout, AStoreWrittenBeforeTheSplitIsStillRead) {
   const auto all = store.streams();
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].settings.pool_size, 5u);
+}
+
+std::string result_key(std::uint64_t stream, std::uint64_t id) {
+  std::string key = record_key('r', stream);
+  for (int shift = 56; shift >= 0; shift -= 8) key += static_cast<char>((id >> shift) & 0xff);
+  return key;
+}
+
+// Results are stored packed (a trivial set's record is a third of its flat size, and each byte is written
+// several times over by RocksDB); a flat record written by an older build is still read.
+TEST(ResultStoreLayout, ResultsAreStoredPackedAndAFlatRecordIsStillRead) {
+  tessera::testing::ScratchDir dir("tessera-store-layout");
+  auto database = std::make_shared<NodeDatabase>(dir.path());
+  ResultStore store(database);
+  StreamInfo info;
+  info.settings.simulation = "echo";
+  const auto id = store.create_stream(info);
+  StreamResult trivial{.id = 0, .value = to_value(2.5), .parameters = to_value(1.25)};
+  trivial.timeline = SetTimeline{1.0, 2.0, 3.0, 4.0, 5.0};
+  store.put(id, {trivial});
+  std::string packed;
+  ASSERT_TRUE(database->db().Get(rocksdb::ReadOptions(), result_key(id, 0), &packed).ok());
+  EXPECT_EQ(packed[0], '\xff');
+  EXPECT_LT(packed.size(), 100u);
+  {
+    capnp::MallocMessageBuilder builder;
+    auto old = builder.initRoot<wire::StoredResult>();
+    wire::Attachments none;
+    wire::encode(to_value(7.0), old.initValue(), none, {.attachment_threshold = ~std::size_t{0}});
+    wire::encode(to_value(3.5), old.initParameters(), none, {.attachment_threshold = ~std::size_t{0}});
+    const auto words = capnp::messageToFlatArray(builder);
+    const auto bytes = words.asBytes();
+    EXPECT_GT(bytes.size(), packed.size());
+    ASSERT_TRUE(database->db()
+                    .Put(rocksdb::WriteOptions(), result_key(id, 1),
+                         rocksdb::Slice(reinterpret_cast<const char*>(bytes.begin()), bytes.size()))
+                    .ok());
+  }
+  const auto read = store.get(id, 0);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->value.as_double(), 2.5);
+  EXPECT_EQ(read->parameters.as_double(), 1.25);
+  EXPECT_EQ(read->timeline.stored, 5.0);
+  const auto old = store.get(id, 1);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->value.as_double(), 7.0);
+  EXPECT_EQ(old->parameters.as_double(), 3.5);
+  // A damaged packed record is an error that says so, not a crash.
+  ASSERT_TRUE(
+      database->db().Put(rocksdb::WriteOptions(), result_key(id, 2), std::string("\xff\x01\x02", 3)).ok());
+  EXPECT_THROW(store.get(id, 2), std::exception);
 }
 
 }  // namespace
