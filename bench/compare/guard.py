@@ -80,8 +80,11 @@ def build_commit(rev, work_dir, jobs):
     targets = [t for t in TARGETS if f"\n{t}:" in "\n" + known]
     log(f"building {', '.join(targets)} of {sha[:12]} (-j{jobs})")
     started = time.monotonic()
-    subprocess.run(["cmake", "--build", str(build), "-j", str(jobs), "--target", *targets], check=True,
-                   stdout=subprocess.DEVNULL)
+    done = subprocess.run(["cmake", "--build", str(build), "-j", str(jobs), "--target", *targets],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        errors = [line for line in done.stdout.splitlines() if "error" in line][:5]
+        raise SystemExit(f"guard: {rev} ({sha[:12]}) does not build:\n" + "\n".join(errors))
     log(f"built {sha[:12]} in {time.monotonic() - started:.0f} s")
     return build / "bin", sha
 
