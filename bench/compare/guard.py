@@ -255,6 +255,7 @@ def main():
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
 
+    notes = []
     base_bin, base_sha = build_commit(args.base, args.work_dir, args.jobs)
     if args.head:
         head_bin, head_sha = build_commit(args.head, args.work_dir, args.jobs)
@@ -265,6 +266,13 @@ def main():
         if missing:
             raise SystemExit(f"guard: the head build {head_bin} lacks {', '.join(missing)}: build them first")
         head_name = git("describe", "--always", "--dirty")
+        cache = args.head_build.resolve() / "CMakeCache.txt"
+        if cache.exists() and "TESSERA_WITH_CUDA:BOOL=ON" in cache.read_text(errors="replace"):
+            warning = ("the head build links CUDA and the base does not: a CUDA build's every process maps the CUDA "
+                       "libraries (about 190 MB more resident here), which the memory rows then count; "
+                       "--head HEAD builds the head as the base is built")
+            log("warning: " + warning)
+            notes.append(warning)
     if args.build_only:
         return 0
 
@@ -293,6 +301,7 @@ def main():
             ratio, word = verdict(base, head, higher_better)
             lines.append(f"| {label} | {unit} | {base[0]} | {head[0]} | {ratio} | {word} | {target} |")
             raw.append({"row": row, "metric": label, "unit": unit, "base": values["base"], "head": values["head"]})
+    lines += [""] + [f"Note: {note}." for note in notes] if notes else []
     text = "\n".join(lines) + "\n"
     for record in raw:
         print(json.dumps(record))
