@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -21,6 +20,7 @@
 namespace {
 
 constexpr int kDeadlineMs = 10000;  // any hop slower than this means a peer is gone
+pid_t g_children[2] = {0, 0};       // ended by main's error path, which would otherwise leave them waiting
 
 std::vector<zmq::message_t> receive_all(zmq::socket_t& socket) {
   std::vector<zmq::message_t> parts;
@@ -60,6 +60,11 @@ void send_all(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, std::si
         zmq::message_t stop{"stop", 4};
         workers.send(zmq::message_t{worker_id.data(), worker_id.size()}, zmq::send_flags::sndmore);
         workers.send(stop, zmq::send_flags::none);
+        // _exit skips the context's shutdown, which is what sends the stop: close first.
+        workers.set(zmq::sockopt::linger, 1000);
+        workers.close();
+        clients.close();
+        context.close();
         _exit(0);
       }
       workers.send(zmq::message_t{worker_id.data(), worker_id.size()}, zmq::send_flags::sndmore);
@@ -97,7 +102,7 @@ int main(int argc, char** argv) try {
 
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t scheduler_pid = fork();
+  const pid_t scheduler_pid = g_children[0] = fork();
   if (scheduler_pid == 0) {
     close(pipe_fds[0]);
     scheduler(pipe_fds[1]);
@@ -113,7 +118,7 @@ int main(int argc, char** argv) try {
   const std::string client_endpoint = endpoints.substr(0, newline);
   const std::string worker_endpoint =
       endpoints.substr(newline + 1, endpoints.find('\n', newline + 1) - newline - 1);
-  const pid_t worker_pid = fork();
+  const pid_t worker_pid = g_children[1] = fork();
   if (worker_pid == 0) worker(worker_endpoint);
 
   std::vector<double> latencies;
@@ -144,6 +149,8 @@ int main(int argc, char** argv) try {
             << ",\"p99_us\":" << latencies[latencies.size() * 99 / 100] << "}" << std::endl;
   return 0;
 } catch (const std::exception& e) {
+  for (const pid_t child : g_children)
+    if (child > 0) kill(child, SIGKILL);
   std::cerr << "tessera-bench-zmq-floor: " << e.what() << "\n";
   return 2;
 }
