@@ -17,6 +17,10 @@ endif()
 set_target_properties(${TESSERA_RUNTIME_LIBRARIES} PROPERTIES
                       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 install(TARGETS ${TESSERA_RUNTIME_LIBRARIES} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
+# The cuda backend, loaded by name from beside libtessera_backends (backends/cuda/loader.cpp): unversioned.
+if(TARGET tessera_cuda)
+  install(TARGETS tessera_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 # Development links (libtessera.so) only for what users link.
 install(TARGETS tessera tessera_graph tessera_backends LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_ONLY)
 

@@ -1,7 +1,12 @@
 // The cuda backend against the cpu backend on the same values: every operation of the dispatch table, in
 // both element types, then TSQR, the SVD, the randomized SVD and least squares. In an embedded cluster the
 // cuda tasks go through each worker's GPU device actor. Without a GPU every test skips, saying why.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <tessera/array.hpp>
 #include <tessera/glm.hpp>
@@ -172,6 +177,68 @@ TEST_F(CudaTest, GlmFitsOnCudaArraysGiveTheCpuCoefficients) {
     EXPECT_LE((on_cuda.coef() - on_cpu.coef()).lpNorm<Eigen::Infinity>(), 1e-7) << solver;
     EXPECT_NEAR(on_cuda.intercept(), on_cpu.intercept(), 1e-7) << solver;
   }
+}
+
+// The cuda backend's library (and with it cuBLAS, cuBLASLt, cuSOLVER: about 190 MB resident) is loaded
+// only where an NVIDIA driver is: without one, no process maps it, whatever the build.
+bool nvidia_driver_present() {
+  for (const char* path : {"/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg"})
+    if (::access(path, F_OK) == 0) return true;
+  return false;
+}
+
+std::string mapped_files() {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  return text.str();
+}
+
+TEST(CudaLoading, WithoutADriverNoProcessMapsTheCudaLibraries) {
+  if (nvidia_driver_present()) GTEST_SKIP() << "an NVIDIA driver is present: the cuda backend is loaded";
+  const auto cuda = tessera::backends::Dispatch::global().availability(tessera::backends::Backend::cuda);
+  EXPECT_FALSE(cuda.available);
+  EXPECT_FALSE(cuda.reason.empty());
+  EXPECT_EQ(tessera::backends::device_count(), 0);
+  EXPECT_TRUE(tessera::backends::make_device_queues(0, 2).empty());
+  const auto maps = mapped_files();
+  EXPECT_EQ(maps.find("libcublas"), std::string::npos);
+  EXPECT_EQ(maps.find("libcusolver"), std::string::npos);
+  EXPECT_EQ(maps.find("libtessera_cuda"), std::string::npos);
+}
+
+// The library itself, loaded as the loader loads it: its three entry points answer, and without a GPU it
+// has no device and no queues.
+TEST(CudaLoading, TheBackendLibraryLoadsAndAnswersThroughItsEntryPoints) {
+#ifndef TESSERA_CUDA_MODULE
+  GTEST_SKIP() << "this build has no CUDA (the toolkit was not found when it was configured)";
+#else
+  void* handle = ::dlopen(TESSERA_CUDA_MODULE, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  auto count = reinterpret_cast<int (*)()>(::dlsym(handle, "tessera_cuda_device_count"));
+  auto queues =
+      reinterpret_cast<void (*)(int, int, std::vector<std::shared_ptr<tessera::backends::DeviceQueue>>*)>(
+          ::dlsym(handle, "tessera_cuda_make_device_queues"));
+  ASSERT_NE(count, nullptr);
+  ASSERT_NE(queues, nullptr);
+  ASSERT_NE(::dlsym(handle, "tessera_cuda_register_kernels"), nullptr);
+  // Everything else binds inside it: a lookup of register_cuda_kernels through it finds the loader's, in
+  // libtessera_backends, never its own.
+  if (void* found = ::dlsym(handle, "_ZN7tessera8backends21register_cuda_kernelsERNS0_8DispatchE")) {
+    Dl_info where{};
+    ASSERT_NE(::dladdr(found, &where), 0);
+    EXPECT_EQ(std::string(where.dli_fname).find("libtessera_cuda"), std::string::npos) << where.dli_fname;
+  }
+  const int devices = count();
+  EXPECT_GE(devices, 0);
+  std::vector<std::shared_ptr<tessera::backends::DeviceQueue>> made;
+  if (devices == 0) {
+    queues(0, 2, &made);
+    EXPECT_TRUE(made.empty());
+  } else {
+    EXPECT_EQ(devices, tessera::backends::device_count());
+  }
+#endif
 }
 
 }  // namespace
