@@ -149,6 +149,10 @@ def main():
     ap.add_argument("--dask-distributed-tasks", type=int, default=5_000, help="tasks for the dask distributed run")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with dask + distributed")
     ap.add_argument("--no-python", action="store_true", help="leave out Python code on the workers (python_tasks.py)")
+    ap.add_argument("--venv-python", type=Path, default=REPO / "bench" / ".venv" / "bin" / "python",
+                    help="interpreter of the PyPI peers' virtual environment (Ray, current Dask; "
+                         "../shared/BENCHMARKS.md); left out when it does not exist")
+    ap.add_argument("--ray-tasks", type=int, default=20_000, help="no-op tasks per Ray throughput run")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to each command")
     args = ap.parse_args()
 
@@ -192,6 +196,16 @@ def main():
         tessera += run([streams_bin, "--sets", args.tasks, "--workers", 1, "--threads", 2, *rep], args.timeout)
     dask = run([args.python, peer, "--tasks", args.dask_tasks, "--chain-tasks", args.dask_chain_tasks,
                 "--distributed-tasks", args.dask_distributed_tasks, *rep], args.timeout)
+
+    # The current peers from PyPI, in the same run: Ray, and Dask beside Debian's 2022.12.
+    ray, dask_now = [], []
+    if os.access(args.venv_python, os.X_OK):
+        ray = run([args.venv_python, HERE / "ray_tasks.py", "--tasks", args.ray_tasks, "--repeat", args.repeat],
+                  args.timeout)
+        dask_now = run([args.venv_python, peer, "--tasks", args.dask_tasks, "--chain-tasks", args.dask_chain_tasks,
+                        "--distributed-tasks", args.dask_distributed_tasks, *rep], args.timeout)
+    else:
+        log(f"no {args.venv_python}: Ray and current Dask left out (../shared/BENCHMARKS.md makes the venv)")
 
     t_map = pick(tessera, bench="tasks", mode="map", tasks=args.tasks)
     t_delayed = pick(tessera, bench="tasks", mode="delayed", tasks=args.tasks)
@@ -324,10 +338,44 @@ def main():
         print(f"\nThe same over ipc:// (`worker.listen = \"ipc://*\"`, every worker on this host): "
               f"{t_chunks_ipc['gib_per_s']:.2f} GiB/s ({t_chunks_ipc['crossed_bytes'] / 2**20:.0f} MiB crossed in "
               f"{t_chunks_ipc['seconds']:.3f} s). Target >= 4 GiB/s (issue 20): {verdict}.")
+    if ray or dask_now:
+        report_pypi_peers(tessera, ray, dask_now, dask)
     python_failed = report_python_code(args) if not args.no_python else False
     failed = any(r is None for r in (t_map, t_delayed, t_sims["map"], d_thr, d_dist, d_sims_map)) \
         or (args.big and t_big is None) or python_failed
     return 1 if failed else 0
+
+
+def report_pypi_peers(tessera, ray, dask_now, dask_debian):
+    """Tessera beside Ray and current Dask (PyPI) and Debian's Dask, on the same no-op work and round trip."""
+    def version(records, key):
+        return next((r.get(key) for r in records if r.get(key)), "?")
+
+    def rate(record):
+        return fmt_rate(record["rate"]) if record and record.get("rate") else "n/a"
+
+    def trip(record):
+        return f"{record['p50_us']:,.0f} / {record['p99_us']:,.0f} us" if record else "n/a"
+
+    t_embedded = pick(tessera, bench="tasks", mode="map")
+    t_cluster = pick(tessera, bench="remote_tasks", mode="map", topology="processes", worker_listen="tcp")
+    t_latency = pick(tessera, bench="remote_latency", topology="processes", worker_listen="tcp")
+    r_map = pick(ray, bench="tasks_map", impl="ray")
+    r_task, r_actor = pick(ray, bench="latency", impl="ray-task"), pick(ray, bench="latency", impl="ray-actor")
+    now_cluster = pick(dask_now, bench="tasks_map", impl="dask-cluster", mode="map")
+    now_latency = pick(dask_now, bench="latency", impl="dask-cluster")
+    old_cluster = pick(dask_debian, bench="tasks_map", impl="dask-cluster", mode="map")
+    old_latency = pick(dask_debian, bench="latency", impl="dask-cluster")
+    print(f"\nThe current peers from PyPI in the same run (Ray {version(ray, 'ray_version')}, Dask "
+          f"{version(dask_now, 'dask_version')}; Debian's Dask {version(dask_debian, 'dask_version')} beside):\n")
+    print("| measure | Tessera | Ray | Dask (PyPI) | Dask (Debian) |")
+    print("|---|---|---|---|---|")
+    print(f"| no-op tasks, one process's 2 threads | {rate(t_embedded)} (embedded map) | {rate(r_map)} (remote "
+          f"tasks, 2 CPUs) | | |")
+    print(f"| no-op tasks, scheduler + 2 worker processes x 2 threads | {rate(t_cluster)} | | {rate(now_cluster)} | "
+          f"{rate(old_cluster)} |")
+    print(f"| one tiny submit + result across processes, p50 / p99 | {trip(t_latency)} | task {trip(r_task)}; "
+          f"actor call {trip(r_actor)} | {trip(now_latency)} | {trip(old_latency)} |")
 
 
 def report_python_code(args):
