@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+from compare_tasks import json_lines  # the script's folder is on sys.path
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 TARGETS = ["tessera-bench-tasks", "tessera-bench-remote", "tessera-bench-streams", "tessera-node",
@@ -87,20 +89,6 @@ def build_commit(rev, work_dir, jobs):
         raise SystemExit(f"guard: {rev} ({sha[:12]}) does not build:\n" + "\n".join(errors))
     log(f"built {sha[:12]} in {time.monotonic() - started:.0f} s")
     return build / "bin", sha
-
-
-def json_lines(text):
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                out.append(value)
-    return out
 
 
 def first(records, **match):
