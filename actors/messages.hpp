@@ -30,6 +30,8 @@ struct WorkerRegistration {
   std::string address{};
   std::string public_key{};
   std::uint64_t memory_limit = 0;
+  std::string local_address{};  // a socket file peers on its host dial instead of `address`
+  std::string host{};           // this_host_identity() of its process: who counts as on its host
 };
 
 // ---- Streams of parameter sets ----

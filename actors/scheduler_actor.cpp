@@ -210,9 +210,9 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
         auto& st = self->state;
         std::uint32_t id = 0;
         step(self, [&](auto& core) {
-          auto registered = core.register_worker(
-              scheduling::WorkerDescription{registration.threads, registration.name, registration.address,
-                                            registration.public_key, registration.memory_limit});
+          auto registered = core.register_worker(scheduling::WorkerDescription{
+              registration.threads, registration.name, registration.address, registration.public_key,
+              registration.memory_limit, registration.local_address, registration.host});
           id = registered.id;
           // Known before its outbox goes out: the outbox already names it.
           if (st.workers.size() <= id) st.workers.resize(id + 1);

@@ -47,9 +47,11 @@ int main(int argc, char** argv) try {
       .integer("expect-workers", 2, 0, 1024,
                "with --scheduler: worker processes it has (2 or more: the chunk transfers run)")
       .choice("idle-threads", "wait", {"wait", "poll"}, "the nodes' scheduler.idle_threads")
-      .choice("worker-listen", "tcp", {"tcp", "ipc"},
+      .choice("worker-listen", "tcp", {"tcp", "tcp-only", "ipc"},
               "(topology processes) the worker processes' worker.listen, where peers send them chunks: "
-              "tcp://127.0.0.1:0 or ipc://* (a socket file of its own in the temporary directory)")
+              "tcp://127.0.0.1:0 (with worker.same_host_ipc's socket file beside it, which these same-host "
+              "workers pick), tcp-only (the same with worker.same_host_ipc = false) or ipc://* (a socket "
+              "file of its own in the temporary directory)")
       .text("node", TESSERA_NODE_BINARY, "the tessera-node binary")
       .text("plugin", TESSERA_BENCH_PLUGIN, "the benchmark plugin the nodes load");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
@@ -79,10 +81,11 @@ int main(int argc, char** argv) try {
       const std::string name = "bench-worker-" + std::to_string(i);
       // ipc://*: a socket file in a directory of its own under $TMPDIR, removed when the node stops.
       const std::string listen = flags.str("worker-listen") == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0";
+      const std::string same_host = flags.str("worker-listen") == "tcp-only" ? "same_host_ipc = false\n" : "";
       workers.push_back(std::make_unique<tessera::testing::NodeProcess>(
           "[node]\nname = \"" + name + "\"\nrole = \"worker\"\n[scheduler]\n" + idle +
-              "[worker]\nscheduler = \"" + scheduler->endpoint() + "\"\nlisten = \"" + listen +
-              "\"\nthreads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins,
+              "[worker]\nscheduler = \"" + scheduler->endpoint() + "\"\nlisten = \"" + listen + "\"\n" +
+              same_host + "threads_per_worker = " + std::to_string(flags.integer("threads")) + "\n" + plugins,
           false, flags.str("node")));
     }
   }

@@ -23,6 +23,8 @@ struct Hello {
   memoryLimit @3 :UInt64;   # workers: bytes, 0 for none
   listen @4 :Text;          # workers: where peers fetch results
   publicKey @5 :Text;       # workers with CURVE: how peers reach `listen`
+  localListen @6 :Text;     # workers: a socket file peers on the same host may dial instead of `listen`
+  host @7 :Text;            # workers: who may dial `localListen` (boot id, user, namespaces; see host_identity)
 }
 
 struct Welcome {
@@ -139,6 +141,7 @@ struct Peer {
   workerId @0 :UInt32;
   address @1 :Text;
   publicKey @2 :Text;
+  localAddress @3 :Text;    # set when the scheduler found both workers on one host: dial it first
 }
 
 struct AssignRun {

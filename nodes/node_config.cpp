@@ -466,6 +466,12 @@ const std::vector<KeySpec>& key_specs() {
        "its own under $TMPDIR (or /tmp), for clusters on one host: 8 MiB chunks cross between worker "
        "processes ~15% faster than over TCP loopback (bench/RESULTS.md), but no other host can reach it",
        store(&NodeConfig::worker_listen, endpoint(EndpointUse::bind))},
+      {"worker.same_host_ipc", "boolean", "true",
+       "besides worker.listen, a socket file in a directory of its own under $TMPDIR (or /tmp), which "
+       "workers on the same host (same boot id, user, network and mount namespaces, announced at hello) "
+       "send chunks to instead of worker.listen; where it cannot be reached they fall back to worker.listen. "
+       "No effect when worker.listen is ipc:// already",
+       store(&NodeConfig::same_host_ipc, read_bool)},
       {"worker.workers", integer_type(1, kMaxWorkers), "1",
        "worker actors in this process, each with its own compute threads; workers x threads_per_worker is at "
        "most " +

@@ -71,6 +71,7 @@ struct NodeConfig {
   IdleThreads idle_threads = IdleThreads::wait;     // scheduler.idle_threads
   std::string scheduler_address;                    // worker.scheduler (required for role = "worker")
   std::string worker_listen = "tcp://127.0.0.1:0";  // worker.listen: peers fetch results here
+  bool same_host_ipc = true;                        // worker.same_host_ipc: a socket file for same-host peers
   std::uint32_t workers = 1;                        // worker.workers
   std::uint32_t threads_per_worker = 0;             // worker.threads_per_worker (0: the cores)
   std::vector<int> gpus;                            // worker.gpus (empty: the devices found)

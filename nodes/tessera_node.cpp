@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
           workers.push_back(std::make_unique<tessera::WorkerNode>(tessera::WorkerNodeOptions{
               .scheduler = config.scheduler_address,
               .listen = config.worker_listen,
+              .same_host_ipc = config.same_host_ipc,
               .name = config.workers == 1 ? config.name : config.name + "-" + std::to_string(i),
               .threads = config.threads_per_worker,
               .gpus = tessera::share_of_gpus(config.gpus.empty() ? tessera::devices_found() : config.gpus, i,

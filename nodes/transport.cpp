@@ -153,9 +153,9 @@ Server::Server(ServerOptions options, Handler handler)
     router_.set(zmq::sockopt::curve_server, 1);
     router_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
   }
-  if (options_.listen == "ipc://*") {
-    // ZeroMQ's own "ipc://*" falls back to the current directory when TMPDIR is unset; this one goes in
-    // the temporary directory, in a directory of its own that the destructor removes.
+  // ZeroMQ's own "ipc://*" falls back to the current directory when TMPDIR is unset; this one goes in
+  // the temporary directory, in a directory of its own (mode 0700) that the destructor removes.
+  auto bind_private_socket_file = [this] {
     std::string pattern = (std::filesystem::temp_directory_path() / "tessera-ipc-XXXXXX").string();
     if (!::mkdtemp(pattern.data()))
       throw std::runtime_error("cannot create a directory for the ipc:// socket from " + pattern + ": " +
@@ -166,12 +166,25 @@ Server::Server(ServerOptions options, Handler handler)
     } catch (...) {
       std::error_code ignored;
       std::filesystem::remove_all(ipc_directory_, ignored);
+      ipc_directory_.clear();
       throw;
     }
+    return dialable_endpoint(router_.get(zmq::sockopt::last_endpoint));
+  };
+  if (options_.listen == "ipc://*") {
+    endpoint_ = bind_private_socket_file();
   } else {
     router_.bind(options_.listen);
+    endpoint_ = dialable_endpoint(router_.get(zmq::sockopt::last_endpoint));
+    if (options_.local_ipc && !options_.listen.starts_with("ipc://")) {
+      try {
+        local_endpoint_ = bind_private_socket_file();
+      } catch (const std::exception& e) {
+        // Peers on this host then dial `listen` as others do.
+        log(std::string("no socket file for peers on this host (they use ") + endpoint_ + "): " + e.what());
+      }
+    }
   }
-  endpoint_ = dialable_endpoint(router_.get(zmq::sockopt::last_endpoint));
   outbox_address_ = "inproc://tessera-outbox";
   // Unbounded too: a sender on the I/O thread itself (a handler's answer) must never wait for it.
   unbounded(outbox_pull_);
@@ -300,13 +313,20 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
         return;
       }
       auto hello = envelope.getHello();
-      PeerInfo peer{peer_id,           next_peer_number_,   hello.getRole(),
-                    hello.getName(),   hello.getThreads(),  hello.getMemoryLimit(),
-                    hello.getListen(), hello.getPublicKey()};
+      PeerInfo peer{peer_id,           next_peer_number_,    hello.getRole(),
+                    hello.getName(),   hello.getThreads(),   hello.getMemoryLimit(),
+                    hello.getListen(), hello.getPublicKey(), hello.getLocalListen(),
+                    hello.getHost()};
       std::optional<std::string> refusal;
       if (peer.name.size() > kMaxPeerNameBytes)
         refusal = "a name of " + std::to_string(peer.name.size()) + " bytes exceeds the limit of " +
                   std::to_string(kMaxPeerNameBytes);
+      else if (peer.listen.size() > kMaxPeerAddressBytes || peer.local_listen.size() > kMaxPeerAddressBytes ||
+               peer.host.size() > kMaxPeerAddressBytes)
+        refusal = "an address (listen, localListen or host) exceeds the limit of " +
+                  std::to_string(kMaxPeerAddressBytes) + " bytes";
+      else if (!peer.local_listen.empty() && !peer.local_listen.starts_with("ipc://"))
+        refusal = "localListen must be an ipc:// endpoint, got " + in_quotes(peer.local_listen, 80);
       else if (options_.admit)
         refusal = options_.admit(peer);
       if (refusal) {
@@ -410,6 +430,8 @@ Connection::Connection(ConnectionOptions options)
   h.setThreads(options.threads);
   h.setMemoryLimit(options.memory_limit);
   h.setListen(options.listen);
+  h.setLocalListen(options.local_listen);
+  h.setHost(options.host);
   h.setPublicKey(options.curve ? options.curve->public_key : std::string());
   send(hello);
   auto answer = receive(options.handshake_timeout);

@@ -41,6 +41,7 @@ inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{256} << 20;
 inline constexpr std::size_t kMaxHeaderBytes = std::size_t{64} << 20;
 // Names in hello longer than this are refused: they end up in every log line about the peer.
 inline constexpr std::size_t kMaxPeerNameBytes = 256;
+inline constexpr std::size_t kMaxPeerAddressBytes = 1024;  // a worker's listen, localListen and host
 
 struct CurveKeys {
   std::string public_key;  // Z85, 40 characters
@@ -99,6 +100,9 @@ struct ServerOptions {
   std::size_t max_message_bytes = kDefaultMaxFrameBytes;  // larger frames are dropped by ZeroMQ
   LogFunction log;                                        // default: stderr
   bool defer_start = false;  // true: the I/O thread starts on start(), not at construction
+  // Also bind a socket file in a directory of its own (as listen = "ipc://*" does), for peers on this
+  // host; local_endpoint() names it. Ignored when listen is ipc:// already.
+  bool local_ipc = false;
   // On the I/O thread, before a peer is welcomed: a reason to refuse it (a worker claiming more threads
   // than the node's limit), or nullopt to let it in.
   std::function<std::optional<std::string>(const PeerInfo&)> admit{};
@@ -117,6 +121,8 @@ struct PeerInfo {
   std::uint64_t memory_limit = 0;  // workers
   std::string listen{};            // workers: where their peers send them inputs
   std::string public_key{};        // workers with CURVE
+  std::string local_listen{};      // workers: a socket file for peers on their host (may be empty)
+  std::string host{};              // workers: this_host_identity() of their process
 };
 
 class Server {
@@ -132,6 +138,8 @@ class Server {
   void start();
   // The endpoint actually bound (the port resolved).
   const std::string& endpoint() const { return endpoint_; }
+  // With local_ipc: the socket file's endpoint ("ipc:///tmp/tessera-ipc-XXXXXX/socket"); else empty.
+  const std::string& local_endpoint() const { return local_endpoint_; }
   // Thread-safe; the message goes out from the I/O thread.
   void send(const std::string& peer_id, Outgoing& message);
   std::size_t peer_count() const { return peer_count_.load(); }
@@ -153,8 +161,8 @@ class Server {
   zmq::context_t context_;
   zmq::socket_t router_, outbox_pull_, outbox_push_, zap_;
   std::mutex outbox_mutex_;
-  std::string endpoint_, outbox_address_;
-  std::filesystem::path ipc_directory_;  // listen = "ipc://*": the directory of its socket file
+  std::string endpoint_, local_endpoint_, outbox_address_;
+  std::filesystem::path ipc_directory_;  // listen = "ipc://*" or local_ipc: the directory of its socket file
   std::atomic<bool> stopping_{false};
   std::atomic<std::size_t> peer_count_{0};
   std::atomic<std::uint64_t> dropped_{0};
@@ -176,6 +184,8 @@ struct ConnectionOptions {
   std::uint32_t threads = 0;
   std::uint64_t memory_limit = 0;
   std::string listen{};
+  std::string local_listen{};        // workers: their socket file for peers on this host
+  std::string host{};                // workers: this_host_identity()
   std::optional<CurveKeys> curve{};  // this end's keys
   std::string server_public_key{};   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};

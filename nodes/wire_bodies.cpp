@@ -24,10 +24,11 @@ void WireBody<Envelope::PEER>::encode(Envelope::Builder e, const PeerNotice& not
   peer.setWorkerId(notice.id);
   peer.setAddress(notice.address);
   peer.setPublicKey(notice.public_key);
+  peer.setLocalAddress(notice.local_address);
 }
 PeerNotice WireBody<Envelope::PEER>::decode(Envelope::Reader e, const DecodeContext&) {
   auto peer = e.getPeer();
-  return PeerNotice{peer.getWorkerId(), peer.getAddress(), peer.getPublicKey()};
+  return PeerNotice{peer.getWorkerId(), peer.getAddress(), peer.getPublicKey(), peer.getLocalAddress()};
 }
 
 void WireBody<Envelope::ASSIGN>::encode(Envelope::Builder e, const AssignBatch& batch, EncodeContext& c) {

@@ -37,8 +37,9 @@ enum class Cost : std::uint8_t {
   constant,  // fixed size: no count in it makes the receiver allocate
   frame,     // linear in its bytes, each frame bounded by limits.max_message_size (kDefaultMaxFrameBytes);
              // from a scheduler or worker the receiver joined, or a client's own data
-  hello,     // a peer's claims: a name of at most kMaxPeerNameBytes, a worker's threads and memory within
-             // limits.max_worker_threads and limits.max_worker_memory
+  hello,     // a peer's claims: a name of at most kMaxPeerNameBytes, addresses of at most
+             // kMaxPeerAddressBytes, a worker's threads and memory within limits.max_worker_threads and
+             // limits.max_worker_memory
   slots,     // result slots and tasks: limits.max_slots_per_submission and limits.max_slots_per_client
   query,     // histogram bins (limits.max_histogram_bins), answers paged at limits.max_answer_bytes,
              // limits.max_queries_per_client waiting; answered off the I/O thread

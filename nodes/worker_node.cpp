@@ -19,6 +19,7 @@
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
 #include "nodes/host_address.hpp"
+#include "nodes/host_identity.hpp"
 #include "nodes/wire_routes.hpp"
 
 namespace tessera {
@@ -39,6 +40,7 @@ caf::behavior scheduler_proxy(caf::event_based_actor*, std::shared_ptr<transport
 struct PeerTarget {
   std::uint32_t id = 0;
   std::string address, public_key;
+  std::string local_address;                    // set when it runs on this host: dialled first
   std::string name;                             // this worker's, for the peer's log
   std::optional<transport::CurveKeys> curve{};  // this worker's keys
   transport::LogFunction log;
@@ -54,16 +56,32 @@ caf::behavior peer_proxy(caf::stateful_actor<PeerProxyState>* self, PeerTarget t
   return wire::forwarding_behavior<wire::kWorkerToWorker>(
       [=](wire::Envelope::Which, auto&& fill) {
         auto& connection = self->state.connection;
+        auto dial = [&](const std::string& address, std::chrono::milliseconds handshake) {
+          return std::make_unique<transport::Connection>(
+              transport::ConnectionOptions{.address = address,
+                                           .role = wire::Role::WORKER,
+                                           .name = target.name,
+                                           .curve = target.curve,
+                                           .server_public_key = target.public_key,
+                                           .handshake_timeout = handshake,
+                                           .send_timeout = std::chrono::milliseconds(5000),
+                                           .server_role = wire::Role::WORKER});
+        };
+        if (!connection && !target.local_address.empty()) {
+          // A socket file on this host: no TCP stack between the two processes. Its file may be out of
+          // reach all the same (a private /tmp): then TCP, as for a worker elsewhere.
+          try {
+            connection = dial(target.local_address, std::chrono::milliseconds(2000));
+            target.log("sends inputs to worker " + std::to_string(target.id) + " on this host at " +
+                       target.local_address);
+          } catch (const std::exception& e) {
+            target.log("cannot reach worker " + std::to_string(target.id) + " on this host at " +
+                       target.local_address + " (" + e.what() + "); using " + target.address);
+          }
+        }
         if (!connection) {
           try {
-            connection = std::make_unique<transport::Connection>(
-                transport::ConnectionOptions{.address = target.address,
-                                             .role = wire::Role::WORKER,
-                                             .name = target.name,
-                                             .curve = target.curve,
-                                             .server_public_key = target.public_key,
-                                             .send_timeout = std::chrono::milliseconds(5000),
-                                             .server_role = wire::Role::WORKER});
+            connection = dial(target.address, std::chrono::milliseconds(5000));
           } catch (const std::exception& e) {
             target.log("cannot reach worker " + std::to_string(target.id) + " at " + target.address + ": " +
                        e.what() + "; the scheduler recomputes what it needed if it is gone");
@@ -89,6 +107,7 @@ struct WorkerNode::State {
   std::shared_ptr<WorkerDirectory> directory = std::make_shared<WorkerDirectory>();
   std::unique_ptr<transport::Server> peer_server;
   std::string advertised;  // the peer server's endpoint as other hosts dial it (a wildcard resolved)
+  std::string host = this_host_identity();  // who may dial the socket file below
   std::shared_ptr<transport::Connection> first_connection;
 
   mutable std::mutex mutex;
@@ -113,6 +132,8 @@ struct WorkerNode::State {
                                      .threads = options.threads,
                                      .memory_limit = options.memory_limit,
                                      .listen = advertised,
+                                     .local_listen = peer_server->local_endpoint(),
+                                     .host = host,
                                      .curve = options.curve,
                                      .server_public_key = options.scheduler_public_key,
                                      .max_message_bytes = options.max_message_bytes});
@@ -232,7 +253,10 @@ struct WorkerNode::State {
         }
         changed.notify_all();
         log("registered with the scheduler at " + options.scheduler + " as worker " +
-            std::to_string(assigned) + "; peers reach it at " + advertised);
+            std::to_string(assigned) + "; peers reach it at " + advertised +
+            (peer_server->local_endpoint().empty()
+                 ? std::string()
+                 : ", those on this host at " + peer_server->local_endpoint()));
         return false;
       }
       case wire::Envelope::PEER: {
@@ -244,7 +268,7 @@ struct WorkerNode::State {
           directory->erase(other);
         }
         if (peer.getAddress().size() == 0) return false;  // it left
-        PeerTarget target{other,        peer.getAddress(), peer.getPublicKey(),
+        PeerTarget target{other,        peer.getAddress(), peer.getPublicKey(), peer.getLocalAddress(),
                           options.name, options.curve,     options.log};
         auto actor = system->spawn(peer_proxy, std::move(target));
         peers[other] = actor;
@@ -308,6 +332,7 @@ WorkerNode::WorkerNode(WorkerNodeOptions options) : state_(std::make_shared<Stat
   server.authorize_any = st.options.authorize_any;
   server.max_message_bytes = st.options.max_message_bytes;
   server.defer_start = true;
+  server.local_ipc = st.options.same_host_ipc;
   State* raw = state_.get();
   st.peer_server = std::make_unique<transport::Server>(
       std::move(server), [raw](transport::Server&, const transport::PeerInfo&, transport::Received& message) {

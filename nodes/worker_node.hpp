@@ -24,6 +24,9 @@ namespace tessera {
 struct WorkerNodeOptions {
   std::string scheduler;                     // the scheduler's address
   std::string listen = "tcp://127.0.0.1:0";  // where peers send this worker its inputs
+  // worker.same_host_ipc: also a socket file, which peers on this host (same boot, user and namespaces)
+  // dial instead of `listen`
+  bool same_host_ipc = true;
   std::string name = "worker";
   std::uint32_t threads = 0;       // 0: the cores
   std::vector<int> gpus{};         // the devices it hands to simulations that declare gpus

@@ -18,7 +18,7 @@ void WorkerSession::joined(const transport::PeerInfo& peer) {
   bool registered = false;
   self->request(g_.scheduler, std::chrono::seconds(10), register_atom::value,
                 WorkerRegistration{proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
-                                   peer.public_key, peer.memory_limit})
+                                   peer.public_key, peer.memory_limit, peer.local_listen, peer.host})
       .receive(
           [&](std::uint32_t assigned) {
             id = assigned;
@@ -31,8 +31,11 @@ void WorkerSession::joined(const transport::PeerInfo& peer) {
     return;
   }
   g_.workers[peer.id] = WorkerPeer{id, peer.name};
-  g_.log("worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(id) + " (" +
-         std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) + ")");
+  g_.log(
+      "worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(id) + " (" +
+      std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) +
+      (peer.local_listen.empty() ? std::string() : ", those on its host at " + printable(peer.local_listen)) +
+      ")");
 }
 
 void WorkerSession::handle(WorkerPeer& worker, transport::Received& message) {

@@ -129,7 +129,7 @@ void SchedulerCore::State::lose_workers(const std::vector<std::uint32_t>& lost_w
   if (lost_now.empty()) return;
   for (const std::uint32_t w : lost_now)
     for (std::uint32_t other = 0; other < workers.size(); ++other)
-      if (!workers[other].gone) out.send(other, PeerNotice{w, "", ""});
+      if (!workers[other].gone) out.send(other, PeerNotice{w, "", "", ""});
 
   const auto was_lost = [&](std::uint32_t w) {
     return std::find(lost_now.begin(), lost_now.end(), w) != lost_now.end();

@@ -275,8 +275,11 @@ SchedulerCore::Registered SchedulerCore::register_worker(const WorkerDescription
   for (std::uint32_t other = 0; other < st.workers.size(); ++other) {
     const WorkerRecord& w = st.workers[other];
     if (w.gone) continue;
-    out.send(other, PeerNotice{id, record.description.address, record.description.public_key});
-    out.send(id, PeerNotice{other, w.description.address, w.description.public_key});
+    const bool same_host = !description.host.empty() && description.host == w.description.host;
+    out.send(other, PeerNotice{id, record.description.address, record.description.public_key,
+                               same_host ? record.description.local_address : std::string()});
+    out.send(id, PeerNotice{other, w.description.address, w.description.public_key,
+                            same_host ? w.description.local_address : std::string()});
   }
   st.workers.push_back(std::move(record));
   st.stats.workers += 1;

@@ -34,6 +34,8 @@ struct WorkerDescription {
   std::string address{};  // empty for a worker of the scheduler's own process
   std::string public_key{};
   std::uint64_t memory_limit = 0;
+  std::string local_address{};  // a socket file for workers on its host (empty: none)
+  std::string host{};           // its process's host identity (empty: unknown, on no one's host)
 };
 
 // Where a finished task's result is held.

@@ -146,11 +146,14 @@ struct StreamLoad {
   std::uint64_t records_answered = 0;  // parameter sets it answered since the stream's previous report
 };
 
-// Scheduler -> worker: how to reach another worker (an empty address: it left).
+// Scheduler -> worker: how to reach another worker (an empty address: it left). `local_address` is set
+// when both run on one host (same boot, user and namespaces): the receiver dials it first, then
+// `address` if it cannot.
 struct PeerNotice {
   std::uint32_t id = 0;
   std::string address;
   std::string public_key;
+  std::string local_address{};
 };
 
 }  // namespace tessera

@@ -28,6 +28,7 @@
 namespace {
 
 using tessera::testing::cli;
+using tessera::testing::eventually;
 using tessera::testing::NodeProcess;
 using tessera::testing::read_file;
 using tessera::testing::run_command;
@@ -89,6 +90,102 @@ TEST_F(ClusterProcess, ClientApiRunsOnWorkerProcesses) {
   const auto got = client.compute(sums);
   for (std::int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(got[i], ramp_sum + double(i));
   EXPECT_EQ(status_field(scheduler.endpoint(), "workers"), 2u);
+}
+
+// Results that cross between the workers: a tree of additions over squares spread over both (most
+// inputs cross), and 8 MiB chunks.
+void expect_results_cross(tessera::Client& client) {
+  using tessera::delayed;
+  std::vector<tessera::Delayed<std::int64_t>> level;
+  for (std::int64_t i = 0; i < 256; ++i) level.push_back(delayed(plugin_tasks::square)(i));
+  while (level.size() > 1) {
+    std::vector<tessera::Delayed<std::int64_t>> next;
+    for (std::size_t i = 0; i < level.size(); i += 2)
+      next.push_back(delayed(plugin_tasks::add)(level[i], level[i + 1]));
+    level = std::move(next);
+  }
+  std::int64_t expected = 0;
+  for (std::int64_t i = 0; i < 256; ++i) expected += i * i;
+  EXPECT_EQ(client.compute(level[0]), expected);
+  std::vector<tessera::Delayed<double>> sums;
+  for (std::int64_t i = 0; i < 8; ++i)
+    sums.push_back(delayed(plugin_tasks::chunk_sum)(delayed(plugin_tasks::ramp)(std::int64_t{1} << 20), i));
+  const double ramp_sum = double(1 << 20) * ((1 << 20) - 1) / 2;
+  const auto got = client.compute(sums);
+  for (std::int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(got[i], ramp_sum + double(i));
+}
+
+// Where a worker says peers on its host reach it ("ipc:///tmp/tessera-ipc-XXXXXX/socket"), from its log.
+std::string local_endpoint_in(const NodeProcess& worker) {
+  const std::string marker = "those on this host at ";
+  std::string found;
+  EXPECT_TRUE(eventually([&] {
+    const std::string log = worker.log();
+    const auto at = log.find(marker);
+    if (at == std::string::npos) return false;
+    found = log.substr(at + marker.size(), log.find('\n', at) - at - marker.size());
+    return true;
+  }));
+  return found;
+}
+
+std::string same_host_worker(const std::string& name, const std::string& scheduler,
+                             const std::string& extra) {
+  return "[node]\nname = \"" + name +
+         "\"\nrole = \"worker\"\nlog_level = \"debug\"\n[worker]\nscheduler = \"" + scheduler +
+         "\"\nthreads_per_worker = 2\n" + extra + plugins();
+}
+
+// Workers on one host (one boot, user and namespaces, announced at hello) dial each other's socket file,
+// not the TCP address they give; the scheduler tells them so only because their hosts match.
+TEST(ClusterProcessSameHost, WorkersOnOneHostSendChunksThroughASocketFile) {
+  NodeProcess scheduler(scheduler_config(), true);
+  NodeProcess alpha(same_host_worker("alpha", scheduler.endpoint(), ""), true);
+  NodeProcess beta(same_host_worker("beta", scheduler.endpoint(), ""), true);
+  const std::string alpha_socket = local_endpoint_in(alpha), beta_socket = local_endpoint_in(beta);
+  ASSERT_EQ(alpha_socket.rfind("ipc:///", 0), 0u) << alpha.log();
+  ASSERT_NE(alpha_socket, beta_socket);
+  ASSERT_TRUE(eventually([&] { return status_field(scheduler.endpoint(), "workers") == 2u; }));
+  tessera::Client client(scheduler.endpoint());
+  expect_results_cross(client);
+  const std::string logs = alpha.log() + beta.log();
+  EXPECT_TRUE(logs.find("on this host at " + alpha_socket) != std::string::npos ||
+              logs.find("on this host at " + beta_socket) != std::string::npos)
+      << logs;
+  EXPECT_EQ(logs.find("cannot reach worker"), std::string::npos) << logs;
+  EXPECT_NE(scheduler.log().find("those on its host at " + alpha_socket), std::string::npos)
+      << scheduler.log();
+}
+
+// A socket file out of reach (here: removed; elsewhere a private /tmp) costs a failed dial, then the
+// worker sends over TCP as to a worker on another host, and nothing is lost.
+TEST(ClusterProcessSameHost, AnUnreachableSocketFileFallsBackToTcp) {
+  NodeProcess scheduler(scheduler_config(), true);
+  NodeProcess alpha(same_host_worker("alpha", scheduler.endpoint(), ""), true);
+  NodeProcess beta(same_host_worker("beta", scheduler.endpoint(), ""), true);
+  for (const auto* worker : {&alpha, &beta}) {
+    const std::string socket = local_endpoint_in(*worker);
+    ASSERT_EQ(socket.rfind("ipc://", 0), 0u);
+    ASSERT_TRUE(std::filesystem::remove(socket.substr(6))) << socket;
+  }
+  tessera::Client client(scheduler.endpoint());
+  expect_results_cross(client);
+  const std::string logs = alpha.log() + beta.log();
+  EXPECT_NE(logs.find("on this host at ipc://"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("); using tcp://127.0.0.1:"), std::string::npos) << logs;
+}
+
+// worker.same_host_ipc = false: no socket file, and peers on the host use worker.listen.
+TEST(ClusterProcessSameHost, TurnedOffWorkersUseTheirListenAddress) {
+  NodeProcess scheduler(scheduler_config(), true);
+  NodeProcess alpha(same_host_worker("alpha", scheduler.endpoint(), "same_host_ipc = false\n"), true);
+  NodeProcess beta(same_host_worker("beta", scheduler.endpoint(), "same_host_ipc = false\n"), true);
+  ASSERT_TRUE(eventually([&] { return status_field(scheduler.endpoint(), "workers") == 2u; }));
+  tessera::Client client(scheduler.endpoint());
+  expect_results_cross(client);
+  const std::string logs = alpha.log() + beta.log() + scheduler.log();
+  EXPECT_EQ(logs.find("on this host"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("ipc://"), std::string::npos) << logs;
 }
 
 TEST_F(ClusterProcess, ArraysAndTheirSvdRunAcrossWorkerProcesses) {

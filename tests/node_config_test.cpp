@@ -57,7 +57,8 @@ TEST(NodeConfig, ShippedConfigsAreValid) {
 
 TEST(NodeConfig, UnknownKeyNamesFileLineAndKnownKeys) {
   EXPECT_EQ(refusal("[node]\nname = \"a\"\nrole = \"both\"\n\n[worker]\nthreads = 4\n"),
-            "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, workers, "
+            "bad.toml:6: unknown key 'worker.threads' (known keys in [worker]: scheduler, listen, "
+            "same_host_ipc, workers, "
             "threads_per_worker, gpus, memory_limit, keep_freed_memory, memory_target_fraction, "
             "memory_pause_fraction, data_dir)");
   EXPECT_EQ(refusal("[nod]\nname = \"a\"\n").find("bad.toml:1: unknown section 'nod'"), 0u)
@@ -328,7 +329,7 @@ TEST(NodeConfig, EchoedValuesAreCutToAnExcerpt) {
   EXPECT_LT(why.size(), 200u);
   EXPECT_NE(why.find("rrr... (100000 bytes)\""), std::string::npos) << why;
   // The excerpt of the key, and the list of known keys in [worker].
-  EXPECT_LT(refusal(kBoth + "[worker]\n" + std::string(5000, 'k') + " = 1\n").size(), 300u);
+  EXPECT_LT(refusal(kBoth + "[worker]\n" + std::string(5000, 'k') + " = 1\n").size(), 400u);
   EXPECT_EQ(tessera::config_excerpt("a\x01\x7f"
                                     "b"),
             "a\\x01\\x7fb");

@@ -141,6 +141,37 @@ TEST(SchedulerCore, PlacesTasksDeliversResultsAndForgetsReleasedOperations) {
   EXPECT_EQ(core.status().results_held, 0u);
 }
 
+// Workers tell each other's socket files only when their host identities match (boot, user, namespaces);
+// a worker of unknown host (an empty identity) is on nobody's host, and each still gets the TCP address.
+TEST(SchedulerCore, PeerNoticesCarryTheSocketFileOnlyBetweenWorkersOfOneHost) {
+  SchedulerCore core;
+  auto join = [&](const std::string& name, const std::string& host) {
+    return core.register_worker(
+        WorkerDescription{1, name, "tcp://" + name + ":1", "", 0, "ipc:///tmp/" + name + "/socket", host});
+  };
+  const auto a = join("a", "boot-1/1000/net:[1]/mnt:[1]").id;
+  const auto b = join("b", "boot-1/1000/net:[1]/mnt:[1]");
+  const auto c = join("c", "boot-2/1000/net:[1]/mnt:[1]");
+  const auto d = join("d", "");
+  const auto only = [](const Outbox& out, std::uint32_t to) {
+    auto notices = messages_to<PeerNotice>(out, to);
+    EXPECT_EQ(notices.size(), 1u);
+    return notices.empty() ? PeerNotice{} : notices[0];
+  };
+  const auto b_to_a = only(b.outbox, a), a_to_b = only(b.outbox, b.id);
+  EXPECT_EQ(b_to_a.address, "tcp://b:1");
+  EXPECT_EQ(b_to_a.local_address, "ipc:///tmp/b/socket");
+  EXPECT_EQ(a_to_b.local_address, "ipc:///tmp/a/socket");
+  for (const auto* joined : {&c, &d}) {
+    for (const auto& notice : messages_to<PeerNotice>(joined->outbox, joined->id)) {
+      EXPECT_FALSE(notice.address.empty());
+      EXPECT_TRUE(notice.local_address.empty()) << notice.local_address;
+    }
+    for (std::uint32_t other = 0; other < joined->id; ++other)
+      EXPECT_TRUE(only(joined->outbox, other).local_address.empty());
+  }
+}
+
 TEST(SchedulerCore, PlacesAConsumerWithItsInputAndSubscribesIt) {
   SchedulerCore core;
   const auto w0 = add_worker(core, 1);

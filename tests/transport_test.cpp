@@ -106,6 +106,62 @@ TEST(Transport, IpcWildcardListensInAPrivateTemporaryDirectoryRemovedOnStop) {
   EXPECT_FALSE(std::filesystem::exists(directory)) << directory;
 }
 
+// local_ipc (a worker's peer server, worker.same_host_ipc): the TCP endpoint and, beside it, a socket file
+// in a private directory for peers on this host; both serve, and the directory goes when the server stops.
+TEST(Transport, LocalIpcAddsASocketFileBesideTheTcpEndpoint) {
+  std::filesystem::path directory;
+  {
+    transport::ServerOptions options;
+    options.local_ipc = true;
+    EchoServer s(std::move(options));
+    ASSERT_EQ(s.server->endpoint().rfind("tcp://127.0.0.1:", 0), 0u) << s.server->endpoint();
+    const std::string local = s.server->local_endpoint();
+    ASSERT_EQ(local.rfind("ipc:///", 0), 0u) << local;
+    directory = std::filesystem::path(local.substr(6)).parent_path();
+    EXPECT_EQ(directory.filename().string().rfind("tessera-ipc-", 0), 0u) << local;
+    EXPECT_EQ(std::filesystem::status(directory).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_all);
+    for (const auto& address : {s.server->endpoint(), local}) {
+      auto options = to(s);
+      options.address = address;
+      transport::Connection c(options);
+      Value big(std::vector<double>(1 << 20, 0.5));
+      EXPECT_EQ(echo(c, big), big) << address;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(directory)) << directory;
+  transport::ServerOptions ipc_only;
+  ipc_only.listen = "ipc://*";
+  ipc_only.local_ipc = true;  // nothing more to add
+  EchoServer s(std::move(ipc_only));
+  EXPECT_TRUE(s.server->local_endpoint().empty()) << s.server->local_endpoint();
+}
+
+// What a worker's hello claims about its socket file is checked: an address that is not ipc://, or one
+// too long to be a path, is refused naming what was wrong.
+TEST(Transport, AHelloWithABadLocalListenIsRefused) {
+  EchoServer s;
+  auto options = to(s);
+  options.role = tessera::wire::Role::WORKER;
+  options.local_listen = "tcp://10.0.0.1:1";
+  try {
+    transport::Connection c(options);
+    FAIL() << "accepted";
+  } catch (const transport::ConnectionRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("localListen must be an ipc:// endpoint"), std::string::npos)
+        << e.what();
+  }
+  options.local_listen = "ipc:///" + std::string(2000, 'x');
+  try {
+    transport::Connection c(options);
+    FAIL() << "accepted";
+  } catch (const transport::ConnectionRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the limit of 1024 bytes"), std::string::npos) << e.what();
+  }
+  options.local_listen.clear();
+  transport::Connection fine(options);  // the server is still there
+}
+
 TEST(Transport, LargeReceivedChunksAdoptTheirFrameAndOutliveTheMessage) {
   namespace backends = tessera::backends;
   EchoServer s;
