@@ -2,6 +2,9 @@
 // loopback TCP, bare libzmq and nothing else: a client DEALER, a scheduler with a ROUTER for clients and a
 // ROUTER for workers, and a worker DEALER; a message goes client -> scheduler -> worker -> scheduler ->
 // client, the two round trips a Tessera submission makes. Prints one JSON line with p50/p99 in us.
+// Then the floor under chunks between worker processes: 8 MiB messages from one process to another,
+// zero-copy from one buffer, over TCP loopback and over an ipc:// socket file, with Tessera's socket
+// options (no high-water marks); one JSON line each with GiB/s (the median of --repeat runs).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +93,72 @@ void send_all(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, std::si
   }
 }
 
+// Receives `count` messages on a ROUTER bound at `endpoint`, then answers "done" to their sender.
+[[noreturn]] void chunk_receiver(const std::string& endpoint, long long count, int report) {
+  zmq::context_t context{1};
+  zmq::socket_t socket{context, zmq::socket_type::router};
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.set(zmq::sockopt::rcvhwm, 0);
+  socket.set(zmq::sockopt::rcvtimeo, kDeadlineMs);
+  socket.bind(endpoint);
+  const std::string bound = socket.get(zmq::sockopt::last_endpoint) + "\n";
+  if (write(report, bound.data(), bound.size()) != static_cast<ssize_t>(bound.size())) _exit(3);
+  close(report);
+  zmq::message_t sender;
+  for (long long i = 0; i < count; ++i) {
+    auto parts = receive_all(socket);  // [sender id, chunk]
+    if (parts.size() != 2) _exit(4);
+    sender = std::move(parts[0]);
+  }
+  socket.send(sender, zmq::send_flags::sndmore);
+  socket.send(zmq::str_buffer("done"));
+  socket.set(zmq::sockopt::linger, 1000);
+  socket.close();
+  context.close();
+  _exit(0);
+}
+
+// Seconds to move `count` chunks of `bytes` to a receiver process listening at `endpoint`.
+double chunk_run(const std::string& endpoint, long long count, std::size_t bytes,
+                 const std::vector<char>& chunk) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t receiver = g_children[0] = fork();
+  if (receiver == 0) {
+    close(pipe_fds[0]);
+    chunk_receiver(endpoint, count, pipe_fds[1]);
+  }
+  close(pipe_fds[1]);
+  std::string bound;
+  char buffer[512];
+  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) bound.append(buffer, got);
+  close(pipe_fds[0]);
+  if (bound.empty()) throw std::runtime_error("the chunk receiver reported no endpoint");
+  bound.pop_back();
+  double seconds = 0;
+  {
+    zmq::context_t context{1};
+    zmq::socket_t socket{context, zmq::socket_type::dealer};
+    socket.set(zmq::sockopt::sndhwm, 0);
+    socket.set(zmq::sockopt::rcvhwm, 0);
+    socket.set(zmq::sockopt::rcvtimeo, kDeadlineMs);
+    socket.set(zmq::sockopt::linger, 1000);
+    socket.connect(bound);
+    const auto start = std::chrono::steady_clock::now();
+    for (long long i = 0; i < count; ++i) {
+      zmq::message_t message(const_cast<char*>(chunk.data()), bytes, nullptr, nullptr);  // zero-copy
+      socket.send(message, zmq::send_flags::none);
+    }
+    zmq::message_t done;
+    if (!socket.recv(done)) throw std::runtime_error("the chunk receiver did not answer within 10 s");
+    seconds = tessera::bench::seconds_since(start);
+  }
+  int status = 0;
+  waitpid(receiver, &status, 0);
+  g_children[0] = 0;
+  return seconds;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -97,7 +166,10 @@ int main(int argc, char** argv) try {
                                 "bare libzmq, client -> scheduler -> worker and back across three processes: "
                                 "the floor under a submit + result. Prints one JSON line.");
   flags.integer("samples", 2000, 1, 10000000, "round trips timed one at a time")
-      .integer("repeat", 1, 1, 1000, "accepted for the guard's sake; the samples are pooled");
+      .integer("repeat", 1, 1, 1000,
+               "round trips: accepted for the guard's sake (the samples are pooled); "
+               "chunks: runs per transport, the median reported")
+      .integer("chunks", 64, 0, 100000, "8 MiB messages per chunk run (0: no chunk runs)");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
 
   int pipe_fds[2];
@@ -147,6 +219,29 @@ int main(int argc, char** argv) try {
   std::cout << "{\"bench\":\"zmq_floor\",\"samples\":" << latencies.size()
             << ",\"p50_us\":" << latencies[latencies.size() / 2]
             << ",\"p99_us\":" << latencies[latencies.size() * 99 / 100] << "}" << std::endl;
+  g_children[0] = g_children[1] = 0;
+
+  const auto chunks = flags.integer("chunks");
+  if (chunks > 0) {
+    constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+    const std::vector<char> chunk(kChunkBytes, 1);  // touched: a chunk a task made
+    std::string socket_dir = "/tmp/tessera-zmq-floor-XXXXXX";
+    if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp)
+      socket_dir = std::string(tmp) + "/tessera-zmq-floor-XXXXXX";
+    if (!mkdtemp(socket_dir.data())) throw std::runtime_error("cannot make a directory for the socket file");
+    for (const std::string transport : {"tcp", "ipc"}) {
+      const std::string endpoint =
+          transport == "tcp" ? "tcp://127.0.0.1:*" : "ipc://" + socket_dir + "/socket";
+      std::vector<double> rates;
+      for (long long r = 0; r < flags.integer("repeat"); ++r)
+        rates.push_back(static_cast<double>(chunks) * kChunkBytes /
+                        chunk_run(endpoint, chunks, kChunkBytes, chunk) / (1 << 30));
+      std::cout << "{\"bench\":\"zmq_floor_chunks\",\"transport\":\"" << transport
+                << "\",\"chunk_bytes\":" << kChunkBytes << ",\"chunks\":" << chunks
+                << ",\"gib_per_s\":" << tessera::bench::median(rates) << "}" << std::endl;
+    }
+    rmdir(socket_dir.c_str());
+  }
   return 0;
 } catch (const std::exception& e) {
   for (const pid_t child : g_children)

@@ -22,6 +22,7 @@ Rows (each a Tessera benchmark binary, one repetition per run after its own warm
   chunks     the chunks alone, in worker processes that ran 20,000 tasks before (not 1,000,000)   GiB/s
   zmq        (head only) bare libzmq, the same two round trips as one submit + result
              (client -> scheduler -> worker and back, three processes): the floor     us
+             and 8 MiB messages from one process to another over ipc:// and TCP       GiB/s
 
 Chunks move as std::vector<double> values on both sides (--transfer vector where the binary has the flag;
 older ones know nothing else). A row whose binary the base commit lacks is shown as n/a for the base. The head defaults to the
@@ -145,7 +146,11 @@ ROWS = {
             [("bare libzmq, two round trips through three processes, p50", "us", False,
               field("p50_us", bench="zmq_floor"), "(the floor)"),
              ("bare libzmq, two round trips through three processes, p99", "us", False,
-              field("p99_us", bench="zmq_floor"), "(the floor)")]),
+              field("p99_us", bench="zmq_floor"), "(the floor)"),
+             ("bare libzmq, 8 MiB messages one way over ipc://", "GiB/s", True,
+              field("gib_per_s", bench="zmq_floor_chunks", transport="ipc"), "(the floor)"),
+             ("bare libzmq, 8 MiB messages one way over TCP loopback", "GiB/s", True,
+              field("gib_per_s", bench="zmq_floor_chunks", transport="tcp"), "(the floor)")]),
 }
 
 
