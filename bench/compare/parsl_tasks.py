@@ -19,6 +19,7 @@ of --repeat runs.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -92,6 +93,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="timed runs after one warm-up")
     ap.add_argument("--executors", default="htex,threads", help="comma-separated: htex, threads")
     args = ap.parse_args()
+    # Parsl starts its interchange and worker pool by their script names (interchange.py,
+    # process_worker_pool.py), installed beside this interpreter: the venv's bin/ must be on PATH.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     try:
         import parsl
         import parsl.config
