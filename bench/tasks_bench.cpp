@@ -5,6 +5,11 @@
 //   --mode chain    a chain of N delayed calls, each depending on the previous one
 //   --mode tree     N leaves reduced pairwise (about 2N tasks)
 // --fusion off sends every delayed call as a task of its own (the chain then measures continuations).
+// --memory-phases on (map): instead of the timed runs, one map whose heap held per task is reported while
+// its tasks wait behind two that block, once they have all finished, and once gathered.
+#include <malloc.h>
+
+#include <atomic>
 #include <iostream>
 #include <numeric>
 #include <tessera/tessera.hpp>
@@ -21,6 +26,49 @@ std::int64_t add(std::int64_t a, std::int64_t b) {
   return a + b;
 }
 TESSERA_TASK(add);
+
+// Tasks that wait until the gate opens: with the compute threads held by them, the rest stay queued.
+std::atomic<bool> g_gate_open{true};
+std::int64_t gated(std::int64_t x) {
+  g_gate_open.wait(false);
+  return x;
+}
+TESSERA_TASK(gated);
+
+// Bytes the allocator has handed out and not taken back (its arenas and its mmapped blocks).
+double heap_in_use() {
+  const struct mallinfo2 info = ::mallinfo2();
+  return static_cast<double>(info.uordblks + info.hblkhd);
+}
+
+// The heap per task in three phases of one map of n tasks, as one JSON line. Per task: (phase - before) / n,
+// where before is the heap with the inputs already made.
+void report_memory_phases(tessera::LocalCluster& cluster, tessera::Client& client, std::int64_t n) {
+  std::vector<std::int64_t> inputs(static_cast<std::size_t>(n));
+  std::iota(inputs.begin(), inputs.end(), 0);
+  while (cluster.status().operations != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ::malloc_trim(0);
+  const double before = heap_in_use();
+  g_gate_open = false;
+  auto futures = client.map(gated, inputs);
+  // Queued: every task known to the scheduler and unfinished; the compute threads wait at the gate.
+  while (cluster.status().tasks_pending < static_cast<std::uint64_t>(n))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double queued = heap_in_use();
+  g_gate_open = true;
+  g_gate_open.notify_all();
+  for (auto& f : futures) f.wait();
+  const double finished = heap_in_use();
+  auto results = client.gather(futures);
+  if (results.back() != n - 1) throw std::runtime_error("memory phases: wrong result");
+  const double gathered = heap_in_use();
+  const auto per_task = [&](double phase) { return (phase - before) / static_cast<double>(n); };
+  std::cout << "{\"bench\":\"task_memory\",\"mode\":\"map\",\"tasks\":" << n
+            << ",\"heap_mb_before\":" << before / 1e6 << ",\"queued_bytes_per_task\":" << per_task(queued)
+            << ",\"finished_bytes_per_task\":" << per_task(finished)
+            << ",\"gathered_bytes_per_task\":" << per_task(gathered)
+            << ",\"peak_rss_mb\":" << tessera::bench::peak_rss_mb() << "}" << std::endl;
+}
 
 // Runs one repetition and returns (seconds, tasks run); checks the answer so nothing is skipped.
 std::pair<double, std::int64_t> run_once(tessera::Client& client, const std::string& mode, std::int64_t n) {
@@ -86,7 +134,10 @@ int main(int argc, char** argv) try {
       .integer("workers", 1, 1, 1024, "embedded workers")
       .integer("threads", 2, 1, 1024, "threads per worker")
       .integer("repeat", 3, 1, 1000, "repetitions (the median is reported)")
-      .choice("fusion", "on", {"on", "off"}, "the graph optimizer's fusion (GraphOptimizations)");
+      .choice("fusion", "on", {"on", "off"}, "the graph optimizer's fusion (GraphOptimizations)")
+      .choice("memory-phases", "off", {"off", "on"},
+              "(map) instead of the timed runs, one map of --tasks whose heap per task is reported while "
+              "queued (behind two tasks that block), finished and gathered");
   if (const auto exit_code = flags.parse(argc, argv)) return *exit_code;
   const auto mode = flags.str("mode");
   const auto n = flags.integer("tasks");
@@ -97,6 +148,12 @@ int main(int argc, char** argv) try {
   tessera::Client client =
       tessera::Client{cluster}.with(tessera::GraphOptimizations{.fuse = fuse, .fuse_diamonds = fuse});
   run_once(client, mode, std::min<std::int64_t>(n, 10000));  // warm-up
+  if (flags.str("memory-phases") == "on") {
+    // Alone in its process: a timed run before it would still be letting go of its memory.
+    if (mode != "map") throw std::invalid_argument("--memory-phases on needs --mode map, not " + mode);
+    report_memory_phases(cluster, client, n);
+    return 0;
+  }
   std::vector<double> times;
   std::int64_t tasks = 0;
   for (long long r = 0; r < flags.integer("repeat"); ++r) {
