@@ -20,6 +20,13 @@ struct StoredResult {
   program @6 :ProgramOutcome;    # a program simulation's set: how its process ended; unset otherwise
 }
 
+# The results of consecutive ids first, first + 1, ... stored as one record under the first one's key
+# (storage/result_store.cpp): a stream's job answers a run of consecutive sets at once, and one record for
+# the run costs RocksDB one key, one memtable insert and one index entry instead of one per set.
+struct StoredRun {
+  results @0 :List(StoredResult);
+}
+
 # tessera::ProgramOutcome: how a program's process ended and the last bytes it printed (at most 4 KiB each).
 struct ProgramOutcome {
   exitStatus @0 :Int32;

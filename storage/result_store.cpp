@@ -42,24 +42,15 @@ std::string flat(capnp::MallocMessageBuilder& builder) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-// Results are stored packed: Cap'n Proto's packing squeezes out the zero bytes of a small result's unset
-// fields and pointers (a trivial set's record goes from about 180 bytes to about 60), and every byte of a
-// result is written to the log, the memtable, a flushed file and each compaction after. A packed record
-// starts with a byte that no flat one (written before, and still read) starts with: a flat message's first
-// byte is its segment count minus one, which a result never brings to 255.
+// Results were stored one per id, packed: Cap'n Proto's packing squeezes out the zero bytes of a small
+// result's unset fields and pointers (a trivial set's record goes from about 180 bytes to about 60), and
+// every byte of a result is written to the log, the memtable, a flushed file and each compaction after. A
+// packed record starts with a byte that no flat one (written before, and still read) starts with: a flat
+// message's first byte is its segment count minus one, which a result never brings to 255. Still read; runs
+// (below) are written now.
 constexpr char kPackedResult = '\xff';
 
-std::string packed_record(capnp::MallocMessageBuilder& builder) {
-  kj::VectorOutputStream out(256);
-  out.write(&kPackedResult, 1);
-  capnp::writePackedMessage(out, builder);
-  const auto bytes = out.getArray();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-}
-
-std::string encode_result(const StreamResult& r) {
-  capnp::MallocMessageBuilder builder;
-  auto out = builder.initRoot<wire::StoredResult>();
+void fill_result(const StreamResult& r, wire::StoredResult::Builder out) {
   wire::Attachments none;
   if (r.failed) {
     auto e = out.initError();
@@ -81,8 +72,72 @@ std::string encode_result(const StreamResult& r) {
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored}) times.set(i++, stamp);
   }
   if (r.program) wire::encode(*r.program, out.initProgram());
-  return packed_record(builder);
 }
+
+// Results of consecutive ids are stored as one record, a run, under the first id's key: the byte 0xfe
+// (which neither a flat record nor a packed single result starts with), the run's length as four bytes
+// little-endian (read without decoding the run: contains and count), then the packed StoredRun.
+constexpr char kPackedRun = '\xfe';
+constexpr std::size_t kRunHeaderBytes = 5;
+// At most this many results a run, so that reading one id decodes a bounded record.
+constexpr std::size_t kMaxRunLength = 1024;
+
+std::string encode_run(std::span<const StreamResult* const> run) {
+  capnp::MallocMessageBuilder builder;
+  auto results = builder.initRoot<wire::StoredRun>().initResults(static_cast<unsigned>(run.size()));
+  for (std::size_t i = 0; i < run.size(); ++i) fill_result(*run[i], results[static_cast<unsigned>(i)]);
+  kj::VectorOutputStream out(64 + 64 * run.size());
+  const auto length = static_cast<std::uint32_t>(run.size());
+  const char header[kRunHeaderBytes] = {
+      kPackedRun, static_cast<char>(length & 0xff), static_cast<char>((length >> 8) & 0xff),
+      static_cast<char>((length >> 16) & 0xff), static_cast<char>((length >> 24) & 0xff)};
+  out.write(header, kRunHeaderBytes);
+  capnp::writePackedMessage(out, builder);
+  const auto bytes = out.getArray();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+// How many consecutive ids a record under a result key holds: a run's length, or 1 for a record of one
+// result (flat, or packed, written before runs). 0 for a damaged run header.
+std::uint64_t record_length(const rocksdb::Slice& bytes) {
+  if (bytes.empty() || bytes[0] != kPackedRun) return 1;
+  if (bytes.size() < kRunHeaderBytes) return 0;
+  std::uint32_t length = 0;
+  for (int i = 4; i >= 1; --i) length = (length << 8) | static_cast<unsigned char>(bytes[i]);
+  return length;
+}
+
+bool is_result_key(const rocksdb::Slice& k, std::uint64_t stream) {
+  return k.size() == 17 && k[0] == 'r' && read_be64(k.data() + 1) == stream;
+}
+
+// Where a stream's results lie: runs of consecutive ids under their first id's key, which never overlap
+// (each id is stored once), so the record holding an id is the last one at or before the id's key.
+class RunCursor {
+ public:
+  RunCursor(rocksdb::DB& db, std::uint64_t stream)
+      : it_(db.NewIterator(rocksdb::ReadOptions())), stream_(stream) {}
+
+  // True when a stored run holds `id`; the cursor then stands on it.
+  bool find(std::uint64_t id) {
+    if (valid_ && id >= first_ && id < first_ + length_) return true;
+    it_->SeekForPrev(key('r', stream_, id));
+    valid_ = it_->Valid() && is_result_key(it_->key(), stream_);
+    if (!valid_) return false;
+    first_ = read_be64(it_->key().data() + 9);
+    length_ = record_length(it_->value());
+    return id >= first_ && id < first_ + length_;
+  }
+  rocksdb::Iterator& iterator() { return *it_; }
+  std::uint64_t first() const { return first_; }
+  const rocksdb::Status status() const { return it_->status(); }
+
+ private:
+  std::unique_ptr<rocksdb::Iterator> it_;
+  std::uint64_t stream_;
+  bool valid_ = false;
+  std::uint64_t first_ = 0, length_ = 0;
+};
 
 StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in);
 
@@ -131,6 +186,42 @@ StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in) {
   if (in.hasProgram())
     r.program = std::make_shared<const ProgramOutcome>(wire::decode(in.getProgram(), {}, false));
   return r;
+}
+
+// Visits the results of the record under `first`'s key whose ids lie in [from, to), in id order; a
+// visit returning false stops. False when a visit stopped.
+bool visit_record(std::uint64_t first, const rocksdb::Slice& bytes, std::uint64_t from, std::uint64_t to,
+                  const std::function<bool(StreamResult&)>& visit) {
+  if (bytes.empty() || bytes[0] != kPackedRun) {
+    if (first < from || first >= to) return true;
+    StreamResult result = decode_result(first, bytes);
+    return visit(result);
+  }
+  const std::uint64_t length = record_length(bytes);
+  if (length == 0 || length > kMaxRunLength)
+    throw wire::WireError("a damaged run of results under id " + std::to_string(first) +
+                          " (its header says " + std::to_string(length) + " results)");
+  kj::ArrayInputStream input(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()) + kRunHeaderBytes,
+                                          bytes.size() - kRunHeaderBytes));
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = wire::DecodeLimits{}.traversal_factor * 128 * bytes.size() + 1024;
+  try {
+    capnp::PackedMessageReader reader(input, options);
+    auto results = reader.getRoot<wire::StoredRun>().getResults();
+    if (results.size() != length)
+      throw wire::WireError("a damaged run of results under id " + std::to_string(first) +
+                            ": its header says " + std::to_string(length) + " results, it holds " +
+                            std::to_string(results.size()));
+    const std::uint64_t begin = std::max(from, first), end = std::min(to, first + length);
+    for (std::uint64_t id = begin; id < end; ++id) {
+      StreamResult result = decode_result(id, results[static_cast<unsigned>(id - first)]);
+      if (!visit(result)) return false;
+    }
+    return true;
+  } catch (const kj::Exception& e) {
+    throw wire::WireError(std::string("malformed run of results under id ") + std::to_string(first) + ": " +
+                          e.getDescription().cStr());
+  }
 }
 
 void encode_config(const Config& config, capnp::List<capnp::Text>::Builder keys,
@@ -415,7 +506,7 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
   std::vector<PendingBatch> out;
   const std::string end = key('q', stream + 1);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  std::unique_ptr<rocksdb::Iterator> stored(db_->NewIterator(rocksdb::ReadOptions()));
+  RunCursor stored(*db_, stream);
   for (it->Seek(key('q', stream)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
     if (it->key().size() != 17) continue;
     PendingBatch batch{read_be64(it->key().data() + 9), {}};
@@ -429,17 +520,10 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
     const bool timed = timeouts.size() == list.size() && list.size() > 0;
     const double accepted_at = root.getAcceptedAt();
     batch.accepted_at = std::isfinite(accepted_at) && accepted_at > 0 ? accepted_at : 0.0;
-    // One pass over the stored results of these ids tells which still need running.
-    stored->Seek(key('r', stream, batch.first_id));
+    // The stored runs tell which of these ids still need running (consecutive ids mostly share one).
     for (unsigned i = 0; i < list.size(); ++i) {
       const std::uint64_t id = batch.first_id + i;
-      while (stored->Valid() && stored->key().size() == 17 && stored->key()[0] == 'r' &&
-             read_be64(stored->key().data() + 1) == stream && read_be64(stored->key().data() + 9) < id)
-        stored->Next();
-      const bool answered = stored->Valid() && stored->key().size() == 17 && stored->key()[0] == 'r' &&
-                            read_be64(stored->key().data() + 1) == stream &&
-                            read_be64(stored->key().data() + 9) == id;
-      if (answered) continue;
+      if (stored.find(id)) continue;
       batch.unanswered.emplace_back(id, wire::decode(list[i], {}));
       // A damaged record's nan must not reach an ordering.
       if (prioritised) batch.priorities.push_back(std::isfinite(priorities[i]) ? priorities[i] : 0.0);
@@ -451,6 +535,7 @@ std::vector<ResultStore::PendingBatch> ResultStore::pending(std::uint64_t stream
     out.push_back(std::move(batch));
   }
   check(it->status(), "cannot read the parameter sets written ahead", directory_);
+  check(stored.status(), "cannot read the stored results", directory_);
   return out;
 }
 
@@ -492,16 +577,30 @@ void ResultStore::read_names(StreamInfo& info) const {
 std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vector<StreamResult>& results,
                                             Check mode, std::span<const std::uint64_t> answered) {
   rocksdb::WriteBatch batch;
+  std::vector<const StreamResult*> fresh;
+  fresh.reserve(results.size());
+  if (mode == Check::stored) {
+    std::unordered_set<std::uint64_t> in_batch;
+    RunCursor stored(*db_, stream);
+    for (const auto& r : results)
+      if (in_batch.insert(r.id).second && !stored.find(r.id))
+        fresh.push_back(&r);  // else a rerun's duplicate
+    check(stored.status(), "cannot read the stored results", directory_);
+  } else {
+    for (const auto& r : results) fresh.push_back(&r);  // known_new: unique and not stored
+  }
+  std::sort(fresh.begin(), fresh.end(),
+            [](const StreamResult* a, const StreamResult* b) { return a->id < b->id; });
   std::vector<std::uint64_t> written;
-  std::unordered_set<std::uint64_t> in_batch;
-  std::string ignored;
-  for (const auto& r : results) {
-    const std::string k = key('r', stream, r.id);
-    if (mode == Check::stored && !in_batch.insert(r.id).second) continue;  // known_new: unique already
-    if (mode == Check::stored && db_->Get(rocksdb::ReadOptions(), k, &ignored).ok())
-      continue;  // stored by an earlier run
-    batch.Put(k, encode_result(r));
-    written.push_back(r.id);
+  written.reserve(fresh.size());
+  for (std::size_t begin = 0; begin < fresh.size();) {
+    std::size_t end = begin + 1;
+    while (end < fresh.size() && end - begin < kMaxRunLength && fresh[end]->id == fresh[end - 1]->id + 1)
+      ++end;
+    const std::span<const StreamResult* const> run(fresh.data() + begin, end - begin);
+    batch.Put(key('r', stream, run.front()->id), encode_run(run));
+    for (const auto* r : run) written.push_back(r->id);
+    begin = end;
   }
   for (std::uint64_t first : answered) batch.Delete(key('q', stream, first));
   if (written.empty() && answered.empty()) return written;
@@ -512,33 +611,47 @@ std::vector<std::uint64_t> ResultStore::put(std::uint64_t stream, const std::vec
 }
 
 bool ResultStore::contains(std::uint64_t stream, std::uint64_t id) const {
-  std::string ignored;
-  return db_->Get(rocksdb::ReadOptions(), key('r', stream, id), &ignored).ok();
+  RunCursor stored(*db_, stream);
+  const bool found = stored.find(id);
+  check(stored.status(), "cannot read the stored results", directory_);
+  return found;
 }
 
 std::optional<StreamResult> ResultStore::get(std::uint64_t stream, std::uint64_t id) const {
-  std::string bytes;
-  if (!db_->Get(rocksdb::ReadOptions(), key('r', stream, id), &bytes).ok()) return std::nullopt;
-  return decode_result(id, bytes);
+  RunCursor stored(*db_, stream);
+  if (!stored.find(id)) {
+    check(stored.status(), "cannot read the stored results", directory_);
+    return std::nullopt;
+  }
+  std::optional<StreamResult> out;
+  visit_record(stored.first(), stored.iterator().value(), id, id + 1, [&](StreamResult& r) {
+    out = std::move(r);
+    return false;
+  });
+  return out;
 }
 
 void ResultStore::scan(std::uint64_t stream, std::uint64_t first, std::uint64_t last,
                        const std::function<bool(StreamResult&)>& visit) const {
-  const std::string end = key('r', stream, last);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(key('r', stream, first)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
-    if (it->key().size() != 17) break;
-    StreamResult result = decode_result(read_be64(it->key().data() + 9), it->value());
-    if (!visit(result)) return;
+  if (first >= last) return;
+  RunCursor stored(*db_, stream);
+  auto& it = stored.iterator();
+  // The run holding `first` may begin before it; otherwise the first run after it.
+  if (!stored.find(first)) it.Seek(key('r', stream, first));
+  for (; it.Valid() && is_result_key(it.key(), stream); it.Next()) {
+    const std::uint64_t run_first = read_be64(it.key().data() + 9);
+    if (run_first >= last) break;
+    if (!visit_record(run_first, it.value(), first, last, visit)) return;
   }
+  check(stored.status(), "cannot read the stored results", directory_);
 }
 
 std::uint64_t ResultStore::count(std::uint64_t stream) const {
   std::uint64_t n = 0;
-  scan(stream, 0, ~std::uint64_t{0}, [&](const StreamResult&) {
-    ++n;
-    return true;
-  });
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(key('r', stream, 0)); it->Valid() && is_result_key(it->key(), stream); it->Next())
+    n += record_length(it->value());
+  check(it->status(), "cannot count the stored results", directory_);
   return n;
 }
 
