@@ -1,5 +1,7 @@
 #include "graph/printable.hpp"
 
+#include <algorithm>
+
 namespace tessera {
 namespace {
 
@@ -33,6 +35,10 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
 }  // namespace
 
 std::string printable(std::string_view text, std::size_t max_bytes) {
+  // The common case, a short name in plain ASCII, as it is.
+  if (text.size() <= max_bytes &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7F; }))
+    return std::string(text);
   static const char* digits = "0123456789abcdef";
   std::string out;
   std::size_t i = 0;

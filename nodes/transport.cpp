@@ -286,8 +286,14 @@ void Server::run() {
 void Server::handle(std::vector<zmq::message_t>& parts) {
   const std::string peer_id = parts.empty() ? std::string() : parts[0].to_string();
   auto it = std::find_if(peers_.begin(), peers_.end(), [&](const PeerInfo& p) { return p.id == peer_id; });
-  const std::string who =
-      it != peers_.end() ? in_quotes(it->name) + " (" + role_name(it->role) + ")" : "peer " + hex(peer_id);
+  // Named only when something is wrong: this runs for every message. Looked up again then, since a hello
+  // or a handler's forget() may have changed peers_ in between.
+  const auto who = [&] {
+    auto known =
+        std::find_if(peers_.begin(), peers_.end(), [&](const PeerInfo& p) { return p.id == peer_id; });
+    if (known == peers_.end()) return "peer " + hex(peer_id);
+    return in_quotes(known->name) + " (" + role_name(known->role) + ")";
+  };
   try {
     if (parts.size() > 1 && parts[1].size() > kMaxHeaderBytes)
       throw wire::WireError("a header of " + std::to_string(parts[1].size()) +
@@ -298,7 +304,7 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       const std::string reason = "protocol version mismatch: the peer speaks version " +
                                  std::to_string(envelope.getVersion()) + ", this node speaks version " +
                                  std::to_string(kProtocolVersion);
-      log_peer_fault("refused " + who + ": " + reason);
+      log_peer_fault("refused " + who() + ": " + reason);
       refuse(peer_id, reason);
       dropped_ += 1;
       return;
@@ -307,7 +313,7 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       if (!envelope.isHello()) {
         const std::string reason =
             "the first message must be hello, got " + wire::kind_name(envelope.which());
-        log_peer_fault("refused " + who + ": " + reason);
+        log_peer_fault("refused " + who() + ": " + reason);
         refuse(peer_id, reason);
         dropped_ += 1;
         return;
@@ -356,11 +362,11 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
     wire::check_direction(envelope.which(), wire::direction_between(it->role, options_.role));
     handler_(*this, *it, message);
   } catch (const kj::Exception& e) {
-    log_peer_fault("dropped a malformed message from " + who + ": " +
+    log_peer_fault("dropped a malformed message from " + who() + ": " +
                    printable(e.getDescription().cStr(), 200));
     dropped_ += 1;
   } catch (const std::exception& e) {
-    log_peer_fault("dropped a message from " + who + ": " + printable(e.what(), 200));
+    log_peer_fault("dropped a message from " + who() + ": " + printable(e.what(), 200));
     dropped_ += 1;
   }
 }
