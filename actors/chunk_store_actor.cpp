@@ -1,4 +1,5 @@
 #include "actors/chunk_store_actor.hpp"
+#include "actors/stray_errors.hpp"
 
 #include <cstdio>
 #include <iostream>
@@ -43,6 +44,7 @@ protocols::chunk_store_type::behavior_type chunk_store_actor(ChunkStoreActor* se
                                                              std::shared_ptr<ChunkStore> store,
                                                              std::shared_ptr<ComputePool> pool,
                                                              protocols::scheduler_actor_type scheduler) {
+  survive_stray_errors(self, "chunk store");
   auto& st = self->state;
   st.store = std::move(store);
   st.pool = std::move(pool);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "actors/messages.hpp"
+#include "actors/stray_errors.hpp"
 
 namespace tessera {
 namespace {
@@ -180,6 +181,7 @@ protocols::generator_actor_type::behavior_type generator_actor(GeneratorActor se
   auto& st = self->state;
   st.args = std::move(args);
   st.name = "generator '" + st.args.type->name + "' of stream " + std::to_string(st.args.stream_id);
+  survive_stray_errors(self, st.name);
   // A stream that ends tells its generator in order (generator_end); one its node lets go of without
   // ending it (a cluster closed under it) does not, and its down message, which comes after everything
   // it sent, ends the generator instead.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "actors/protocols/gpu_device.hpp"
+#include "actors/stray_errors.hpp"
 #include "backends/device_queue.hpp"
 
 namespace tessera {
@@ -19,6 +20,7 @@ using GpuDeviceActor = protocols::gpu_device_type::stateful_base<GpuDeviceState>
 protocols::gpu_device_type::behavior_type gpu_device_actor(
     GpuDeviceActor* self, std::vector<std::shared_ptr<backends::DeviceQueue>> queues) {
   self->state.queues = std::move(queues);
+  survive_stray_errors(self, "GPU device actor");
   return {
       [=](gpu_run_atom, GpuJob& job) {
         auto& st = self->state;

@@ -14,6 +14,7 @@
 #include "actors/held_results.hpp"
 #include "actors/outgoing_bytes.hpp"
 #include "actors/slot_state.hpp"
+#include "actors/stray_errors.hpp"
 #include "graph/fetch_task.hpp"
 #include "graph/fused_task.hpp"
 #include "graph/stream_record.hpp"
@@ -848,6 +849,7 @@ void on_ran(OperationActor* self, RanReport& report) {
 protocols::operation_actor_type::behavior_type operation_actor(OperationActor* self,
                                                                OperationActorArgs args) {
   self->state.args = std::move(args);  // the worker monitors it and ends it when it ends
+  survive_stray_errors(self, "operation actor");
   return {
       [=](assign_atom, const AssignRun& run) {
         auto& st = self->state;

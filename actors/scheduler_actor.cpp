@@ -14,6 +14,7 @@
 #include "actors/protocols/stream.hpp"
 #include "actors/protocols/worker.hpp"
 #include "actors/result_sink.hpp"
+#include "actors/stray_errors.hpp"
 #include "graph/printable.hpp"
 #include "graph/stream_record.hpp"
 #include "scheduling/scheduler_core.hpp"
@@ -173,6 +174,7 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
   st.checkpoints = std::make_unique<CheckpointKeeper>(std::move(checkpoints), *st.core);
   st.core->set_checkpoints(st.checkpoints.get());
   st.directory = directory ? std::move(directory) : std::make_shared<WorkerDirectory>();
+  survive_stray_errors(self, "scheduler");
   self->set_down_handler([=](const caf::down_msg& down) {
     auto& watchers = self->state.stream_watchers;
     watchers.erase(std::remove_if(watchers.begin(), watchers.end(),

@@ -9,6 +9,7 @@
 #include "actors/messages.hpp"
 #include "actors/protocols/simulation_pool.hpp"
 #include "actors/simulation_process.hpp"
+#include "actors/stray_errors.hpp"
 
 namespace tessera {
 namespace {
@@ -350,6 +351,7 @@ protocols::simulation_actor_type::behavior_type simulation_actor(SimulationActor
                                                                  SimulationPoolArgs args, caf::actor pool,
                                                                  std::uint32_t index,
                                                                  std::shared_ptr<Handoff> handoff) {
+  survive_stray_errors(self, "simulation actor");
   if (handoff) {
     self->state.process = std::make_shared<SimulationProcess>(*args.type, args.config, args.node);
     self->state.handoff = std::move(handoff);
@@ -541,6 +543,7 @@ std::shared_ptr<const Config> instance_config(const SimulationPoolArgs& args, st
 protocols::simulation_pool_type::behavior_type pool_actor(
     protocols::simulation_pool_type::stateful_pointer<PoolState> self, SimulationPoolArgs args) {
   const auto me = caf::actor_cast<caf::actor>(self);
+  survive_stray_errors(self, "simulation pool");
   const bool handed_off = in_own_process(args);
   if (handed_off) self->state.depth = Handoff::kDepth;
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, args.size); ++i) {

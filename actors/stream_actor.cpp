@@ -15,6 +15,7 @@
 #include "actors/protocols/stream.hpp"
 #include "actors/protocols/worker.hpp"
 #include "actors/python_modules.hpp"
+#include "actors/stray_errors.hpp"
 #include "graph/printable.hpp"
 #include "storage/result_query.hpp"
 
@@ -551,6 +552,7 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
   // The stream runs by its record's settings (a resumed one's come from the store, the same).
   st.info.id = st.args.id;
   st.info.settings = std::move(st.args.settings);
+  survive_stray_errors(self, "stream " + std::to_string(st.info.id));
   if (const auto* type = SimulationRegistry::global().find(st.info.settings.simulation)) {
     st.threads_each = type->threads;
     if (type->program) {

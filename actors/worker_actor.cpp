@@ -10,6 +10,7 @@
 #include "actors/protocols/worker.hpp"
 #include "actors/services/glm_service.hpp"
 #include "actors/services/simulation_service.hpp"
+#include "actors/stray_errors.hpp"
 #include "backends/device_queue.hpp"
 #include "graph/printable.hpp"
 
@@ -60,6 +61,7 @@ protocols::local_worker_type::behavior_type worker_actor(WorkerActor* self, caf:
   st.store = std::make_shared<ChunkStore>(options.memory, st.pool);
   st.store_actor = spawn_chunk_store_actor(self->home_system(), st.store, st.pool, st.scheduler);
   st.name = options.name;
+  survive_stray_errors(self, "worker " + options.name);
   // Workers share the process's GPUs: worker i uses device i mod count.
   if (const int devices = backends::device_count(); devices > 0)
     st.gpu = caf::actor_cast<protocols::gpu_device_type>(spawn_gpu_device_actor(

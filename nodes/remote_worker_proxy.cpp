@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "actors/protocols/worker.hpp"
+#include "actors/stray_errors.hpp"
 #include "nodes/wire_routes.hpp"
 
 namespace tessera {
@@ -27,6 +28,7 @@ caf::behavior remote_worker_proxy(ProxyActor* self, std::weak_ptr<transport::Ser
                                   std::string peer_id) {
   self->state.server = std::move(server);
   self->state.peer_id = std::move(peer_id);
+  survive_stray_errors(self, "worker proxy");
   return wire::forwarding_behavior<wire::kSchedulerToWorker>([self](wire::Envelope::Which kind, auto&& fill) {
     auto& st = self->state;
     transport::Outgoing message;

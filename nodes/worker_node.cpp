@@ -16,6 +16,7 @@
 #include "actors/actor_threads.hpp"
 #include "actors/allocator_policy.hpp"
 #include "actors/messages.hpp"
+#include "actors/stray_errors.hpp"
 #include "actors/worker_actor.hpp"
 #include "actors/worker_directory.hpp"
 #include "nodes/host_address.hpp"
@@ -27,7 +28,9 @@ namespace {
 
 // In the worker process, the scheduler's stand-in: what the worker's actors tell the scheduler goes
 // over the connection (the wire table's routes from workers to the scheduler).
-caf::behavior scheduler_proxy(caf::event_based_actor*, std::shared_ptr<transport::Connection> connection) {
+caf::behavior scheduler_proxy(caf::event_based_actor* self,
+                              std::shared_ptr<transport::Connection> connection) {
+  survive_stray_errors(self, "scheduler proxy");
   return wire::forwarding_behavior<wire::kWorkerToScheduler>(
       [connection](wire::Envelope::Which, auto&& fill) {
         transport::Outgoing message;
@@ -53,6 +56,7 @@ struct PeerProxyState {
 // Another worker's stand-in: inputs for its tasks go straight to its process (the wire table's route
 // between workers), over a connection made on first use.
 caf::behavior peer_proxy(caf::stateful_actor<PeerProxyState>* self, PeerTarget target) {
+  survive_stray_errors(self, "proxy of worker " + std::to_string(target.id));
   return wire::forwarding_behavior<wire::kWorkerToWorker>(
       [=](wire::Envelope::Which, auto&& fill) {
         auto& connection = self->state.connection;

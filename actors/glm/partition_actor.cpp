@@ -8,6 +8,7 @@
 #include "actors/glm/messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/protocols/glm.hpp"
+#include "actors/stray_errors.hpp"
 #include "backends/glm_partials.hpp"
 
 namespace tessera {
@@ -180,6 +181,7 @@ void handle(PartitionActor* self, GlmMessage& message) {
 
 protocols::glm_partition_type::behavior_type partition_actor(PartitionActor* self, GlmPartitionArgs args) {
   self->state.args = std::move(args);
+  survive_stray_errors(self, "GLM partition");
   start_load(self);
   return {
       [=](glm_atom, GlmMessage& message) { handle(self, message); },

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "actors/glm/partition_actor.hpp"
+#include "actors/stray_errors.hpp"
 
 namespace tessera {
 namespace {
@@ -92,6 +93,7 @@ void load(GlmService* self, std::uint64_t session, GlmLoad load) {
 protocols::glm_service_type::behavior_type glm_service(GlmService* self, caf::actor worker,
                                                        caf::actor scheduler,
                                                        std::shared_ptr<ComputePool> pool) {
+  survive_stray_errors(self, "GLM service");
   self->state.worker = std::move(worker);
   self->state.scheduler = std::move(scheduler);
   self->state.pool = std::move(pool);

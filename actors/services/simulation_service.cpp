@@ -5,6 +5,7 @@
 
 #include "actors/protocols/simulation_pool.hpp"
 #include "actors/simulation_pool.hpp"
+#include "actors/stray_errors.hpp"
 #include "graph/definition_identity.hpp"
 #include "programs/program_simulation.hpp"
 
@@ -45,6 +46,7 @@ protocols::simulation_service_type::behavior_type simulation_service(SimulationS
                                                                      std::shared_ptr<ComputePool> pool,
                                                                      std::string name, std::vector<int> gpus,
                                                                      std::string runs_dir) {
+  survive_stray_errors(self, "simulation service of " + name);
   self->state.pool = std::move(pool);
   self->state.name = std::move(name);
   self->state.gpus = std::move(gpus);
