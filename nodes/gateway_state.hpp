@@ -34,6 +34,14 @@ struct GatewayClient {
   std::shared_ptr<std::atomic<std::uint32_t>> queries = std::make_shared<std::atomic<std::uint32_t>>(0);
 };
 
+// Worker connections whose registration the scheduler ended (a stalled or retired worker was sent SHUTDOWN),
+// told by their proxies on actor threads and forgotten on the I/O thread: a peer that ignores SHUTDOWN and
+// goes on heartbeating must say hello again rather than hold its connection's place for ever.
+struct EndedWorkers {
+  std::mutex mutex;
+  std::vector<std::string> peer_ids;
+};
+
 // One worker process.
 struct WorkerPeer {
   std::uint32_t id = 0;
@@ -51,6 +59,7 @@ struct GatewayState {
   std::unordered_map<std::string, GatewayClient> clients;
   std::atomic<std::uint32_t> client_count{0};  // clients.size(), for other threads (the dashboard)
   std::unordered_map<std::string, WorkerPeer> workers;
+  std::shared_ptr<EndedWorkers> ended_workers = std::make_shared<EndedWorkers>();
   std::unordered_map<std::uint64_t, caf::actor> streams;  // every open stream, for workers' answers
   // Streams resumed after a restart that no client has attached yet, since when: closed after
   // client_grace, as a silent client's are.

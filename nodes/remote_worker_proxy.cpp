@@ -25,25 +25,29 @@ static_assert(wire::routes_implement<protocols::worker_actor_type, wire::kSchedu
 // Every message the scheduler sends a worker goes out as its envelope (the wire table's routes from the
 // scheduler to workers); after the shutdown, the proxy is done.
 caf::behavior remote_worker_proxy(ProxyActor* self, std::weak_ptr<transport::Server> server,
-                                  std::string peer_id) {
+                                  std::string peer_id, std::function<void(const std::string&)> ended) {
   self->state.server = std::move(server);
   self->state.peer_id = std::move(peer_id);
   survive_stray_errors(self, "worker proxy");
-  return wire::forwarding_behavior<wire::kSchedulerToWorker>([self](wire::Envelope::Which kind, auto&& fill) {
-    auto& st = self->state;
-    transport::Outgoing message;
-    wire::EncodeContext context{message.attachments(), &st.definitions};
-    fill(message.envelope(), context);
-    if (auto target = st.server.lock()) target->send(st.peer_id, message);
-    if (kind == wire::Envelope::SHUTDOWN) self->quit();
-  });
+  return wire::forwarding_behavior<wire::kSchedulerToWorker>(
+      [self, ended](wire::Envelope::Which kind, auto&& fill) {
+        auto& st = self->state;
+        transport::Outgoing message;
+        wire::EncodeContext context{message.attachments(), &st.definitions};
+        fill(message.envelope(), context);
+        if (auto target = st.server.lock()) target->send(st.peer_id, message);
+        if (kind == wire::Envelope::SHUTDOWN) {
+          if (ended) ended(st.peer_id);
+          self->quit();
+        }
+      });
 }
 
 }  // namespace
 
 caf::actor spawn_remote_worker_proxy(caf::actor_system& system, std::weak_ptr<transport::Server> server,
-                                     std::string peer_id) {
-  return system.spawn(remote_worker_proxy, std::move(server), std::move(peer_id));
+                                     std::string peer_id, std::function<void(const std::string&)> ended) {
+  return system.spawn(remote_worker_proxy, std::move(server), std::move(peer_id), std::move(ended));
 }
 
 }  // namespace tessera

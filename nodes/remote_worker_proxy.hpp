@@ -4,6 +4,7 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -11,7 +12,8 @@
 
 namespace tessera {
 
+// `ended` runs (on an actor thread) once the proxy has sent its worker SHUTDOWN.
 caf::actor spawn_remote_worker_proxy(caf::actor_system& system, std::weak_ptr<transport::Server> server,
-                                     std::string peer_id);
+                                     std::string peer_id, std::function<void(const std::string&)> ended);
 
 }  // namespace tessera

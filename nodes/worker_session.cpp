@@ -12,7 +12,11 @@ namespace tessera {
 // A worker process said hello: a proxy stands for it, and the scheduler gives it an id.
 void WorkerSession::joined(const transport::PeerInfo& peer) {
   auto& system = g_.scheduler->home_system();
-  auto proxy = spawn_remote_worker_proxy(system, g_.server, peer.id);
+  auto proxy = spawn_remote_worker_proxy(system, g_.server, peer.id,
+                                         [ended = g_.ended_workers](const std::string& peer_id) {
+                                           std::lock_guard lock(ended->mutex);
+                                           ended->peer_ids.push_back(peer_id);
+                                         });
   caf::scoped_actor self{system};
   std::uint32_t id = 0;
   bool registered = false;
@@ -76,6 +80,19 @@ void WorkerSession::handle(WorkerPeer& worker, transport::Received& message) {
 }
 
 void WorkerSession::tick(transport::Server& target) {
+  std::vector<std::string> ended;
+  {
+    std::lock_guard lock(g_.ended_workers->mutex);
+    ended.swap(g_.ended_workers->peer_ids);
+  }
+  for (const auto& peer_id : ended) {
+    auto it = g_.workers.find(peer_id);
+    if (it == g_.workers.end()) continue;  // gone already
+    g_.log("worker " + in_quotes(it->second.name) + " (worker " + std::to_string(it->second.id) +
+           ") was sent SHUTDOWN: its connection is forgotten (it says hello again to rejoin)");
+    target.forget(it->first);
+    g_.workers.erase(it);
+  }
   const auto now = GatewayClock::now();
   for (auto it = g_.workers.begin(); it != g_.workers.end();) {
     if (now - it->second.last_seen <= g_.options.worker_timeout) {

@@ -58,8 +58,11 @@ class BlackHoleWorker {
           connection_.send(heartbeat);
           next_heartbeat = Clock::now() + std::chrono::milliseconds(100);
         }
-        if (auto message = connection_.receive(std::chrono::milliseconds(20)))
+        if (auto message = connection_.receive(std::chrono::milliseconds(20))) {
           if (message->envelope().isSimulate()) swallowed_ += 1;
+          if (message->envelope().isShutdown()) shutdowns_ += 1;
+          if (message->envelope().isRefuse()) refusals_ += 1;
+        }
       }
     });
   }
@@ -68,11 +71,13 @@ class BlackHoleWorker {
     thread_.join();
   }
   std::uint64_t swallowed() const { return swallowed_.load(); }
+  std::uint64_t shutdowns() const { return shutdowns_.load(); }
+  std::uint64_t refusals() const { return refusals_.load(); }
 
  private:
   Connection connection_;
   std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> swallowed_{0};
+  std::atomic<std::uint64_t> swallowed_{0}, shutdowns_{0}, refusals_{0};
   std::thread thread_;
 };
 
@@ -348,6 +353,32 @@ TEST(HostilePeer, AWorkerThatBlackHolesItsWorkIsRoutedAroundWithinTheProgressTim
   EXPECT_GT(hole.swallowed(), 0u) << "the black hole was sent nothing: the test proves nothing";
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
   EXPECT_NE(node.log().find("progress"), std::string::npos) << node.log();
+}
+
+// The stalled black hole is sent SHUTDOWN, ignores it and goes on heartbeating: the gateway forgets its
+// connection, so that its next message is refused (hello first) instead of holding a worker's place for
+// ever.
+TEST(HostilePeer, AStalledWorkerThatIgnoresShutdownIsForgotten) {
+  NodeProcess node(node_config("progress_timeout = 0.5\n"), /*capture_log=*/true);
+  BlackHoleWorker hole(ConnectionOptions{.address = node.endpoint(),
+                                         .role = tessera::wire::Role::WORKER,
+                                         .name = "black-hole",
+                                         .threads = 4,
+                                         .listen = "tcp://127.0.0.1:1"});
+  ASSERT_TRUE(tessera::testing::eventually([&] { return workers_of(node) == 2; }, std::chrono::seconds(10)));
+  tessera::Client client(node.endpoint());
+  const auto [answered, right] = run_stream(client, 400);
+  EXPECT_EQ(answered, 400u);
+  EXPECT_TRUE(right);
+  ASSERT_GT(hole.swallowed(), 0u) << "the black hole was sent nothing: the test proves nothing";
+  ASSERT_TRUE(tessera::testing::eventually([&] { return hole.shutdowns() > 0; }, std::chrono::seconds(10)))
+      << node.log();
+  EXPECT_TRUE(tessera::testing::eventually([&] { return hole.refusals() > 0; }, std::chrono::seconds(10)))
+      << node.log();
+  EXPECT_NE(node.log().find("'black-hole' (worker 1) was sent SHUTDOWN: its connection is forgotten"),
+            std::string::npos)
+      << node.log();
+  EXPECT_EQ(workers_of(node), 1u);
 }
 
 // CURVE with authorized keys: a worker with a key of its own making cannot join, so it can neither
