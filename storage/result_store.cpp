@@ -130,7 +130,7 @@ class RunCursor {
   }
   rocksdb::Iterator& iterator() { return *it_; }
   std::uint64_t first() const { return first_; }
-  const rocksdb::Status status() const { return it_->status(); }
+  rocksdb::Status status() const { return it_->status(); }
 
  private:
   std::unique_ptr<rocksdb::Iterator> it_;

@@ -81,6 +81,15 @@ class BlackHoleWorker {
   std::thread thread_;
 };
 
+// How the black hole joins `node`: a worker with 4 threads and a listen address nobody answers at.
+ConnectionOptions black_hole_of(const NodeProcess& node) {
+  return ConnectionOptions{.address = node.endpoint(),
+                           .role = tessera::wire::Role::WORKER,
+                           .name = "black-hole",
+                           .threads = 4,
+                           .listen = "tcp://127.0.0.1:1"};
+}
+
 std::uint32_t workers_of(const NodeProcess& node) {
   auto client = connect_client(node, "observer");
   Outgoing status;
@@ -339,11 +348,7 @@ TEST(HostilePeer, NamesCannotForgeLogLines) {
 
 TEST(HostilePeer, AWorkerThatBlackHolesItsWorkIsRoutedAroundWithinTheProgressTimeout) {
   NodeProcess node(node_config("progress_timeout = 0.5\n"), /*capture_log=*/true);
-  BlackHoleWorker hole(ConnectionOptions{.address = node.endpoint(),
-                                         .role = tessera::wire::Role::WORKER,
-                                         .name = "black-hole",
-                                         .threads = 4,
-                                         .listen = "tcp://127.0.0.1:1"});
+  BlackHoleWorker hole(black_hole_of(node));
   ASSERT_TRUE(tessera::testing::eventually([&] { return workers_of(node) == 2; }, std::chrono::seconds(10)));
   tessera::Client client(node.endpoint());
   const auto start = Clock::now();
@@ -360,11 +365,7 @@ TEST(HostilePeer, AWorkerThatBlackHolesItsWorkIsRoutedAroundWithinTheProgressTim
 // ever.
 TEST(HostilePeer, AStalledWorkerThatIgnoresShutdownIsForgotten) {
   NodeProcess node(node_config("progress_timeout = 0.5\n"), /*capture_log=*/true);
-  BlackHoleWorker hole(ConnectionOptions{.address = node.endpoint(),
-                                         .role = tessera::wire::Role::WORKER,
-                                         .name = "black-hole",
-                                         .threads = 4,
-                                         .listen = "tcp://127.0.0.1:1"});
+  BlackHoleWorker hole(black_hole_of(node));
   ASSERT_TRUE(tessera::testing::eventually([&] { return workers_of(node) == 2; }, std::chrono::seconds(10)));
   tessera::Client client(node.endpoint());
   const auto [answered, right] = run_stream(client, 400);

@@ -126,16 +126,24 @@ StreamResult result(std::uint64_t id) {
   return r;
 }
 
+// A store in a scratch directory with one stream.
+class ResultStoreRuns : public ::testing::Test {
+ protected:
+  tessera::testing::ScratchDir dir{"tessera-store-layout"};
+  std::shared_ptr<NodeDatabase> database = std::make_shared<NodeDatabase>(dir.path());
+  ResultStore store{database};
+  StreamInfo info = [] {
+    StreamInfo echo;
+    echo.settings.simulation = "echo";
+    return echo;
+  }();
+  const std::uint64_t id = store.create_stream(info);
+};
+
 // A put's results of consecutive ids are one record (a run) under the first id's key, at most 1,024 each:
 // RocksDB then inserts, flushes and compacts one key per job's run rather than one per set. Reads find
 // an id inside a run, whatever order the results were put in.
-TEST(ResultStoreLayout, ConsecutiveResultsAreStoredAsOneRunUnderTheFirstId) {
-  tessera::testing::ScratchDir dir("tessera-store-layout");
-  auto database = std::make_shared<NodeDatabase>(dir.path());
-  ResultStore store(database);
-  StreamInfo info;
-  info.settings.simulation = "echo";
-  const auto id = store.create_stream(info);
+TEST_F(ResultStoreRuns, ConsecutiveResultsAreStoredAsOneRunUnderTheFirstId) {
   std::vector<StreamResult> results;
   for (std::uint64_t i : {7, 3, 0, 9, 1, 20, 2, 8, 4, 6, 5}) results.push_back(result(i));
   EXPECT_EQ(store.put(id, results, ResultStore::Check::known_new).size(), 11u);
@@ -178,13 +186,7 @@ TEST(ResultStoreLayout, ConsecutiveResultsAreStoredAsOneRunUnderTheFirstId) {
 
 // Records of one result each, written by older builds (flat, then packed behind 0xff), are read beside
 // runs; a damaged run is an error that says so, not a crash.
-TEST(ResultStoreLayout, RecordsOfOneResultFromOlderBuildsAreStillRead) {
-  tessera::testing::ScratchDir dir("tessera-store-layout");
-  auto database = std::make_shared<NodeDatabase>(dir.path());
-  ResultStore store(database);
-  StreamInfo info;
-  info.settings.simulation = "echo";
-  const auto id = store.create_stream(info);
+TEST_F(ResultStoreRuns, RecordsOfOneResultFromOlderBuildsAreStillRead) {
   store.put(id, {result(0), result(1)});
   const auto old_result = [](double value) {
     auto builder = std::make_unique<capnp::MallocMessageBuilder>();
