@@ -2,6 +2,7 @@
 // process. Payloads travel by value through CAF mailboxes; Values inside them are references, not copies.
 #pragma once
 
+#include <atomic>
 #include <caf/all.hpp>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,9 @@ struct WorkerRegistration {
   std::uint64_t memory_limit = 0;
   std::string local_address{};  // a socket file peers on its host dial instead of `address`
   std::string host{};           // this_host_identity() of its process: who counts as on its host
+  // Set by the scheduler before any task goes out to the worker: a remote worker's gateway reads the id
+  // from it rather than wait on the I/O thread for the reply (null: only the reply carries the id).
+  std::shared_ptr<std::atomic<std::uint32_t>> assigned{};
 };
 
 // ---- Streams of parameter sets ----

@@ -107,6 +107,12 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
       caf::anon_send(solver, glm_atom::value, GlmMessage{session, GlmLost{id}});
     for (auto& watcher : st.stream_watchers) self->send(watcher, worker_left_atom::value, id);
   }
+  // Its results moved elsewhere first, so fits go on; the simulation jobs streams sent it do not.
+  for (const std::uint32_t id : out.workers_retired) {
+    st.directory->erase(id);
+    st.memory.erase(id);
+    for (auto& watcher : st.stream_watchers) self->send(watcher, worker_left_atom::value, id);
+  }
 }
 
 // A job's run, for the dashboard's task stream (restored results ran nothing).
@@ -216,6 +222,7 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
               registration.threads, registration.name, registration.address, registration.public_key,
               registration.memory_limit, registration.local_address, registration.host});
           id = registered.id;
+          if (registration.assigned) registration.assigned->store(id, std::memory_order_release);
           // Known before its outbox goes out: the outbox already names it.
           if (st.workers.size() <= id) st.workers.resize(id + 1);
           st.workers[id] = caf::actor_cast<protocols::worker_actor_type>(registration.actor);

@@ -365,10 +365,15 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
     const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
     st.seconds_per_set = st.seconds_per_set < 0 ? per_set : 0.7 * st.seconds_per_set + 0.3 * per_set;
   }
+  // A worker that left (retired or lost) may still answer on its way out: what it did not run, or failed
+  // to, is out again elsewhere already, and only that rerun answers for it.
+  const bool departed = std::none_of(st.workers.begin(), st.workers.end(),
+                                     [&](const StreamWorker& w) { return w.id == outcome.worker; });
   std::vector<PendingSet> again;
   for (auto id : outcome.unrun) {
     auto it = st.in_flight.find(id);
-    if (it == st.in_flight.end()) continue;  // answered meanwhile (cancelled, or a rerun's)
+    // Answered meanwhile (cancelled, or a rerun's), or held by another worker now.
+    if (it == st.in_flight.end() || it->second.worker != outcome.worker) continue;
     again.push_back(take_back(st, it));
   }
   if (!outcome.unavailable.empty() && mark_unavailable(self, outcome)) return;
@@ -379,6 +384,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   for (auto& r : outcome.records) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
+    if (departed && r.failed && it->second.worker != outcome.worker) continue;
     if (r.failed && st.info.settings.retries > 0 && retry(st, r)) {
       again.push_back(take_back(st, it));
       continue;

@@ -56,8 +56,8 @@ void refuse_submission(GatewayState& g, const transport::PeerInfo& peer, std::ui
 }
 
 // Why a submission of `slots` exceeds this client's budget, before anything is allocated for it.
-std::optional<std::string> over_budget(const GatewayLimits& limits, const GatewayClient& client,
-                                       std::uint32_t slots) {
+std::optional<std::string> over_budget(const GatewayLimits& limits, const GatewayState& node,
+                                       const GatewayClient& client, std::uint32_t slots) {
   if (slots > limits.max_slots_per_submission)
     return std::to_string(slots) + " slots exceed the limit of " +
            std::to_string(limits.max_slots_per_submission) +
@@ -67,6 +67,10 @@ std::optional<std::string> over_budget(const GatewayLimits& limits, const Gatewa
            std::to_string(slots) + " more exceed the limit of " +
            std::to_string(limits.max_slots_per_client) +
            " per client (limits.max_slots_per_client); release futures first";
+  if (node.slots_held + slots > limits.max_slots_per_node)
+    return "this node's clients hold " + std::to_string(node.slots_held) + " result slots together; " +
+           std::to_string(slots) + " more exceed the limit of " + std::to_string(limits.max_slots_per_node) +
+           " per node (limits.max_slots_per_node); try again once others release theirs";
   return std::nullopt;
 }
 
@@ -83,7 +87,7 @@ void ClientSession::on(Request<Envelope::SUBMIT>, const Peer& peer, GatewayClien
                        Received& message) {
   auto in = message.envelope().getSubmit();
   const std::uint64_t sink_id = in.getSinkId();
-  if (auto reason = over_budget(g_.options.limits, client, in.getSlots())) {
+  if (auto reason = over_budget(g_.options.limits, g_, client, in.getSlots())) {
     refuse_submission(g_, peer, sink_id, *reason);
     throw wire::WireError("submission refused: " + *reason);
   }
@@ -111,6 +115,7 @@ void ClientSession::on(Request<Envelope::SUBMIT>, const Peer& peer, GatewayClien
   sink->unreleased = submit.slots;
   client.sinks[submit.sink_id] = sink;
   client.slots_held += submit.slots;
+  g_.slots_held += submit.slots;
   caf::anon_send(
       g_.scheduler, submit_atom::value,
       Submission{std::move(submit.operations), std::move(submit.watches), sink, submit.checkpoint});
@@ -125,9 +130,19 @@ void ClientSession::on(Request<Envelope::RELEASE>, const Peer&, GatewayClient& c
     if (slot >= sink->size())
       throw wire::WireError("release of slot " + std::to_string(slot) + " of " +
                             std::to_string(sink->size()));
-    if (sink->release_once(slot)) client.slots_held -= 1;
+    if (sink->release_once(slot)) {
+      client.slots_held -= 1;
+      g_.slots_held -= 1;
+    }
   }
-  if (sink->unreleased == 0) client.sinks.erase(it);
+  if (sink->unreleased == 0) {
+    client.sinks.erase(it);
+    g_.released_since_trim += sink->size();
+    if (g_.released_since_trim >= GatewayState::kTrimAfterSlots) {
+      g_.released_since_trim = 0;
+      g_.trim_soon();
+    }
+  }
 }
 
 void ClientSession::on(Request<Envelope::CANCEL>, const Peer&, GatewayClient& client, Received& message) {

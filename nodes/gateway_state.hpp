@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -42,14 +43,26 @@ struct EndedWorkers {
   std::vector<std::string> peer_ids;
 };
 
-// One worker process.
+// One worker process. Its registration is asked of the scheduler without waiting (a busy scheduler must
+// not hold up the I/O thread): the scheduler stores the id it gives before the worker is sent any task.
 struct WorkerPeer {
-  std::uint32_t id = 0;
+  static constexpr std::uint32_t kUnassigned = std::numeric_limits<std::uint32_t>::max();
+  std::shared_ptr<std::atomic<std::uint32_t>> assigned =
+      std::make_shared<std::atomic<std::uint32_t>>(kUnassigned);
   std::string name;
+  caf::actor proxy;
   GatewayClock::time_point last_seen = GatewayClock::now();
+  GatewayClock::time_point joined_at = GatewayClock::now();
+  bool announced = false;  // "joined as worker N" was logged
+
+  std::uint32_t id() const { return assigned->load(std::memory_order_acquire); }
+  bool registered() const { return id() != kUnassigned; }
 };
 
 struct GatewayState {
+  static constexpr std::chrono::milliseconds kTrimDelay{1000};
+  // Released slots worth a trim (small releases are the steady state; their memory is reused).
+  static constexpr std::uint64_t kTrimAfterSlots = 1u << 16;
   caf::actor scheduler;
   std::string name;
   GatewayOptions options;
@@ -57,6 +70,16 @@ struct GatewayState {
   std::weak_ptr<transport::Server> server;
   transport::LogFunction log;
   std::unordered_map<std::string, GatewayClient> clients;
+  std::uint64_t slots_held = 0;  // by every client together, against limits.max_slots_per_node
+  // When memory that clients held is next given back to the system (after clients left); max: nothing to.
+  GatewayClock::time_point trim_at = GatewayClock::time_point::max();
+  std::uint64_t released_since_trim = 0;
+  int trims_left = 0;
+  // Memory that clients held was freed, or is being: give it back to the system soon.
+  void trim_soon() {
+    trim_at = std::min(trim_at, GatewayClock::now() + kTrimDelay);
+    trims_left = 2;
+  }
   std::atomic<std::uint32_t> client_count{0};  // clients.size(), for other threads (the dashboard)
   std::unordered_map<std::string, WorkerPeer> workers;
   std::shared_ptr<EndedWorkers> ended_workers = std::make_shared<EndedWorkers>();

@@ -641,6 +641,10 @@ const std::vector<KeySpec>& key_specs() {
                         std::int64_t{1} << 28,
                         "tasks one client may hold at once, over all its submissions (at least "
                         "max_slots_per_submission)"),
+      limit_integer_key("limits.max_slots_per_node", &NodeLimits::max_slots_per_node, 1,
+                        std::int64_t{1} << 32,
+                        "tasks all clients together may hold at once (at least max_slots_per_client); "
+                        "memory the node holds for them grows with it"),
       limit_integer_key("limits.max_histogram_bins", &NodeLimits::max_histogram_bins, 1, 1000000,
                         "bins a results summary may ask for"),
       limit_size_key("limits.max_answer_bytes", &NodeLimits::max_answer_bytes, KiB, GiB,
@@ -736,6 +740,13 @@ void check_together(NodeConfig& c, const Context& cx,
          "key 'limits.max_slots_per_submission' (" + std::to_string(c.limits.max_slots_per_submission) +
              ") must not exceed key 'limits.max_slots_per_client' (" +
              std::to_string(c.limits.max_slots_per_client) + ")");
+  if (c.limits.max_slots_per_client > c.limits.max_slots_per_node)
+    fail(cx,
+         at("limits.max_slots_per_client").begin.line ? at("limits.max_slots_per_client")
+                                                      : at("limits.max_slots_per_node"),
+         "key 'limits.max_slots_per_client' (" + std::to_string(c.limits.max_slots_per_client) +
+             ") must not exceed key 'limits.max_slots_per_node' (" +
+             std::to_string(c.limits.max_slots_per_node) + ")");
 
   // Security by default: nothing beyond loopback without CURVE, and CURVE that authenticates.
   std::vector<std::string_view> listens;

@@ -40,6 +40,7 @@ enum class LogLevel { error, warning, info, debug };
 struct NodeLimits {
   std::uint64_t max_slots_per_submission = std::uint64_t{1} << 20;  // limits.max_slots_per_submission
   std::uint64_t max_slots_per_client = std::uint64_t{1} << 22;      // limits.max_slots_per_client
+  std::uint64_t max_slots_per_node = std::uint64_t{1} << 24;        // limits.max_slots_per_node
   std::uint32_t max_histogram_bins = 10000;                         // limits.max_histogram_bins
   std::uint64_t max_answer_bytes = std::uint64_t{64} << 20;         // limits.max_answer_bytes
   std::uint64_t max_message_size = std::uint64_t{256} << 20;  // limits.max_message_size (ZMQ_MAXMSGSIZE)

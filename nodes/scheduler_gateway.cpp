@@ -1,5 +1,7 @@
 #include "nodes/scheduler_gateway.hpp"
 
+#include <malloc.h>
+
 #include <iostream>
 
 #include "graph/printable.hpp"
@@ -13,6 +15,13 @@ namespace tessera {
 
 void GatewayState::let_go(GatewayClient& client) {
   for (auto& [id, sink] : client.sinks) sink->release_all();
+  client.sinks.clear();
+  const bool had_slots = client.slots_held > 0;
+  slots_held -= std::min(slots_held, client.slots_held);
+  client.slots_held = 0;
+  // What the scheduler held for it is freed as it handles the releases; the allocator gives the pages
+  // back to the system a moment later, rather than keep them for ever.
+  if (had_slots) trim_soon();
   for (auto& [id, actor] : client.streams) caf::anon_send(actor, stream_close_atom::value);
   client.streams.clear();
 }
@@ -66,6 +75,16 @@ struct SchedulerGateway::State : GatewayState {
           " ms: it is closed; what it accepted still runs and is stored");
       caf::anon_send(it->second.first, stream_close_atom::value);
       it = orphans.erase(it);
+    }
+    // Off the I/O thread: trimming a large heap takes a while. A full executor tries again later; a second
+    // trim a few seconds on catches what the scheduler and workers freed after the first.
+    if (now >= trim_at) {
+      if (!queries->post([] { ::malloc_trim(0); }))
+        trim_at = now + kTrimDelay;
+      else if (trims_left > 1)
+        trims_left -= 1, trim_at = now + 3 * kTrimDelay;
+      else
+        trims_left = 0, trim_at = GatewayClock::time_point::max();
     }
   }
 };

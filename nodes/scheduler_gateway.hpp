@@ -27,6 +27,7 @@ struct GatewayLimits {
   std::uint32_t max_slots_per_submission =
       1u << 20;                                   // limits.max_slots_per_submission (and tasks per operation)
   std::uint64_t max_slots_per_client = 1u << 22;  // limits.max_slots_per_client: held at once
+  std::uint64_t max_slots_per_node = 1u << 24;    // limits.max_slots_per_node: by all clients together
   std::uint32_t max_histogram_bins = 10000;       // limits.max_histogram_bins
   std::uint64_t max_answer_bytes = std::uint64_t{64}
                                    << 20;   // limits.max_answer_bytes: larger answers are paged

@@ -357,6 +357,7 @@ int main(int argc, char** argv) {
                 .limits = tessera::GatewayLimits{.max_slots_per_submission = static_cast<std::uint32_t>(
                                                      limits.max_slots_per_submission),
                                                  .max_slots_per_client = limits.max_slots_per_client,
+                                                 .max_slots_per_node = limits.max_slots_per_node,
                                                  .max_histogram_bins = limits.max_histogram_bins,
                                                  .max_answer_bytes = limits.max_answer_bytes,
                                                  .max_worker_threads = limits.max_worker_threads,

@@ -9,44 +9,33 @@
 
 namespace tessera {
 
-// A worker process said hello: a proxy stands for it, and the scheduler gives it an id.
+// A worker process said hello: a proxy stands for it, and the scheduler gives it an id. Asked without
+// waiting: the id appears in the peer's `assigned` before the scheduler sends the worker anything, and
+// tick() logs it (or gives up on a scheduler that does not answer).
 void WorkerSession::joined(const transport::PeerInfo& peer) {
   auto& system = g_.scheduler->home_system();
-  auto proxy = spawn_remote_worker_proxy(system, g_.server, peer.id,
-                                         [ended = g_.ended_workers](const std::string& peer_id) {
-                                           std::lock_guard lock(ended->mutex);
-                                           ended->peer_ids.push_back(peer_id);
-                                         });
-  caf::scoped_actor self{system};
-  std::uint32_t id = 0;
-  bool registered = false;
-  self->request(g_.scheduler, std::chrono::seconds(10), register_atom::value,
-                WorkerRegistration{proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
-                                   peer.public_key, peer.memory_limit, peer.local_listen, peer.host})
-      .receive(
-          [&](std::uint32_t assigned) {
-            id = assigned;
-            registered = true;
-          },
-          [&](const caf::error&) {});
-  if (!registered) {
-    g_.log("worker " + in_quotes(peer.name) + " could not be registered: the scheduler did not answer");
-    caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
-    return;
-  }
-  g_.workers[peer.id] = WorkerPeer{id, peer.name};
-  g_.log(
-      "worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(id) + " (" +
-      std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) +
-      (peer.local_listen.empty() ? std::string() : ", those on its host at " + printable(peer.local_listen)) +
-      ")");
+  WorkerPeer worker;
+  worker.name = peer.name;
+  worker.proxy = spawn_remote_worker_proxy(system, g_.server, peer.id,
+                                           [ended = g_.ended_workers](const std::string& peer_id) {
+                                             std::lock_guard lock(ended->mutex);
+                                             ended->peer_ids.push_back(peer_id);
+                                           });
+  caf::anon_send(
+      g_.scheduler, register_atom::value,
+      WorkerRegistration{worker.proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
+                         peer.public_key, peer.memory_limit, peer.local_listen, peer.host, worker.assigned});
+  pending_.emplace(peer.id, PendingJoin{peer.threads, peer.listen, peer.local_listen});
+  g_.workers[peer.id] = std::move(worker);
 }
 
 void WorkerSession::handle(WorkerPeer& worker, transport::Received& message) {
   auto envelope = message.envelope();
   worker.last_seen = GatewayClock::now();
   // The transport already refused what a worker may not send to the scheduler (the wire table).
-  const wire::DecodeContext context{message.frames(), worker.id};
+  // Nothing was sent to a worker before its id was stored: until then it can only heartbeat or report.
+  if (!worker.registered()) return;
+  const wire::DecodeContext context{message.frames(), worker.id()};
   switch (envelope.which()) {
     case wire::Envelope::SIMULATED: {
       // For the stream's actor, not the scheduler.
@@ -67,7 +56,7 @@ void WorkerSession::handle(WorkerPeer& worker, transport::Received& message) {
     case wire::Envelope::MEMORY: {
       // A worker speaks for itself only: the id is the connection's, whatever the report says.
       auto memory = wire::decode_memory(envelope.getMemory());
-      memory.worker = worker.id;
+      memory.worker = worker.id();
       caf::anon_send(g_.scheduler, memory_atom::value, std::move(memory));
       return;
     }
@@ -88,21 +77,67 @@ void WorkerSession::tick(transport::Server& target) {
   for (const auto& peer_id : ended) {
     auto it = g_.workers.find(peer_id);
     if (it == g_.workers.end()) continue;  // gone already
-    g_.log("worker " + in_quotes(it->second.name) + " (worker " + std::to_string(it->second.id) +
+    g_.log("worker " + in_quotes(it->second.name) + " (worker " + std::to_string(it->second.id()) +
            ") was sent SHUTDOWN: its connection is forgotten (it says hello again to rejoin)");
     target.forget(it->first);
     g_.workers.erase(it);
   }
   const auto now = GatewayClock::now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto worker = g_.workers.find(it->first);
+    if (worker == g_.workers.end()) {  // gone before it was registered
+      it = pending_.erase(it);
+      continue;
+    }
+    WorkerPeer& peer = worker->second;
+    if (peer.registered()) {
+      const PendingJoin& join = it->second;
+      g_.log("worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(peer.id()) + " (" +
+             std::to_string(join.threads) + " threads, peers reach it at " + printable(join.listen) +
+             (join.local_listen.empty() ? std::string()
+                                        : ", those on its host at " + printable(join.local_listen)) +
+             ")");
+      it = pending_.erase(it);
+      continue;
+    }
+    if (now - peer.joined_at > kRegistrationTimeout) {
+      g_.log("worker " + in_quotes(peer.name) +
+             " could not be registered: the scheduler did not answer within " +
+             std::to_string(kRegistrationTimeout.count()) + " ms; its connection is forgotten");
+      caf::anon_send_exit(peer.proxy, caf::exit_reason::user_shutdown);
+      abandoned_.push_back(peer.assigned);
+      target.forget(worker->first);
+      g_.workers.erase(worker);
+      it = pending_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  // Registered after all, once the scheduler got to it: it must hear the worker is gone.
+  std::erase_if(abandoned_, [&](const std::shared_ptr<std::atomic<std::uint32_t>>& assigned) {
+    const std::uint32_t id = assigned->load(std::memory_order_acquire);
+    if (id == WorkerPeer::kUnassigned) return false;
+    caf::anon_send(g_.scheduler, lost_atom::value, id);
+    return true;
+  });
   for (auto it = g_.workers.begin(); it != g_.workers.end();) {
     if (now - it->second.last_seen <= g_.options.worker_timeout) {
       ++it;
       continue;
     }
-    g_.log("worker " + in_quotes(it->second.name) + " (worker " + std::to_string(it->second.id) +
-           ") sent nothing for " + std::to_string(g_.options.worker_timeout.count()) +
+    const std::uint32_t id = it->second.id();
+    g_.log("worker " + in_quotes(it->second.name) +
+           (it->second.registered() ? " (worker " + std::to_string(id) + ")"
+                                    : std::string(" (not registered)")) +
+           " sent nothing for " + std::to_string(g_.options.worker_timeout.count()) +
            " ms: declared lost; its running tasks and held results are recomputed elsewhere");
-    caf::anon_send(g_.scheduler, lost_atom::value, it->second.id);
+    // A registration still on its way is answered later; lost then is what the scheduler must hear.
+    if (it->second.registered()) {
+      caf::anon_send(g_.scheduler, lost_atom::value, id);
+    } else {
+      caf::anon_send_exit(it->second.proxy, caf::exit_reason::user_shutdown);
+      abandoned_.push_back(it->second.assigned);
+    }
     target.forget(it->first);
     it = g_.workers.erase(it);
   }

@@ -59,6 +59,9 @@ struct Outbox {
   std::vector<std::pair<std::shared_ptr<ResultSink>, std::vector<Delivery>>> deliveries;
   std::vector<std::uint32_t> workers_joined;
   std::vector<std::uint32_t> workers_lost;
+  // Retired and sent SHUTDOWN (once idle of tasks): streams run again what they sent there, which its
+  // shutdown leaves unanswered; nothing of its tasks' is recomputed.
+  std::vector<std::uint32_t> workers_retired;
   std::vector<StalledWorker> stalled;
   std::vector<FinishedCheckpoint> checkpoints;
 
@@ -68,7 +71,7 @@ struct Outbox {
   }
   bool empty() const {
     return to_workers.empty() && deliveries.empty() && workers_joined.empty() && workers_lost.empty() &&
-           stalled.empty() && checkpoints.empty();
+           workers_retired.empty() && stalled.empty() && checkpoints.empty();
   }
 };
 

@@ -36,6 +36,7 @@ void SchedulerCore::State::try_finish_retirement(std::uint32_t w, Outbox& out) {
   flush_workers(out);
   out.send(w, ShutdownWorker{});
   workers[w].reachable = false;
+  out.workers_retired.push_back(w);
 }
 
 void SchedulerCore::State::revive(OpRecord& rec, std::uint32_t task,

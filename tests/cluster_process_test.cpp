@@ -22,6 +22,7 @@
 #include "plugin_tasks.hpp"
 #include "support/files.hpp"
 #include "support/node_process.hpp"
+#include "support/proc_status.hpp"
 #include "support/scratch_dir.hpp"
 #include "test_util.hpp"
 
@@ -30,6 +31,7 @@ namespace {
 using tessera::testing::cli;
 using tessera::testing::eventually;
 using tessera::testing::NodeProcess;
+using tessera::testing::proc_status_bytes;
 using tessera::testing::read_file;
 using tessera::testing::run_command;
 using tessera::testing::ScratchDir;
@@ -644,14 +646,6 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
 namespace {
 
 // ---- Memory-bounded worker processes ----
-
-std::uint64_t proc_status_bytes(pid_t pid, const char* field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(std::strlen(field))) * 1024;
-  return 0;
-}
 
 std::string bounded_worker_config(const std::string& name, const std::string& scheduler,
                                   const std::string& data_dir, std::uint64_t limit) {

@@ -22,6 +22,7 @@
 
 #include "nodes/transport.hpp"
 #include "support/node_process.hpp"
+#include "support/proc_status.hpp"
 #include "support/scratch_dir.hpp"
 #include "tessera/tessera.hpp"
 #include "test_util.hpp"
@@ -29,6 +30,7 @@
 namespace {
 
 using tessera::testing::NodeProcess;
+using tessera::testing::resident_bytes;
 using tessera::testing::ScratchDir;
 using namespace tessera::transport;
 using Clock = std::chrono::steady_clock;
@@ -129,21 +131,6 @@ std::pair<std::uint64_t, bool> run_stream(tessera::Client& client, int n) {
     right = right && count == 1;
   }
   return {answered, right};
-}
-
-// The node's resident memory, from /proc.
-std::uint64_t resident_bytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      std::uint64_t kib = 0;
-      status >> kib;
-      return kib * 1024;
-    }
-    status.ignore(1 << 20, '\n');
-  }
-  return 0;
 }
 
 // Sends `message` and waits (2 s at most) for the first answer of the kind `is`; how long it took.

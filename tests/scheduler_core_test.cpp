@@ -428,6 +428,9 @@ TEST(SchedulerCore, ARetiringWorkerHandsItsResultsOverThenShutsDown) {
   EXPECT_EQ(handover[0].subscriptions[0].to.worker, staying);
   EXPECT_EQ(handover[0].subscriptions[0].to.column, kAdoptColumn);
   EXPECT_EQ(messages_to<ShutdownWorker>(out, leaving).size(), 1u);
+  // Streams hear of it (they rerun the sets they sent there); it was not lost.
+  EXPECT_EQ(out.workers_retired, std::vector<std::uint32_t>{leaving});
+  EXPECT_TRUE(out.workers_lost.empty());
   EXPECT_EQ(core.worker_of({op->id(), 0}), staying);
   EXPECT_EQ(core.status().workers, 1u);
   EXPECT_EQ(core.status().retiring_workers, 0u);
@@ -446,10 +449,12 @@ TEST(SchedulerCore, ARetiringWorkerWithNowhereToGoLeavesWhenAWorkerJoins) {
   core.done(finished(leaving, op, {0}));
   auto out = core.retire(leaving);
   EXPECT_TRUE(messages_to<ShutdownWorker>(out, leaving).empty());  // its result has nowhere to go yet
+  EXPECT_TRUE(out.workers_retired.empty());
   EXPECT_EQ(core.status().retiring_workers, 1u);
   Outbox joined;
   const auto staying = add_worker(core, 1, &joined);
   EXPECT_EQ(messages_to<ShutdownWorker>(joined, leaving).size(), 1u);
+  EXPECT_EQ(joined.workers_retired, std::vector<std::uint32_t>{leaving});
   EXPECT_EQ(core.worker_of({op->id(), 0}), staying);
   EXPECT_EQ(core.status().retiring_workers, 0u);
 }

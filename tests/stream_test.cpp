@@ -294,3 +294,38 @@ TEST(Stream, ALostWorkersParameterSetsRunAgainExactlyOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// Workers retired mid-stream (scale down): the sets they were sent when they shut down run again on the
+// workers that stay, and the store holds exactly one result per id.
+TEST(Stream, ARetiredWorkersParameterSetsRunAgainExactlyOnce) {
+  tessera::LocalCluster cluster{{.workers = 3, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("slow", {.max_in_flight = 1024});
+  std::thread scaler([&] {
+    tessera::testing::eventually([&] { return stream.completed() >= 1000; });
+    cluster.scale(2);
+    tessera::testing::eventually([&] { return stream.completed() >= 2500; });
+    cluster.scale(1);
+  });
+  const int n = 6000;
+  for (int i = 0; i < n; ++i) stream.push(double(i));
+  stream.close();
+  EXPECT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)))
+      << "the stream never finished: sets sent to a retired worker were not run again";
+  scaler.join();
+  EXPECT_EQ(stream.completed(), std::uint64_t(n));
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), std::uint64_t(n));
+  std::uint64_t expected = 0;
+  for (const auto& r : stored.range(0, n)) {
+    EXPECT_EQ(r.id, expected++);
+    EXPECT_DOUBLE_EQ(tessera::from_value<double>(r.value), double(r.id));
+  }
+  EXPECT_EQ(expected, std::uint64_t(n));
+  EXPECT_TRUE(cluster.wait_for_workers(1));
+  EXPECT_EQ(cluster.status().workers_lost, 0u) << "retired workers were counted as lost";
+}
+
+}  // namespace
