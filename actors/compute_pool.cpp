@@ -1,5 +1,7 @@
 #include "actors/compute_pool.hpp"
 
+#include "actors/out_of_memory.hpp"
+
 #include <pthread.h>
 
 #include "backends/dispatch.hpp"
@@ -159,7 +161,12 @@ void ComputePool::run() {
       running_unknown_ += job.unknown_results;
       claim_.store(reserved_, std::memory_order_relaxed);
     }
-    job.run();
+    try {
+      job.run();
+    } catch (const std::bad_alloc&) {
+      // A task's own allocation fails the task; this one failed around it, and its report is lost.
+      exit_out_of_memory("a compute thread, between tasks");
+    }
     job.run = nullptr;  // what the job captured goes before the next one may start
     bool wake_next = false;
     {

@@ -2,6 +2,9 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/error.hpp>
+#include <caf/sec.hpp>
+
+#include "actors/out_of_memory.hpp"
 
 #include <iostream>
 #include <memory>
@@ -16,6 +19,20 @@ void survive_stray_errors(caf::scheduled_actor* self, std::string who) {
     std::cerr << "[tessera] " << who << ": ignored an error message (" << actor->home_system().render(error)
               << ")" << (count > 10 ? "; " + std::to_string(count) + " so far" : std::string()) << std::endl;
   });
+  self->set_exception_handler(
+      [where = "the " + who + " actor"](caf::scheduled_actor*, std::exception_ptr& thrown) -> caf::error {
+        try {
+          std::rethrow_exception(thrown);
+        } catch (const std::bad_alloc&) {
+          exit_out_of_memory(where.c_str());
+        } catch (const std::exception& e) {
+          std::cerr << "[tessera] " << where << " failed: " << e.what() << std::endl;
+          return caf::make_error(caf::sec::runtime_error, e.what());
+        } catch (...) {
+          std::cerr << "[tessera] " << where << " failed: an unknown exception" << std::endl;
+        }
+        return caf::make_error(caf::sec::runtime_error, "unknown exception");
+      });
 }
 
 }  // namespace tessera

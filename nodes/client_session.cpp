@@ -20,7 +20,9 @@ template <class Answer, class Request>
 void ask(caf::event_based_actor* self, caf::actor scheduler, std::weak_ptr<transport::Server> server,
          std::string peer_id, Request request, std::string what,
          std::function<void(const Answer&, transport::Outgoing&)> answer) {
-  self->request(scheduler, std::chrono::seconds(10), request)
+  // Urgent: a status is answered ahead of the submissions queued in the scheduler's mailbox (one client's
+  // flood of work must not keep another's `tessera status` waiting).
+  self->request<caf::message_priority::high>(scheduler, std::chrono::seconds(10), request)
       .then(
           [=](const Answer& reply) {
             transport::Outgoing message;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -23,6 +24,7 @@
 
 #include "actors/cluster_dashboard.hpp"
 #include "actors/embedded_cluster.hpp"
+#include "actors/out_of_memory.hpp"
 #include "actors/python_modules.hpp"
 #include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
@@ -51,7 +53,8 @@ constexpr const char* kUsage =
     "  2  bad command line or configuration, including a listen address that cannot be bound and an\n"
     "     unusable data_dir: one message names the file, line and key\n"
     "  3  stopped by force: the shutdown did not finish within node.shutdown_timeout, or a second\n"
-    "     signal came during it\n\n";
+    "     signal came during it\n"
+    "  4  out of memory: an allocation failed where it could not be refused (the last line names where)\n\n";
 
 constexpr const char* kShortUsage =
     "usage: tessera-node --config FILE.toml   (--help: usage, exit codes, every key)\n";
@@ -153,9 +156,27 @@ void write_address_file(const std::string& path, const std::string& address) {
   }
 }
 
+// An exception no thread caught: an allocation failure says so (exit 4); anything else is named, then
+// aborts as std::terminate would.
+[[noreturn]] void on_uncaught_exception() {
+  if (auto thrown = std::current_exception()) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::bad_alloc&) {
+      tessera::exit_out_of_memory("a thread of tessera-node");
+    } catch (const std::exception& e) {
+      write_stderr(std::string("tessera-node: an exception no thread caught: ") + e.what() + "\n");
+    } catch (...) {
+      write_stderr("tessera-node: an exception no thread caught (not a std::exception)\n");
+    }
+  }
+  std::abort();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_terminate(on_uncaught_exception);
   std::string config_path;
   bool help = false;
   CLI::App app{"tessera-node", "tessera-node"};

@@ -4,14 +4,19 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +24,8 @@
 #include <vector>
 
 #include <limits>
+#include <random>
+#include <zmq_addon.hpp>
 
 #include "nodes/transport.hpp"
 #include "support/node_process.hpp"
@@ -594,6 +601,240 @@ TEST(HostilePeer, BadCancellationsPrioritiesAndTimeoutsAreRefusedAndTheStreamGoe
   accepted = accepted_up_to(6);
   ASSERT_TRUE(accepted) << "the good push with timeouts was not accepted";
   EXPECT_EQ(*accepted, 6u);
+}
+
+// The templates the flooder mutates: a well-formed message of each kind a client sends (the `i`th of the
+// flood: a submission's table id is fresh each time, so that it is work, not a refusal).
+std::string flood_message(int i) {
+  static const std::vector<std::function<void(Outgoing&, int)>> fills{
+      [](Outgoing& m, int i) {
+        auto s = m.envelope().initSubmit();
+        s.setSinkId(static_cast<std::uint64_t>(i));
+        s.setSlots(1u << 16);
+        auto op = s.initOperations(1)[0];
+        op.setId(static_cast<std::uint64_t>(i));
+        op.setFunction("square");
+        op.setSize(1u << 16);
+        tessera::wire::Attachments attachments;
+        tessera::wire::encode(tessera::to_value(std::int64_t{3}),
+                              op.initColumns(1)[0].initBroadcast().initLiteral(), attachments);
+        auto watch = s.initWatches(1)[0];
+        watch.setOp(static_cast<std::uint64_t>(i));
+        watch.setCount(1u << 16);
+      },
+      [](Outgoing& m, int) { m.envelope().setStatusRequest(); },
+      [](Outgoing& m, int) { m.envelope().initHeartbeat(); },
+      [](Outgoing& m, int) {
+        auto s = m.envelope().initSubmit();
+        s.setSinkId(9);
+        s.setSlots(4);
+        auto op = s.initOperations(1)[0];
+        op.setId(1);
+        op.setFunction("square");
+        op.setSize(4);
+      },
+      [](Outgoing& m, int) {
+        auto o = m.envelope().initStreamOpen();
+        o.setRequestId(1);
+        o.setSimulation("pause_square");
+        o.setMaxInFlight(64);
+      },
+      [](Outgoing& m, int) {
+        auto p = m.envelope().initStreamPush();
+        p.setStreamId(1);
+        auto sets = p.initParameters(8);
+        for (unsigned i = 0; i < 8; ++i)
+          tessera::wire::encode(tessera::to_value(double(i)), sets[i], m.attachments());
+      },
+      [](Outgoing& m, int) {
+        auto q = m.envelope().initResultsQuery();
+        q.setRequestId(2);
+        q.setStreamId(1);
+        q.setFormat("summary");
+        q.setBins(10);
+      },
+      [](Outgoing& m, int) { m.envelope().setWorkersRequest(); },
+      [](Outgoing& m, int) {
+        auto c = m.envelope().initStreamCancel();
+        c.setRequestId(3);
+        c.setStreamId(1);
+        c.setWhere("id >= 3");
+      },
+  };
+  Outgoing message;
+  fills[static_cast<std::size_t>(i) % fills.size()](message, i);
+  auto frames = message.frames();
+  return frames[0].to_string();
+}
+
+// One accepted peer floods the node with mutated messages (a few bytes of well-formed ones changed at
+// random): meanwhile another client's `status`, each over a fresh connection as the CLI makes it, is
+// answered within a second every time.
+TEST(HostilePeer, AFloodOfMutatedMessagesFromOnePeerLeavesAnothersStatusAnsweredWithinASecond) {
+  NodeProcess node(node_config());
+  zmq::context_t context(1);
+  zmq::socket_t flooder(context, zmq::socket_type::dealer);
+  flooder.set(zmq::sockopt::linger, 0);
+  flooder.connect(node.endpoint());
+  {
+    Outgoing hello;
+    auto h = hello.envelope().initHello();
+    h.setRole(tessera::wire::Role::CLIENT);
+    h.setName("flooder");
+    auto frames = hello.frames();
+    flooder.send(frames[0], zmq::send_flags::none);
+    zmq::message_t welcome;
+    ASSERT_TRUE(flooder.recv(welcome));
+  }
+  constexpr int kMessages = 4000;
+  std::atomic<int> sent{0};
+  std::thread flood([&] {
+    std::mt19937_64 random(46);
+    for (int i = 0; i < kMessages; ++i) {
+      std::string bytes = flood_message(i);
+      const int flips = static_cast<int>(random() % 5);  // a fifth go through intact
+      for (int f = 0; f < flips; ++f) bytes[8 + random() % (bytes.size() - 8)] = static_cast<char>(random());
+      flooder.send(zmq::buffer(bytes), zmq::send_flags::none);
+      sent += 1;
+      zmq::message_t drained;  // answers, refusals and errors: read so they do not pile up here
+      while (flooder.recv(drained, zmq::recv_flags::dontwait)) {
+      }
+    }
+  });
+  std::vector<Clock::duration> waits;
+  int unanswered = 0;
+  while (sent.load() < kMessages || waits.size() + static_cast<std::size_t>(unanswered) < 40) {
+    const auto start = Clock::now();
+    bool answered = false;
+    try {
+      Connection probe(ConnectionOptions{
+          .address = node.endpoint(), .name = "probe", .handshake_timeout = std::chrono::seconds(1)});
+      Outgoing status;
+      status.envelope().setStatusRequest();
+      probe.send(status);
+      while (!answered && Clock::now() - start < std::chrono::seconds(1)) {
+        auto answer = probe.receive(std::chrono::milliseconds(50));
+        answered = answer && answer->envelope().isStatus();
+      }
+    } catch (const ConnectionRefused&) {
+    }
+    if (answered)
+      waits.push_back(Clock::now() - start);
+    else
+      unanswered += 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a probe's pace, not a wait for a condition
+  }
+  flood.join();
+  const auto slowest = waits.empty() ? Clock::duration{} : *std::max_element(waits.begin(), waits.end());
+  std::cout << waits.size() << " of " << waits.size() + unanswered
+            << " status probes answered during a flood of " << kMessages
+            << " mutated messages, the slowest in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count() << " ms\n";
+  EXPECT_EQ(unanswered, 0) << "status probes went unanswered for a second while one peer flooded the node";
+  // The flooder is still served too: its next well-formed request (of a kind the flood had none of) is
+  // answered.
+  Outgoing functions;
+  functions.envelope().setFunctionsRequest();
+  auto frames = functions.frames();
+  flooder.send(frames[0], zmq::send_flags::none);
+  bool answered = false;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!answered && Clock::now() < deadline) {
+    zmq::pollitem_t item{flooder.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(100)) <= 0) continue;
+    std::vector<zmq::message_t> parts;
+    if (!zmq::recv_multipart(flooder, std::back_inserter(parts))) continue;
+    try {
+      Received message(std::move(parts), 0);
+      answered = message.envelope().isFunctions();
+    } catch (const std::exception&) {
+    }
+  }
+  EXPECT_TRUE(answered) << "the node stopped answering the flooder's own well-formed requests";
+}
+
+// A submission of `tasks` squares of 3, every result watched.
+void fill_squares_submission(Outgoing& message, std::uint64_t sink_id, std::uint32_t tasks) {
+  auto s = message.envelope().initSubmit();
+  s.setSinkId(sink_id);
+  s.setSlots(tasks);
+  auto op = s.initOperations(1)[0];
+  op.setId(sink_id);
+  op.setFunction("square");
+  op.setSize(tasks);
+  tessera::wire::encode(tessera::to_value(std::int64_t{3}),
+                        op.initColumns(1)[0].initBroadcast().initLiteral(), message.attachments());
+  auto watch = s.initWatches(1)[0];
+  watch.setOp(sink_id);
+  watch.setCount(tasks);
+}
+
+// Under an address-space cap, clients ask for more work than the node can hold: an allocation that fails
+// is refused, or ends the node with a clear error; while it lives, it answers.
+TEST(HostilePeer, AFailedAllocationIsRefusedOrEndsTheNodeButNeverHangsIt) {
+#ifdef TESSERA_SANITIZED
+  GTEST_SKIP() << "under a sanitizer the node's address space is mostly shadow memory: a cap on it tests the "
+                  "sanitizer's allocator, not the node";
+#endif
+  NodeProcess node(node_config("", "[limits]\nmax_slots_per_node = 1073741824\n"), /*capture_log=*/true);
+  const std::uint64_t size = tessera::testing::proc_status_bytes(node.pid(), "VmSize:");
+  const rlimit cap{size + (16u << 20), size + (16u << 20)};
+  ASSERT_EQ(::prlimit(node.pid(), RLIMIT_AS, &cap, nullptr), 0) << std::strerror(errno);
+  std::vector<std::unique_ptr<Connection>> clients;
+  for (int c = 0; c < 6; ++c) {
+    try {
+      clients.push_back(std::make_unique<Connection>(ConnectionOptions{
+          .address = node.endpoint(), .name = "greedy", .handshake_timeout = std::chrono::seconds(2)}));
+    } catch (const ConnectionRefused&) {
+      break;  // a node out of memory may refuse, or be gone
+    }
+    for (std::uint64_t s = 0; s < 4; ++s) {
+      Outgoing submission;
+      fill_squares_submission(submission, s + 1, 1u << 20);
+      clients.back()->send(submission);
+    }
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  int status = 0, answered = 0;
+  bool exited = false;
+  while (Clock::now() < deadline && !(exited = node.exited(&status))) {
+    bool alive = false;
+    const auto start = Clock::now();
+    try {
+      Connection probe(ConnectionOptions{
+          .address = node.endpoint(), .name = "probe", .handshake_timeout = std::chrono::seconds(5)});
+      Outgoing request;
+      request.envelope().setStatusRequest();
+      probe.send(request);
+      while (!alive && Clock::now() - start < std::chrono::seconds(5)) {
+        auto answer = probe.receive(std::chrono::milliseconds(100));
+        alive = answer && answer->envelope().isStatus();
+      }
+    } catch (const ConnectionRefused&) {
+    }
+    if (!alive && node.exited(&status)) {
+      exited = true;
+      break;
+    }
+    ASSERT_TRUE(alive) << "the node neither answered a status request within 5 s nor exited; its log:\n"
+                       << node.log().substr(0, 4000);
+    answered += 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a probe's pace
+  }
+  std::cout << "under a cap of " << (cap.rlim_cur >> 20) << " MiB of address space the node "
+            << (exited ? "exited (status " + std::to_string(status) + ")" : std::string("stayed up"))
+            << ", after " << answered << " status probes answered\n";
+  if (exited) {
+    std::string log = node.log();
+    std::transform(log.begin(), log.end(), log.begin(), [](unsigned char c) { return std::tolower(c); });
+    // Ours names where (exit 4); ZeroMQ's own allocation failures abort with "FATAL ERROR: OUT OF MEMORY".
+    EXPECT_NE(log.find("out of memory"), std::string::npos)
+        << "the node exited without saying it ran out of memory:\n"
+        << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    if (WIFEXITED(status)) {
+      EXPECT_EQ(WEXITSTATUS(status), 4);
+    }
+  }
 }
 
 }  // namespace

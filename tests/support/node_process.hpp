@@ -132,6 +132,15 @@ class NodeProcess {
     waitpid(pid_, &status, 0);
     pid_ = -1;
   }
+  // Whether the node has exited, without waiting (then reaped; its wait status in `status`).
+  bool exited(int* status = nullptr) {
+    if (pid_ <= 0) return true;
+    int got = 0;
+    if (waitpid(pid_, &got, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    if (status) *status = got;
+    return true;
+  }
   const std::string& endpoint() const { return endpoint_; }
   pid_t pid() const { return pid_; }
   // What the node wrote to stderr so far (with capture_log).
