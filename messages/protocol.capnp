@@ -711,4 +711,7 @@ struct Envelope {
     functionsRequest @51 :Void;
     functions @52 :List(FunctionEntry);
   }
+  # The frames each attachment travels in, when one is larger than a frame may be (transport.hpp,
+  # kAttachmentPieceBytes); empty: one frame each.
+  attachmentPieces @53 :List(UInt32);
 }

@@ -78,7 +78,7 @@ struct GatewayState {
   // Memory that clients held was freed, or is being: give it back to the system soon.
   void trim_soon() {
     trim_at = std::min(trim_at, GatewayClock::now() + kTrimDelay);
-    trims_left = 2;
+    trims_left = 3;
   }
   std::atomic<std::uint32_t> client_count{0};  // clients.size(), for other threads (the dashboard)
   std::unordered_map<std::string, WorkerPeer> workers;

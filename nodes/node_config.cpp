@@ -649,8 +649,11 @@ const std::vector<KeySpec>& key_specs() {
                         "bins a results summary may ask for"),
       limit_size_key("limits.max_answer_bytes", &NodeLimits::max_answer_bytes, KiB, GiB,
                      "an answer larger than this is paged or refused"),
-      limit_size_key("limits.max_message_size", &NodeLimits::max_message_size, MiB, 4 * GiB,
-                     "the largest message (ZMQ_MAXMSGSIZE) every socket of this node accepts"),
+      limit_size_key("limits.max_message_size", &NodeLimits::max_message_size, 16 * MiB, 4 * GiB,
+                     "the largest frame (ZMQ_MAXMSGSIZE) every socket of this node accepts: ZeroMQ reserves "
+                     "what a frame announces before it arrives, for each connection. Chunks and other "
+                     "large values travel in pieces of 16MiB, so it bounds headers and results of "
+                     "Python simulations, not what a message carries"),
       limit_integer_key("limits.max_worker_threads", &NodeLimits::max_worker_threads, 1, 65536,
                         "a worker claiming more compute threads in its hello is refused"),
       limit_size_key("limits.max_worker_memory", &NodeLimits::max_worker_memory, MiB, PiB,

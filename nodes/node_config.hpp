@@ -43,7 +43,7 @@ struct NodeLimits {
   std::uint64_t max_slots_per_node = std::uint64_t{1} << 24;        // limits.max_slots_per_node
   std::uint32_t max_histogram_bins = 10000;                         // limits.max_histogram_bins
   std::uint64_t max_answer_bytes = std::uint64_t{64} << 20;         // limits.max_answer_bytes
-  std::uint64_t max_message_size = std::uint64_t{256} << 20;  // limits.max_message_size (ZMQ_MAXMSGSIZE)
+  std::uint64_t max_message_size = std::uint64_t{64} << 20;   // limits.max_message_size (ZMQ_MAXMSGSIZE)
   std::uint32_t max_worker_threads = 1024;                    // limits.max_worker_threads
   std::uint64_t max_worker_memory = std::uint64_t{16} << 40;  // limits.max_worker_memory
   std::uint32_t max_streams_per_client = 256;                 // limits.max_streams_per_client

@@ -76,15 +76,19 @@ struct SchedulerGateway::State : GatewayState {
       caf::anon_send(it->second.first, stream_close_atom::value);
       it = orphans.erase(it);
     }
-    // Off the I/O thread: trimming a large heap takes a while. A full executor tries again later; a second
-    // trim a few seconds on catches what the scheduler and workers freed after the first.
+    // Off the I/O thread: trimming a large heap takes a while. A full executor tries again later; later
+    // trims (1, 4 and 10 s after) catch what the scheduler and workers freed after the first, which a
+    // loaded node takes seconds to.
     if (now >= trim_at) {
-      if (!queries->post([] { ::malloc_trim(0); }))
+      if (!queries->post([] { ::malloc_trim(0); })) {
         trim_at = now + kTrimDelay;
-      else if (trims_left > 1)
-        trims_left -= 1, trim_at = now + 3 * kTrimDelay;
-      else
-        trims_left = 0, trim_at = GatewayClock::time_point::max();
+      } else if (trims_left > 1) {
+        trims_left -= 1;
+        trim_at = now + (trims_left == 2 ? 3 : 6) * kTrimDelay;
+      } else {
+        trims_left = 0;
+        trim_at = GatewayClock::time_point::max();
+      }
     }
   }
 };

@@ -9,6 +9,7 @@
 #include <capnp/serialize.h>
 #include <zmq_addon.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -101,33 +102,86 @@ Received::Received(std::vector<zmq::message_t> parts, std::size_t header_index,
                    const wire::DecodeLimits& limits)
     : parts_(std::move(parts)) {
   if (parts_.size() <= header_index) throw wire::WireError("message without a header frame");
-  for (std::size_t i = header_index + 1; i < parts_.size(); ++i) {
-    // Each frame moves into a message of its own, shared: the bytes stay where ZeroMQ received them.
-    auto frame = std::make_shared<zmq::message_t>(std::move(parts_[i]));
-    frames_.emplace_back(static_cast<const std::byte*>(frame->data()), frame->size());
-    owners_.push_back(std::move(frame));
-  }
+  std::vector<zmq::message_t> attached;
+  attached.reserve(parts_.size() - header_index - 1);
+  for (std::size_t i = header_index + 1; i < parts_.size(); ++i) attached.push_back(std::move(parts_[i]));
   parts_.resize(header_index + 1);
   const auto& header = parts_[header_index];
   reader_.emplace(std::span<const std::byte>(static_cast<const std::byte*>(header.data()), header.size()),
                   limits);
   envelope_ = reader_->root<wire::Envelope>();
+  const auto pieces = envelope_.getAttachmentPieces();
+  if (pieces.size() == 0) {
+    for (auto& part : attached) {
+      // Each frame moves into a message of its own, shared: the bytes stay where ZeroMQ received them.
+      auto frame = std::make_shared<zmq::message_t>(std::move(part));
+      frames_.emplace_back(static_cast<const std::byte*>(frame->data()), frame->size());
+      owners_.push_back(std::move(frame));
+    }
+    return;
+  }
+  std::uint64_t announced = 0;
+  for (const std::uint32_t count : pieces) {
+    if (count == 0) throw wire::WireError("an attachment in 0 pieces");
+    announced += count;
+  }
+  if (announced != attached.size())
+    throw wire::WireError("the header announces " + std::to_string(announced) +
+                          " attachment pieces, the message has " + std::to_string(attached.size()));
+  std::size_t next = 0;
+  for (const std::uint32_t count : pieces) {
+    if (count == 1) {
+      auto frame = std::make_shared<zmq::message_t>(std::move(attached[next++]));
+      frames_.emplace_back(static_cast<const std::byte*>(frame->data()), frame->size());
+      owners_.push_back(std::move(frame));
+      continue;
+    }
+    std::size_t total = 0;
+    for (std::size_t k = next; k < next + count; ++k) total += attached[k].size();
+    // Aligned as a chunk's storage wants it; each piece is freed once copied.
+    const std::size_t rounded = (std::max<std::size_t>(total, 1) + 63) / 64 * 64;
+    std::shared_ptr<std::byte> joined(static_cast<std::byte*>(std::aligned_alloc(64, rounded)), std::free);
+    if (!joined) throw std::bad_alloc();
+    std::size_t at = 0;
+    for (std::size_t k = next; k < next + count; ++k) {
+      if (attached[k].size()) std::memcpy(joined.get() + at, attached[k].data(), attached[k].size());
+      at += attached[k].size();
+      attached[k].rebuild();
+    }
+    next += count;
+    frames_.emplace_back(joined.get(), total);
+    owners_.push_back(std::move(joined));
+  }
 }
 
 Outgoing::Outgoing() : envelope_(builder_.initRoot<wire::Envelope>()) {
   envelope_.setVersion(kProtocolVersion);
 }
 
-std::vector<zmq::message_t> Outgoing::frames() {
+std::vector<zmq::message_t> Outgoing::frames(std::size_t piece_bytes) {
+  piece_bytes = std::max<std::size_t>(piece_bytes, 1);
+  const auto pieces_of = [piece_bytes](std::size_t bytes) {
+    return std::max<std::size_t>(1, (bytes + piece_bytes - 1) / piece_bytes);
+  };
+  const auto& attached = attachments_.frames;
+  if (std::any_of(attached.begin(), attached.end(), [&](const auto& f) { return pieces_of(f.size()) > 1; })) {
+    auto pieces = envelope_.initAttachmentPieces(static_cast<unsigned>(attached.size()));
+    for (std::size_t i = 0; i < attached.size(); ++i)
+      pieces.set(static_cast<unsigned>(i), static_cast<std::uint32_t>(pieces_of(attached[i].size())));
+  }
   flat_ = capnp::messageToFlatArray(builder_);
   std::vector<zmq::message_t> out;
   out.emplace_back(flat_.begin(), flat_.size() * sizeof(capnp::word));
-  for (std::size_t i = 0; i < attachments_.frames.size(); ++i) {
-    // Zero copy: ZeroMQ frees the frame by dropping the Value that owns its bytes.
-    const auto frame = attachments_.frames[i];
-    auto* owner = new FrameOwner{attachments_.keep[i], static_cast<std::int64_t>(frame.size())};
-    tessera::outgoing_bytes().fetch_add(owner->bytes, std::memory_order_relaxed);
-    out.emplace_back(const_cast<std::byte*>(frame.data()), frame.size(), &release_attachment, owner);
+  for (std::size_t i = 0; i < attached.size(); ++i) {
+    // Zero copy: ZeroMQ frees each piece by dropping the Value that owns its bytes (each piece holds it).
+    const auto frame = attached[i];
+    for (std::size_t at = 0, n = pieces_of(frame.size()); n > 0; --n) {
+      const std::size_t size = std::min(piece_bytes, frame.size() - at);
+      auto* owner = new FrameOwner{attachments_.keep[i], static_cast<std::int64_t>(size)};
+      tessera::outgoing_bytes().fetch_add(owner->bytes, std::memory_order_relaxed);
+      out.emplace_back(const_cast<std::byte*>(frame.data()) + at, size, &release_attachment, owner);
+      at += size;
+    }
   }
   return out;
 }

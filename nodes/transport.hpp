@@ -32,11 +32,15 @@ namespace tessera::transport {
 
 // Bumped whenever the meaning of an existing message changes; peers of another version are refused.
 inline constexpr std::uint32_t kProtocolVersion =
-    4;  // 4: write-ahead streams, reattach, heartbeats to clients
+    5;  // 5: attachments in pieces; 4: write-ahead streams, reattach, heartbeats to clients
 
-// ZeroMQ allocates what a frame announces before it arrives, so this bounds every frame (a chunk travels
-// as a frame of its own). Larger frames are dropped by ZeroMQ, and the peer with them.
-inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{256} << 20;
+// ZeroMQ allocates what a frame announces before its bytes arrive (address space, for each connection at
+// once), so this bounds every frame. Larger frames are dropped by ZeroMQ, and the peer with them.
+inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{64} << 20;
+// An attachment (a chunk, a large result) larger than this travels as several frames of at most this
+// size, joined again on arrival: a frame's size bounds what one connection reserves, not what a message
+// may carry. limits.max_message_size is at least this.
+inline constexpr std::size_t kAttachmentPieceBytes = std::size_t{16} << 20;
 // A header (the Cap'n Proto envelope, without its frames) larger than this is dropped unread.
 inline constexpr std::size_t kMaxHeaderBytes = std::size_t{64} << 20;
 // Names in hello longer than this are refused: they end up in every log line about the peer.
@@ -55,6 +59,7 @@ using LogFunction = std::function<void(const std::string&)>;
 // One received message: its envelope and the frames beside it, valid while the object lives.
 class Received {
  public:
+  // Attachments that came in pieces are joined into one buffer each here.
   Received(std::vector<zmq::message_t> parts, std::size_t header_index,
            const wire::DecodeLimits& limits = {});
   wire::Envelope::Reader envelope() { return envelope_; }
@@ -76,8 +81,9 @@ class Outgoing {
   Outgoing();
   wire::Envelope::Builder envelope() { return envelope_; }
   wire::Attachments& attachments() { return attachments_; }
-  // The frames to send: the flat header, then each attachment (referenced, not copied).
-  std::vector<zmq::message_t> frames();
+  // The frames to send: the flat header, then each attachment (referenced, not copied), in pieces of at
+  // most `piece_bytes` (kAttachmentPieceBytes; tests set less).
+  std::vector<zmq::message_t> frames(std::size_t piece_bytes = kAttachmentPieceBytes);
 
  private:
   capnp::MallocMessageBuilder builder_;

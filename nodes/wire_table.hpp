@@ -35,7 +35,8 @@ struct NoPayload {};
 // for it. Every row declares one.
 enum class Cost : std::uint8_t {
   constant,  // fixed size: no count in it makes the receiver allocate
-  frame,     // linear in its bytes, each frame bounded by limits.max_message_size (kDefaultMaxFrameBytes);
+  frame,     // linear in its bytes, each frame bounded by limits.max_message_size (kDefaultMaxFrameBytes),
+             // an attachment past kAttachmentPieceBytes in pieces;
              // from a scheduler or worker the receiver joined, or a client's own data
   hello,     // a peer's claims: a name of at most kMaxPeerNameBytes, addresses of at most
              // kMaxPeerAddressBytes, a worker's threads and memory within limits.max_worker_threads and

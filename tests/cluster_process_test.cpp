@@ -4,13 +4,17 @@
 // that rejoins, and a client that vanishes (its futures are released after the grace period).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <Eigen/SVD>
 #include <algorithm>
+
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <tessera/array.hpp>
 #include <tessera/glm.hpp>
@@ -316,6 +320,66 @@ TEST_F(ClusterProcess, AWorkerLostDuringAGlmFitFailsItAndARefitWorks) {
   tessera::glm::LogisticRegression again({.solver = "newton", .tol = 1e-10});
   again.fit(client, x, y);
   EXPECT_TRUE(again.report().converged);
+}
+
+// A client killed (SIGKILL, no goodbye) at many points of a push: at set 0, at the batch and in-flight
+// boundaries, mid-batch, and after its close. Each time the stream is closed for it within the grace
+// plus the time its accepted sets take, and the store holds a contiguous prefix of ids, each once, each
+// with its own result: what the node accepted is all run and stored, nothing else.
+TEST(ClusterProcessGrace, AClientKilledAtAnyPointOfAPushLeavesAContiguousPrefixEachIdOnce) {
+  NodeProcess scheduler{scheduler_config("client_grace = 0.5\n")};
+  NodeProcess alpha{worker_config("alpha", scheduler.endpoint())};
+  NodeProcess beta{worker_config("beta", scheduler.endpoint())};
+  ASSERT_TRUE(eventually([&] { return status_field(scheduler.endpoint(), "workers") == 2u; }));
+  constexpr int kSets = 6000;
+  constexpr int kAfterClose = kSets;  // the kill comes after close()
+  std::vector<int> kill_points{0, 1, 511, 1023, 1024, 1025, 2047, 4097, kAfterClose};
+  std::mt19937 random(46);
+  for (int extra = 0; extra < 4; ++extra) kill_points.push_back(static_cast<int>(random() % kSets));
+  std::uint64_t stream_id = 0;
+  for (const int kill_at : kill_points) {
+    SCOPED_TRACE("killed at set " + std::to_string(kill_at));
+    stream_id += 1;
+    const pid_t child = fork();
+    if (child == 0) {
+      tessera::Client client(scheduler.endpoint());
+      tessera::StreamOptions options;
+      options.max_in_flight = 1024;
+      options.config.set("pause_us", tessera::to_value(std::int64_t{100}));
+      auto stream = client.stream("pause_square", std::move(options));
+      for (int i = 0; i < kSets; ++i) {
+        if (i == kill_at) raise(SIGKILL);
+        stream.push(double(i));
+      }
+      stream.close();
+      raise(SIGKILL);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the client did not die as planned";
+    const std::string which = "results --stream " + std::to_string(stream_id);
+    const bool closed = eventually(
+        [&] { return cli(scheduler.endpoint(), which).find("\"closed\":true") != std::string::npos; },
+        std::chrono::seconds(30));
+    ASSERT_TRUE(closed) << "the stream was not closed 30 s after its client died: "
+                        << cli(scheduler.endpoint(), which);
+    const auto csv = cli(scheduler.endpoint(), which + " --format csv");
+    std::istringstream lines(csv);
+    std::string line;
+    std::getline(lines, line);  // header
+    std::vector<int> seen(kSets, 0);
+    std::uint64_t rows = 0;
+    while (std::getline(lines, line)) {
+      const auto id = std::stoull(line.substr(0, line.find(',')));
+      ASSERT_LT(id, std::uint64_t(kSets));
+      seen[id] += 1;
+      rows += 1;
+    }
+    // Ids 0 .. rows-1, each once: no gap, no repeat.
+    for (std::uint64_t id = 0; id < rows; ++id) ASSERT_EQ(seen[id], 1) << "id " << id << " of " << rows;
+    EXPECT_LE(rows, static_cast<std::uint64_t>(std::min(kill_at, kSets)));
+    std::cout << "killed at set " << kill_at << ": " << rows << " stored, closed\n";
+  }
 }
 
 TEST(ClusterProcessGrace, VanishedClientIsReleasedAfterTheGracePeriod) {

@@ -282,32 +282,54 @@ TEST(HostilePeer, WorkersClaimingAbsurdResourcesAreRefusedAtHello) {
   EXPECT_EQ(answer->envelope().getStatus().getWorkers(), 1u);
 }
 
-// A raw TCP peer that speaks ZMTP 3.0 just far enough to announce one frame of 1 GiB: ZeroMQ must drop
-// the connection instead of reserving the gigabyte (limits.max_message_size).
+// A raw TCP connection to `port` that speaks ZMTP 3.0 (a DEALER, no security) just far enough to announce
+// one message frame of `frame_bytes` and send the first `sent` of them; its descriptor.
+int announce_frame(int port, std::uint64_t frame_bytes, std::size_t sent) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return fd;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return -1;
+  }
+  std::string greeting(64, '\0');
+  greeting[0] = '\xff';
+  greeting[9] = '\x7f';
+  greeting[10] = 3;  // ZMTP 3.0
+  greeting.replace(12, 4, "NULL");
+  std::string ready = "\x05READY\x0bSocket-Type";
+  ready += std::string("\0\0\0\x06", 4) + "DEALER";
+  const std::string command = std::string("\x04", 1) + static_cast<char>(ready.size()) + ready;
+  // A long message frame (flag 0x02) with its 8-byte size, big-endian.
+  std::string frame(9, '\0');
+  frame[0] = '\x02';
+  for (int i = 0; i < 8; ++i)
+    frame[1 + static_cast<std::size_t>(i)] = static_cast<char>(frame_bytes >> (56 - 8 * i));
+  const std::string bytes = greeting + command + frame + std::string(sent, 'x');
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const auto n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  return fd;
+}
+
+int port_of(const NodeProcess& node) {
+  return std::stoi(node.endpoint().substr(node.endpoint().rfind(':') + 1));
+}
+
+// A frame announcing 1 GiB: ZeroMQ must drop the connection instead of reserving the gigabyte
+// (limits.max_message_size).
 TEST(HostilePeer, AFrameAnnouncingAGigabyteReservesNothing) {
   NodeProcess node(node_config());
-  const auto port = std::stoi(node.endpoint().substr(node.endpoint().rfind(':') + 1));
   const auto rss_before = resident_bytes(node.pid());
   for (int attempt = 0; attempt < 8; ++attempt) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = announce_frame(port_of(node), std::uint64_t{1} << 30, 64);
     ASSERT_GE(fd, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    std::string greeting(64, '\0');
-    greeting[0] = '\xff';
-    greeting[9] = '\x7f';
-    greeting[10] = 3;  // ZMTP 3.0
-    greeting.replace(12, 4, "NULL");
-    std::string ready = "\x05READY\x0bSocket-Type";
-    ready += std::string("\0\0\0\x06", 4) + "DEALER";
-    std::string command = std::string("\x04", 1) + static_cast<char>(ready.size()) + ready;
-    // A long message frame (flag 0x02) of 2^30 bytes, of which only the first few are sent.
-    std::string frame = std::string("\x02\0\0\0\0\x40\0\0\0", 9) + std::string(64, 'x');
-    const std::string bytes = greeting + command + frame;
-    ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
     // The node closes the connection (read returns 0 or fails) rather than waiting for the gigabyte.
     char sink[256];
     timeval timeout{2, 0};
@@ -322,6 +344,37 @@ TEST(HostilePeer, AFrameAnnouncingAGigabyteReservesNothing) {
   EXPECT_LT(resident_bytes(node.pid()), rss_before + kRssSlack);
   auto client = connect_client(node);  // still serving
   SUCCEED();
+}
+
+// 20 connections each announcing the largest frame the node takes and sending 1 MiB of it: what ZeroMQ
+// reserves for them is bounded by the (64 MiB) frame limit, not by what a chunk may weigh.
+TEST(HostilePeer, ConnectionsAnnouncingLargeFramesReserveAtMostTheFrameLimitEach) {
+  NodeProcess node(node_config());
+  auto client = connect_client(node);
+  const std::uint64_t size_before = tessera::testing::proc_status_bytes(node.pid(), "VmSize:");
+  std::vector<int> connections;
+  for (int i = 0; i < 20; ++i) {
+    const int fd = announce_frame(port_of(node), kDefaultMaxFrameBytes - 1, 1u << 20);
+    ASSERT_GE(fd, 0);
+    connections.push_back(fd);
+  }
+  // ZeroMQ reserves each frame as it reads its announcement (most of the 20 within a few seconds).
+  const auto grown = [&] {
+    const std::uint64_t now = tessera::testing::proc_status_bytes(node.pid(), "VmSize:");
+    return now > size_before ? now - size_before : 0;
+  };
+  EXPECT_TRUE(tessera::testing::eventually([&] { return grown() >= 10 * kDefaultMaxFrameBytes; },
+                                           std::chrono::seconds(10)));
+  const std::uint64_t grew = grown();
+  std::cout << "20 connections announcing " << (kDefaultMaxFrameBytes >> 20) << " MiB frames: virtual size "
+            << (size_before >> 20) << " MiB, grew " << (grew >> 20) << " MiB\n";
+  // Issue 46 measured 5.1 GB with frames of 256 MiB.
+  EXPECT_LE(grew, std::uint64_t{1536} << 20);
+  Outgoing status;
+  status.envelope().setStatusRequest();
+  auto [answer, took] = ask(client, status, [](auto e) { return e.isStatus(); });
+  EXPECT_TRUE(answer) << "the node stopped answering";
+  for (const int fd : connections) close(fd);
 }
 
 TEST(HostilePeer, NamesCannotForgeLogLines) {

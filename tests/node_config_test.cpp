@@ -564,7 +564,7 @@ TEST(NodeConfig, LimitsHaveDefaultsAndRanges) {
   EXPECT_EQ(defaults.max_slots_per_client, 1u << 22);
   EXPECT_EQ(defaults.max_histogram_bins, 10000u);
   EXPECT_EQ(defaults.max_answer_bytes, 64u << 20);
-  EXPECT_EQ(defaults.max_message_size, 256u << 20);
+  EXPECT_EQ(defaults.max_message_size, 64u << 20);
   EXPECT_EQ(defaults.max_worker_threads, 1024u);
   EXPECT_EQ(defaults.max_worker_memory, 16ull << 40);
   const auto set =
@@ -592,7 +592,7 @@ TEST(NodeConfig, LimitsHaveDefaultsAndRanges) {
   EXPECT_EQ(refusal(kBoth + "[limits]\nmax_answer_bytes = \"2GiB\"\n"),
             "bad.toml:5: key 'limits.max_answer_bytes' must be between 1KiB and 1GiB, got \"2GiB\"");
   EXPECT_EQ(refusal(kBoth + "[limits]\nmax_message_size = 1000\n"),
-            "bad.toml:5: key 'limits.max_message_size' must be between 1MiB and 4GiB, got 1000");
+            "bad.toml:5: key 'limits.max_message_size' must be between 16MiB and 4GiB, got 1000");
   EXPECT_EQ(
       refusal(kBoth + "[limits]\nmax_worker_memory = \"nan\"\n"),
       "bad.toml:5: key 'limits.max_worker_memory' must be a size such as \"4GiB\" or \"512MB\", got \"nan\"");

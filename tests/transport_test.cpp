@@ -181,6 +181,38 @@ TEST(Transport, LargeReceivedChunksAdoptTheirFrameAndOutliveTheMessage) {
   EXPECT_EQ(back_small->dense<double>(), small);
 }
 
+// An attachment larger than a frame may be travels in pieces and arrives whole: a chunk of 40 MiB through
+// sockets that take frames of 17 MiB at most, both ways, and a value cut into 1,000-byte pieces read back.
+TEST(Transport, AnAttachmentLargerThanAFrameTravelsInPiecesAndArrivesWhole) {
+  namespace backends = tessera::backends;
+  transport::ServerOptions options;
+  options.max_message_bytes = transport::kAttachmentPieceBytes + (1u << 20);
+  EchoServer s(options);
+  auto connect = to(s);
+  connect.max_message_bytes = options.max_message_bytes;
+  transport::Connection c(connect);
+  const Eigen::MatrixXd big = Eigen::MatrixXd::Random(2560, 2048);  // 40 MiB
+  const auto back = echo(c, Value(backends::Chunk::dense<double>(big))).as_chunk();
+  EXPECT_EQ(back->dense<double>(), big);
+  EXPECT_EQ(s.received.load(), 1);
+
+  std::vector<double> doubles(10000);
+  for (std::size_t i = 0; i < doubles.size(); ++i) doubles[i] = double(i) / 7;
+  transport::Outgoing message;
+  tessera::wire::encode(Value(doubles), message.envelope().initValue(), message.attachments());
+  auto frames = message.frames(1000);
+  EXPECT_EQ(frames.size(), 1u + 80u);  // the header, then 80,000 bytes in pieces of 1,000
+  transport::Received received(std::move(frames), 0);
+  EXPECT_EQ(tessera::wire::decode(received.envelope().getValue(), received.frames()), Value(doubles));
+
+  // A header that announces other pieces than the message has is refused.
+  transport::Outgoing lying;
+  tessera::wire::encode(Value(doubles), lying.envelope().initValue(), lying.attachments());
+  auto pieces = lying.frames(1000);
+  pieces.pop_back();
+  EXPECT_THROW(transport::Received(std::move(pieces), 0), tessera::wire::WireError);
+}
+
 TEST(Transport, AnotherProtocolVersionIsRefusedOnBothSides) {
   EchoServer s;
   auto options = to(s);

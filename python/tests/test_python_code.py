@@ -241,19 +241,19 @@ def test_a_node_runs_the_python_its_config_names(start_node):
 
 
 def test_a_result_over_the_nodes_message_limit_fails_that_task_or_set_naming_the_limit(start_node):
-    node = start_node(_node_config(f'["{MODULE}"]') + "[limits]\nmax_message_size = 1048576\n")
+    node = start_node(_node_config(f'["{MODULE}"]') + "[limits]\nmax_message_size = 16777216\n")
     with tessera.Client(node.endpoint, reconnect_timeout=5.0) as client:
-        with pytest.raises(tessera.TaskFailed, match=r"its result is 20\d{5} bytes, over the worker's limit of "
-                                                     r"1048576 bytes for one result \(a node's limits.max_message_size\)"):
-            client.submit("zeros", 250_000).result(timeout=60)
+        with pytest.raises(tessera.TaskFailed, match=r"its result is 20\d{6} bytes, over the worker's limit of "
+                                                     r"16777216 bytes for one result \(a node's limits.max_message_size\)"):
+            client.submit("zeros", 2_500_000).result(timeout=60)
         assert client.submit("zeros", 1000).result(timeout=60).shape == (1000,)
         stream = client.stream("blob", pool_size=1)
-        for n in (10, 250_000, 20):
+        for n in (10, 2_500_000, 20):
             stream.push([n])
         stream.close()
         records = sorted(stream, key=lambda r: r.id)
         assert [r.failed for r in records] == [False, True, False]
-        assert "over the worker's limit of 1048576 bytes" in records[1].error
+        assert "over the worker's limit of 16777216 bytes" in records[1].error
         assert [len(records[0].value), len(records[2].value)] == [10, 20]
         # Nothing was lost on the way: the node goes on.
         assert client.gather(client.map("square", range(4))) == [0, 1, 4, 9]
