@@ -1,6 +1,7 @@
 #include "actors/embedded_cluster.hpp"
 
 #include <unistd.h>
+#include <iostream>
 
 #include <algorithm>
 #include <atomic>
@@ -195,10 +196,15 @@ std::pair<std::uint64_t, caf::actor> EmbeddedCluster::open_stream(const StreamSe
 }
 
 std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_streams(
-    const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for) {
+    const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for,
+    const std::function<std::optional<std::string>(const StreamSettings&)>& refuse) {
   std::vector<std::pair<std::uint64_t, caf::actor>> resumed;
   for (const auto& info : store()->streams()) {
     if (info.closed) continue;
+    if (auto reason = refuse ? refuse(info.settings) : std::nullopt) {
+      std::cerr << "[tessera] stream " << info.id << " is not resumed: " << *reason << std::endl;
+      continue;
+    }
     resumed.emplace_back(info.id, spawn_stream(info.id, info.settings, sink_for(info.id), true));
   }
   return resumed;

@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -72,9 +74,11 @@ class EmbeddedCluster {
                                                    std::shared_ptr<StreamSink> sink);
   // Resumes every stream the store has that did not finish (a node restarted from its data_dir): each
   // runs its sets written ahead and not answered, and delivers to `sink_for(id)` until a client
-  // attaches. Returns their ids and actors.
+  // attaches. Returns their ids and actors. A stream `refuse` gives a reason for is not resumed (it is
+  // logged, and stays as it was in the store).
   std::vector<std::pair<std::uint64_t, caf::actor>> resume_streams(
-      const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for);
+      const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for,
+      const std::function<std::optional<std::string>(const StreamSettings&)>& refuse = {});
   // The actor of a stream that has not finished; null when there is none (finished, or never opened).
   caf::actor stream_actor(std::uint64_t id) const;
 

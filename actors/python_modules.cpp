@@ -260,15 +260,19 @@ PythonEnvironment python_environment(const std::vector<std::string>& modules,
 }
 
 PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironment> environment,
-                                           std::chrono::seconds deadline) {
+                                           std::chrono::seconds deadline, bool client_code) {
   if (environment->executable.empty())
     throw PythonModuleError(
         "this build of Tessera runs no Python code (it was built with TESSERA_PYTHON=OFF); "
         "set TESSERA_PYTHON to an interpreter that has the tessera package");
   PythonRegistration registered;
   auto pool = std::make_shared<PythonTaskPool>(environment);
-  register_client_code(pool);
-  register_client_classes(environment);
+  // Not registered, nothing can name them: not a submission, nor a bag, fused or array task that calls
+  // a function by a name it was given (or computed).
+  if (client_code) {
+    register_client_code(pool);
+    register_client_classes(environment);
+  }
   if (environment->modules.empty()) return registered;
   const std::string output = run_describe(*environment, deadline);
   for (const auto& line : split(output, '\n')) {

@@ -37,12 +37,15 @@ struct PythonRegistration {
 // define. A name registered before by the same definition (the same module, name and source) is kept;
 // by another, refused. Throws PythonModuleError.
 //
-// With no modules no interpreter is started. Either way the task functions that run Python code a client
-// sends (python:call/N, N arguments after the pickled function: tessera's Python client submits a callable
-// as one) are registered too, once per process, running in the same interpreters as the modules' tasks.
-// Whether a scheduler accepts them from its clients is its own decision (security.allow_client_code).
+// With no modules no interpreter is started. Either way, with `client_code`, the task functions that run
+// Python code a client sends (python:call/N, N arguments after the pickled function: tessera's Python
+// client submits a callable as one), its simulation class and generator are registered too, once per
+// process, running in the same interpreters as the modules' tasks. A node whose security.allow_client_code
+// is off registers none of them: a scheduler refuses them by name, and a worker cannot run them whatever
+// names them.
 PythonRegistration register_python_modules(std::shared_ptr<const PythonEnvironment> environment,
-                                           std::chrono::seconds deadline = std::chrono::seconds(120));
+                                           std::chrono::seconds deadline = std::chrono::seconds(120),
+                                           bool client_code = true);
 
 // The most arguments the client-code task functions take after the function (kClientCodePrefix).
 inline constexpr std::size_t kMaxClientCodeArguments = 16;

@@ -55,6 +55,24 @@ std::vector<double> decode_doubles(Doubles::Reader in, const Frames& frames, con
   return out;
 }
 
+// Whether a value names Python code a client sent (python:call/N, python:class, python:generator), at any
+// depth: bag, fused and array tasks call functions by names they are given.
+bool names_client_code(const tessera::Value& value) {
+  switch (value.kind()) {
+    case tessera::ValueKind::string:
+      return value.as_string().starts_with("python:call/") || value.as_string() == "python:class" ||
+             value.as_string() == "python:generator";
+    case tessera::ValueKind::list:
+      for (const auto& item : value.as_list())
+        if (names_client_code(item)) return true;
+      return false;
+    case tessera::ValueKind::custom:
+      return value.as_custom().payload && names_client_code(*value.as_custom().payload);
+    default:
+      return false;
+  }
+}
+
 tessera::Value decode_value(Value::Reader in, const Frames& frames) {
   switch (in.which()) {
     case Value::NONE:
@@ -268,11 +286,12 @@ tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames, c
         throw WireError(e.what());  // past the stand-ins a process keeps
       }
     }
+    // Before the lookup: a node that runs no client code does not register its functions at all.
+    if (!limits.client_code_refused.empty() && name.starts_with(kClientCodePrefix))
+      throw WireError("operation " + std::to_string(in.getId()) + " (" + printable(name, 200) +
+                      "): " + limits.client_code_refused);
     if (!fn)
       throw WireError("operation " + std::to_string(in.getId()) + ": unknown task function '" + name + "'");
-    if (!limits.client_code_refused.empty() && name.starts_with(kClientCodePrefix))
-      throw WireError("operation " + std::to_string(in.getId()) + " (" + name +
-                      "): " + limits.client_code_refused);
     if (differs && !limits.differing_functions_fail_tasks)
       throw WireError(definitions_differ("task function", printable(name, 200), "the client",
                                          printable(identity, 300), "the scheduler", fn->identity));
@@ -304,6 +323,12 @@ tessera::OperationPtr decode(wire::Operation::Reader in, const Frames& frames, c
           throw WireError("operation " + name + ": column of unknown kind");
       }
     }
+    if (!limits.client_code_refused.empty())
+      for (const auto& column : columns)
+        for (std::uint32_t t = 0; t < (column.is_broadcast() ? 1u : column.size()); ++t)
+          if (const tessera::Value* literal = column.literal(t); literal && names_client_code(*literal))
+            throw WireError("operation " + std::to_string(in.getId()) + " (" + name +
+                            "): an argument names client code (python:...): " + limits.client_code_refused);
     try {
       if (in.hasKeys() && in.getKeys().size() > 0) {
         if (in.getKeys().size() != size)

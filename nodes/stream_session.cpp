@@ -60,6 +60,13 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
   }
   if (auto wrong = settings.check(); !wrong.empty())
     return answer_open(peer, open.getRequestId(), 0, wrong, 0);
+  // Where program sets write their files is the node's to say (a worker's data_dir), never a client's.
+  if (settings.config && settings.config->has("tessera.runs_dir"))
+    return answer_open(
+        peer, open.getRequestId(), 0,
+        "config key 'tessera.runs_dir' is the node's (where program sets write their files); a "
+        "client may not set it",
+        0);
   if (!g_.options.limits.client_code_refused.empty() &&
       (settings.simulation == kClientClassSimulation || settings.generator == kClientGenerator))
     return answer_open(peer, open.getRequestId(), 0,

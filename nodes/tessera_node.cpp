@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
         // A result must cross to the scheduler in one message.
         environment.max_result_bytes = config.limits.max_message_size;
         tessera::register_python_modules(
-            std::make_shared<const tessera::PythonEnvironment>(std::move(environment)));
+            std::make_shared<const tessera::PythonEnvironment>(std::move(environment)),
+            std::chrono::seconds(120), tessera::client_code_allowed(config));
       } catch (const tessera::PythonModuleError& e) {
         throw tessera::ConfigError(tessera::config_key_location(config, "plugins.python") + ": " + e.what());
       }
@@ -348,8 +349,16 @@ int main(int argc, char** argv) {
       // client to attach again (a temporary directory is new, so it has none).
       std::vector<std::pair<std::uint64_t, caf::actor>> resumed;
       if (!config.data_dir.empty())
-        resumed =
-            cluster->resume_streams([](std::uint64_t) { return std::make_shared<tessera::StreamSink>(1); });
+        resumed = cluster->resume_streams(
+            [](std::uint64_t) { return std::make_shared<tessera::StreamSink>(1); },
+            // Opened while the node ran client code: not run again once it runs none.
+            [refusal = client_code_refusal(config)](
+                const tessera::StreamSettings& settings) -> std::optional<std::string> {
+              if (refusal.empty() || (settings.simulation != tessera::kClientClassSimulation &&
+                                      settings.generator != tessera::kClientGenerator))
+                return std::nullopt;
+              return "it runs Python code a client sent, and " + refusal;
+            });
       tessera::transport::ServerOptions server;
       server.listen = config.listen;
       server.name = config.name;

@@ -55,12 +55,17 @@ TEST(Gateway, AWorkerJoiningWhileTheSchedulerIsBusyHoldsUpNoOtherPeer) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<bool> holding{false};
-  auto holder = system.spawn([released, &holding](caf::event_based_actor*) -> caf::behavior {
-    return {[released, &holding](int) {
-      holding = true;
-      released.wait();
-    }};
-  });
+  // Its state travels as spawn arguments: CAF 0.17 dereferences a null argument tuple when an actor
+  // function is spawned without any.
+  auto holder = system.spawn(
+      [](caf::event_based_actor*, std::shared_future<void> released,
+         std::atomic<bool>* holding) -> caf::behavior {
+        return {[released, holding](int) {
+          *holding = true;
+          released.wait();
+        }};
+      },
+      released, &holding);
   caf::anon_send(holder, 1);
   ASSERT_TRUE(eventually([&] { return holding.load(); }));
 

@@ -890,4 +890,52 @@ TEST(HostilePeer, AFailedAllocationIsRefusedOrEndsTheNodeButNeverHangsIt) {
   }
 }
 
+// A node that runs no client code (security.allow_client_code off) refuses it by name wherever a submission
+// names it: not only as the operation's function, but inside a bag, fused or array task that calls a
+// function by a name it is given.
+TEST(HostilePeer, ClientCodeNamedInsideAnotherTaskIsRefusedWhenTheNodeRunsNone) {
+  NodeProcess node(node_config("", "[security]\nallow_client_code = false\n"));
+  auto client = connect_client(node);
+  using tessera::Value;
+  const std::vector<std::pair<std::string, Value>> attempts{
+      {"python:call/0", Value(std::int64_t{1})},
+      {"tessera.bag.map", Value(Value::List{Value("python:call/0"), Value(std::int64_t{1})})},
+      {"tessera.fused/1",
+       Value(Value::List{Value(Value::List{Value("python:call/0")}), Value(std::int64_t{0})})},
+      {"tessera.array.block", Value(Value::List{Value("python:class")})},
+  };
+  std::uint64_t sink = 0;
+  for (const auto& [function, literal] : attempts) {
+    SCOPED_TRACE(function);
+    Outgoing submit;
+    auto s = submit.envelope().initSubmit();
+    s.setSinkId(++sink);
+    s.setSlots(1);
+    auto op = s.initOperations(1)[0];
+    op.setId(sink);
+    op.setFunction(function);
+    op.setSize(1);
+    tessera::wire::encode(literal, op.initColumns(1)[0].initBroadcast().initLiteral(), submit.attachments());
+    auto watch = s.initWatches(1)[0];
+    watch.setOp(sink);
+    watch.setCount(1);
+    auto [answer, took] = ask(client, submit, [](auto e) { return e.isResults(); });
+    ASSERT_TRUE(answer);
+    const std::string refused = answer->envelope().getResults().getRefused();
+    EXPECT_NE(refused.find("security.allow_client_code"), std::string::npos) << refused;
+  }
+  // A stream may not choose where a program's sets write their files.
+  Outgoing open;
+  auto o = open.envelope().initStreamOpen();
+  o.setRequestId(1);
+  o.setSimulation("pause_square");
+  auto entry = o.initConfig(1)[0];
+  entry.setKey("tessera.runs_dir");
+  tessera::wire::encode(Value("/home/someone/else"), entry.initValue(), open.attachments());
+  auto [opened, took] = ask(client, open, [](auto e) { return e.isStreamOpened(); });
+  ASSERT_TRUE(opened);
+  EXPECT_NE(std::string(opened->envelope().getStreamOpened().getError()).find("tessera.runs_dir"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -281,10 +281,12 @@ TEST(NodeProcess, ClientsTogetherStayWithinMaxSlotsPerNodeAndTheirMemoryComesBac
             << 4 * kPerSubmission << " slots\n";
 #ifndef TESSERA_SANITIZED
   ASSERT_GT(peak, before + (std::uint64_t{32} << 20)) << "holding the slots took too little memory to tell";
-  // Most of it: the allocator keeps some for reuse, and the baseline itself varies by some MiB.
-  const auto given_back = [&] { return resident_bytes(node.pid()) < before + (peak - before) / 3; };
+  // Most of it: the allocator keeps some for reuse, and the baseline itself varies by some MiB. (Without
+  // giving it back the node held more after they left than at the peak: 224-257 MiB against 175-199.)
+  const auto given_back = [&] { return resident_bytes(node.pid()) < before + (peak - before) / 2; };
   EXPECT_TRUE(tessera::testing::eventually(given_back, std::chrono::seconds(20)))
-      << "after the clients left the node still holds " << (resident_bytes(node.pid()) >> 20) << " MiB";
+      << "after the clients left the node still holds " << (resident_bytes(node.pid()) >> 20)
+      << " MiB (before " << (before >> 20) << " MiB, holding " << (peak >> 20) << " MiB)";
   std::cout << "node resident after they left: " << (resident_bytes(node.pid()) >> 20) << " MiB\n";
 #endif
 }
