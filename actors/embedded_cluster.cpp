@@ -48,7 +48,8 @@ EmbeddedCluster::EmbeddedCluster(ClusterOptions options) : options_(options) {
     auto environment = python_environment(options_.python_modules);
     if (!options_.python_executable.empty()) environment.executable = options_.python_executable;
     try {
-      register_python_modules(std::make_shared<const PythonEnvironment>(std::move(environment)));
+      register_python_modules(std::make_shared<const PythonEnvironment>(std::move(environment)),
+                              std::chrono::seconds(120), options_.client_code);
     } catch (const PythonModuleError& e) {
       throw std::invalid_argument(std::string("ClusterOptions::python_modules: ") + e.what());
     }

@@ -35,6 +35,13 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
   const std::string simulation = open.getSimulation();
   if (!g_.options.open_stream)
     return answer_open(peer, open.getRequestId(), 0, "this node runs no streams", 0);
+  // First: a node that runs no client code has not even registered what would run it.
+  if (!g_.options.limits.client_code_refused.empty() &&
+      (simulation == kClientClassSimulation ||
+       std::string_view(open.getGenerator().cStr()) == kClientGenerator))
+    return answer_open(peer, open.getRequestId(), 0,
+                       "a stream of Python code this client sent: " + g_.options.limits.client_code_refused,
+                       0);
   const SimulationType* type = SimulationRegistry::global().find(simulation);
   if (!type) {
     std::string known;
@@ -67,11 +74,6 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
         "config key 'tessera.runs_dir' is the node's (where program sets write their files); a "
         "client may not set it",
         0);
-  if (!g_.options.limits.client_code_refused.empty() &&
-      (settings.simulation == kClientClassSimulation || settings.generator == kClientGenerator))
-    return answer_open(peer, open.getRequestId(), 0,
-                       "a stream of Python code this client sent: " + g_.options.limits.client_code_refused,
-                       0);
   // The client's own bound, never past what the node lets a client push ahead.
   settings.max_in_flight = std::min<std::uint64_t>(
       settings.max_in_flight ? settings.max_in_flight : StreamSettings::kDefaultMaxInFlight,

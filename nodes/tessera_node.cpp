@@ -344,6 +344,7 @@ int main(int argc, char** argv) {
       options.scheduler.progress_timeout = milliseconds(config.progress_timeout_seconds);
       options.stream_isolation = config.stream_isolation;
       options.gpus = config.gpus;
+      options.client_code = tessera::client_code_allowed(config);
       cluster = std::make_unique<tessera::EmbeddedCluster>(options);
       // A restart from the same data_dir: every stream that had not finished runs on, and waits for its
       // client to attach again (a temporary directory is new, so it has none).

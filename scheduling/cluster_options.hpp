@@ -40,6 +40,10 @@ struct ClusterOptions {
   // [plugins] python. Imported once when the cluster starts, to learn their names (a module that fails
   // to import is an error naming it); their code runs in the workers' interpreter processes.
   std::vector<std::string> python_modules{};
+  // Registers the functions, simulation class and generator that run Python code a client sends
+  // (python:call/N, python:class, python:generator); a node whose security.allow_client_code is off
+  // does not.
+  bool client_code = true;
   // The interpreter for them: empty for this build's ($TESSERA_PYTHON when set).
   std::string python_executable{};
   // The GPU devices (CUDA ordinals) workers hand to simulations that declare gpus. Empty: every device

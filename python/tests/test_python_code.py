@@ -370,8 +370,48 @@ def test_a_loopback_node_runs_client_code_and_a_closed_one_refuses_it_naming_the
 
         with pytest.raises(Exception, match="security.allow_client_code is false"):
             client.stream(Echo)
-        # The client goes on: the workers could run it, only this scheduler takes none from clients.
-        assert "python:call/1" in {f["name"] for f in client.functions()}
+        # The client goes on; this node does not even register the functions that run client code.
+        assert "python:call/1" not in {f["name"] for f in client.functions()}
+
+
+def test_a_stream_of_client_code_is_not_resumed_by_a_node_that_now_runs_none(start_node, tmp_path):
+    data = tmp_path / "data"
+
+    def config(allow):
+        return ("[node]\nname = \"resumer\"\nrole = \"both\"\n"
+                f"data_dir = \"{data}\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+                "[worker]\nworkers = 1\nthreads_per_worker = 1\n[plugins]\npython = []\n"
+                f"[security]\nallow_client_code = {'true' if allow else 'false'}\n")
+
+    class Slow:
+        def __init__(self, config):
+            pass
+
+        def run(self, p):
+            import time
+            time.sleep(0.2)
+            return p
+
+    first = start_node(config(True))
+    with tessera.Client(first.endpoint, reconnect_timeout=5.0) as client:
+        stream = client.stream(Slow, pool_size=1)
+        for i in range(50):
+            stream.push([float(i)])
+        stream.flush()
+        deadline = time.monotonic() + 60
+        while stream.completed < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the stream's count, with a deadline
+        assert stream.completed >= 2
+        first.process.kill()  # no goodbye: the stream is unfinished in the store
+        first.process.wait()
+    second = start_node(config(False))
+    log = pathlib.Path(second.log.name)
+    deadline = time.monotonic() + 30
+    while "is not resumed" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling the node's log for its line, with a deadline
+    text = log.read_text()
+    assert "stream 1 is not resumed: it runs Python code a client sent" in text, text
+    assert "security.allow_client_code" in text
 
 
 def test_client_code_beyond_loopback_needs_curve():
