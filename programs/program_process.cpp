@@ -53,10 +53,11 @@ std::string errno_text(int error) {
   return std::string(std::strerror(error)) + " (errno " + std::to_string(error) + ")";
 }
 
-// Reads what is there now; false at end of file.
+// Reads what is there now, 1 MiB at most (a program that writes faster than this reads must not keep the
+// caller from its interrupts); false at end of file.
 bool drain(Fd& fd, OutputTail& tail) {
   char buffer[16384];
-  for (;;) {
+  for (int reads = 0; reads < 64; ++reads) {
     const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
     if (n > 0) {
       tail.append(std::string_view(buffer, static_cast<std::size_t>(n)));
@@ -71,6 +72,7 @@ bool drain(Fd& fd, OutputTail& tail) {
     fd.reset();
     return false;
   }
+  return true;
 }
 
 // The spawn attributes every run shares: a session of its own, no blocked signals, default dispositions.
@@ -208,6 +210,7 @@ Exit run_program(const LaunchRequest& request, Interrupter& interrupter) {
   exit.err = OutputTail(request.stderr_capacity);
   Fd process(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   bool running = true;
+  Clock::time_point exited_at{};
   // Whether the program has ended, without reaping it: until it is reaped its pid stays taken, so its
   // group can still be signalled without hitting a process that reused the number.
   const auto ended = [&] {
@@ -260,10 +263,13 @@ Exit run_program(const LaunchRequest& request, Interrupter& interrupter) {
     if (err_read.get() >= 0) drain(err_read, exit.err);
     if (running && ended()) {
       running = false;
+      exited_at = Clock::now();
       // What the program left behind in its group (a background child holding stdout) ends with it.
       kill_group(pid, SIGKILL);
     }
     if (!running && ready == 0) break;  // the pipes stayed open 200 ms after the group was killed
+    // A daemon of another session that keeps writing to them: 1 s after the program, they are let go.
+    if (!running && Clock::now() - exited_at > std::chrono::seconds(1)) break;
   }
   // Whatever is left of the group (all of it, when the loop ended on an error) is killed before the
   // program is reaped.
@@ -271,8 +277,9 @@ Exit run_program(const LaunchRequest& request, Interrupter& interrupter) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (exit.interrupted) {
-    // Daemons that made sessions of their own still carry the token.
+  {
+    // Daemons that made sessions of their own still carry the token: a set's processes end with it,
+    // interrupted or not.
     for (const auto& variable : request.environment)
       if (variable.starts_with("TESSERA_RUN=")) {
         for (int other : processes_with_token(variable)) ::kill(other, SIGKILL);

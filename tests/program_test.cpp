@@ -318,6 +318,67 @@ TEST(ProgramProcess, WhatTheProgramLeftInItsGroupEndsWithIt) {
                          std::chrono::milliseconds(10)));
 }
 
+// Runs `request` on a thread of its own; whether it returned within `deadline` (interrupted after it, so
+// that a failing test ends), and its exit.
+std::pair<bool, tessera::programs::Exit> run_within(const tessera::programs::LaunchRequest& request,
+                                                    tessera::programs::Interrupter& interrupter,
+                                                    std::chrono::seconds deadline) {
+  std::atomic<bool> done{false};
+  tessera::programs::Exit exit;
+  std::thread runner([&] {
+    exit = tessera::programs::run_program(request, interrupter);
+    done = true;
+  });
+  const bool in_time = eventually([&] { return done.load(); }, deadline, std::chrono::milliseconds(10));
+  if (!in_time) interrupter.interrupt();
+  runner.join();
+  return {in_time, exit};
+}
+
+// A daemon in a session of its own (setsid), still writing to the program's stdout: the set ends a moment
+// after the program, and the daemon with it.
+TEST(ProgramProcess, ADaemonOfItsOwnSessionNeitherHoldsTheSetNorOutlivesIt) {
+  TempDir dir;
+  const std::string marker = unique_marker();
+  tessera::programs::LaunchRequest request;
+  // It has left the group (and writes) before the program ends: killing the group cannot reach it.
+  request.argv = {"sh", "-c", "setsid sh -c 'while :; do echo x; sleep 0.05; done' & sleep 0.5; echo 7"};
+  request.environment = environment_with(marker);
+  request.directory = dir.str();
+  tessera::programs::Interrupter interrupter;
+  const auto [in_time, exit] = run_within(request, interrupter, std::chrono::seconds(20));
+  EXPECT_TRUE(in_time) << "the set waited on its daemon's output";
+  EXPECT_FALSE(exit.interrupted);
+  EXPECT_EQ(exit.code, 0);
+  EXPECT_NE(exit.out.text().find("x\n"), std::string::npos) << "the daemon never wrote: " << exit.out.text();
+  EXPECT_TRUE(eventually([&] { return processes_with_token(marker).empty(); }, std::chrono::seconds(5),
+                         std::chrono::milliseconds(10)))
+      << "the daemon outlived its set";
+}
+
+// A program that writes to its stdout as fast as it can is still stopped by an interrupt (a timeout, a
+// cancellation): reading its output never keeps the runner from hearing it.
+TEST(ProgramProcess, AProgramFloodingItsOutputIsStillInterrupted) {
+  TempDir dir;
+  const std::string marker = unique_marker();
+  tessera::programs::LaunchRequest request;
+  request.argv = {"yes", "a line of output that the program writes for ever"};
+  request.environment = environment_with(marker);
+  request.directory = dir.str();
+  request.grace_seconds = 1;
+  tessera::programs::Interrupter interrupter;
+  std::thread interrupt_once_running([&] {
+    eventually([&] { return processes_with_token(marker).size() == 1; }, std::chrono::seconds(20),
+               std::chrono::milliseconds(10));
+    interrupter.interrupt();
+  });
+  const auto [in_time, exit] = run_within(request, interrupter, std::chrono::seconds(30));
+  interrupt_once_running.join();
+  EXPECT_TRUE(in_time) << "the runner did not hear the interrupt while reading the flood";
+  EXPECT_TRUE(exit.interrupted);
+  EXPECT_TRUE(processes_with_token(marker).empty());
+}
+
 // ---- streamed on a cluster ----------------------------------------------------------------------------
 
 // awk multiplies and adds the two parameters it reads from the rendered template, and writes out.log.
