@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 namespace tessera::programs {
 namespace {
@@ -280,9 +282,16 @@ Exit run_program(const LaunchRequest& request, Interrupter& interrupter) {
   {
     // Daemons that made sessions of their own still carry the token: a set's processes end with it,
     // interrupted or not.
+    // SIGKILL lands asynchronously: the run ends once they are gone (1 s at most), so that what
+    // follows (the next attempt in the same directory, a test counting them) does not meet them.
     for (const auto& variable : request.environment)
       if (variable.starts_with("TESSERA_RUN=")) {
-        for (int other : processes_with_token(variable)) ::kill(other, SIGKILL);
+        const auto until = Clock::now() + std::chrono::seconds(1);
+        for (auto left = processes_with_token(variable); !left.empty() && Clock::now() < until;
+             left = processes_with_token(variable)) {
+          for (int other : left) ::kill(other, SIGKILL);
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
         break;
       }
   }

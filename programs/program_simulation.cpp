@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <system_error>
 
 #include "graph/printable.hpp"
@@ -74,11 +76,18 @@ class ProgramSimulation final : public Simulation {
       for (const auto& part : spec_->launcher_prefix()) request.argv.push_back(render_template(part, values));
       for (const auto& part : spec_->command) request.argv.push_back(render_template(part, values));
       request.environment = base_environment_;
-      for (const auto& [key, value] : spec_->env)
-        request.environment.push_back(key + "=" + render_template(value, values));
+      // The declaration's value replaces the worker's (a second entry would be ignored: getenv takes
+      // the first).
+      for (const auto& [key, value] : spec_->env) {
+        const std::string prefix = key + "=";
+        std::erase_if(request.environment, [&](const std::string& v) { return v.starts_with(prefix); });
+        request.environment.push_back(prefix + render_template(value, values));
+      }
     } catch (const std::invalid_argument& e) {
       fail(dir, std::string("simulation '") + name_ + "': " + e.what());
     }
+    // The run's token is ours alone: the sweep that ends its daemons looks for it.
+    std::erase_if(request.environment, [](const std::string& v) { return v.starts_with("TESSERA_RUN="); });
     request.environment.push_back("TESSERA_RUN=" + std::to_string(::getpid()) + "-" +
                                   std::to_string(next_run++));
     Exit exit;
@@ -218,7 +227,16 @@ std::string missing_executable(const ProgramSpec& spec) {
 }
 
 std::string default_runs_dir() {
-  return (fs::temp_directory_path() / ("tessera-runs-" + std::to_string(::getpid()))).string();
+  // Made once per process by mkdtemp (a fresh name, mode 0700): a predictable path in the shared temporary
+  // directory could be made first by another user, as a link to where sets would then write and delete.
+  static const std::string made = [] {
+    std::string pattern = (fs::temp_directory_path() / "tessera-runs-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot make a directory for program sets from " + pattern + ": " +
+                               std::strerror(errno));
+    return pattern;
+  }();
+  return made;
 }
 
 SimulationType program_simulation_type(std::string name, std::shared_ptr<const ProgramSpec> spec) {

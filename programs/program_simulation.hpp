@@ -23,8 +23,8 @@ SimulationType program_simulation_type(std::string name, std::shared_ptr<const P
 // missing or not executable here; empty when it is found. Placeholders in it are not looked into.
 std::string missing_executable(const ProgramSpec& spec);
 
-// Where a worker puts sets' directories when neither the spec nor its data_dir says: a directory of this
-// process under the temporary directory.
+// Where a worker puts sets' directories when neither the spec nor its data_dir says: a directory made for
+// this process under the temporary directory (mkdtemp: a fresh name, mode 0700).
 std::string default_runs_dir();
 
 }  // namespace tessera::programs

@@ -464,6 +464,31 @@ TEST(Programs, AStreamRunsAProgramPerSetWithTemplatesAndParsedResults) {
   }
 }
 
+// A declaration's env replaces what the worker has: OMP_NUM_THREADS (which the worker sets from threads)
+// and a variable of the worker's own environment.
+TEST(Programs, TheDeclarationsEnvReplacesTheWorkersOwn) {
+  TempDir runs;
+  ::setenv("TESSERA_TEST_INHERITED", "1", 1);
+  ProgramSpec spec;
+  spec.command = {"sh", "-c", "echo $((OMP_NUM_THREADS * 100 + TESSERA_TEST_INHERITED))"};
+  spec.parameters = {"x"};
+  spec.env["OMP_NUM_THREADS"] = "7";
+  spec.env["TESSERA_TEST_INHERITED"] = "5";
+  spec.workdir_root = runs.str();
+  tessera::register_program("test_env_override", spec);
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto stream = client.stream("test_env_override");
+  stream.push(std::vector<double>{1.0});
+  stream.close();
+  const auto records = collect(stream);
+  ::unsetenv("TESSERA_TEST_INHERITED");
+  ASSERT_EQ(records.size(), 1u);
+  const auto& r = records.begin()->second;
+  ASSERT_FALSE(r.failed) << r.error;
+  EXPECT_EQ(r.value.as_double(), 705.0);
+}
+
 TEST(Programs, EachFailureIsNamedAndItsDirectoryKept) {
   TempDir runs;
   ProgramSpec spec;
