@@ -121,10 +121,20 @@ Value read_program_result(const ProgramResultSpec& spec, std::string_view stdout
     }
     case ProgramResultFormat::regex: {
       const std::regex pattern(spec.regex, std::regex::ECMAScript);
-      const std::string searched(text.size() > kMaxRegexBytes ? text.substr(text.size() - kMaxRegexBytes)
-                                                              : text);
-      std::smatch match;
-      if (!std::regex_search(searched, match, pattern))
+      const std::string_view searched =
+          text.size() > kMaxRegexBytes ? text.substr(text.size() - kMaxRegexBytes) : text;
+      // Line by line, each line's first kMaxRegexLineBytes: libstdc++'s matcher recurses once per
+      // character a repetition takes, and a long line would overflow the compute thread's stack.
+      std::cmatch match;
+      bool found = false;
+      for (std::size_t at = 0; at < searched.size() && !found;) {
+        const std::size_t newline = searched.find('\n', at);
+        const std::size_t end = newline == std::string_view::npos ? searched.size() : newline;
+        const std::string_view line = searched.substr(at, std::min(end - at, kMaxRegexLineBytes));
+        found = std::regex_search(line.data(), line.data() + line.size(), match, pattern);
+        at = end + 1;
+      }
+      if (!found)
         throw ResultError("result: no match for regex in " + where + " (last line: " + last_line(text) + ")");
       std::vector<double> numbers;
       for (std::size_t g = 1; g < match.size(); ++g) {

@@ -20,6 +20,8 @@ class ResultError : public std::runtime_error {
 // The most of a result file that is read: its last 16 MiB (a regex looks at the last 1 MiB).
 inline constexpr std::size_t kMaxResultFileBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxRegexBytes = std::size_t{1} << 20;
+// The regex format matches line by line, each line's first this many bytes.
+inline constexpr std::size_t kMaxRegexLineBytes = 4096;
 
 // The set's result: a double when one number is read, else a vector of doubles (in `outputs` order for
 // a JSON object). `stdout_tail` is the end of what the program printed; `directory` the set's.

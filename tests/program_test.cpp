@@ -207,6 +207,12 @@ TEST(ProgramResult, EachFormatReadsItsNumbers) {
   } catch (const tessera::programs::ResultError& e) {
     EXPECT_STREQ(e.what(), "result: no match for regex in out.log (last line: 'diverged')");
   }
+  // A line of 500,000 characters that the repetition could take whole: matched in its first 4 KiB (the
+  // whole line would overflow the matcher's stack), a clear error rather than a crash.
+  std::ofstream(dir.path() / "out.log") << "final energy " << std::string(500000, 'x') << " residual 1\n";
+  EXPECT_THROW(read_program_result(regex, "", dir.str()), tessera::programs::ResultError);
+  std::ofstream(dir.path() / "out.log") << std::string(500000, 'y') << "\nfinal energy 2 residual 3\n";
+  EXPECT_EQ(read_program_result(regex, "", dir.str()).as_doubles(), (std::vector<double>{2, 3}));
   tessera::ProgramResultSpec json{ProgramResultFormat::json, "r.json", "", {"b", "a"}};
   std::ofstream(dir.path() / "r.json") << R"({"a": 1, "b": 2.5, "c": "text"})";
   EXPECT_EQ(read_program_result(json, "", dir.str()).as_doubles(), (std::vector<double>{2.5, 1}));
