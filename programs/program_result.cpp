@@ -1,5 +1,6 @@
 #include "programs/program_result.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +33,8 @@ std::string last_line(std::string_view text) {
 }
 
 // The end of `file` in the set's directory, at most `limit` bytes.
-std::string read_tail(const std::string& directory, const std::string& file, std::size_t limit) {
+std::string read_tail(const std::string& directory, const std::string& file, std::size_t limit,
+                      std::uint64_t& whole) {
   const std::filesystem::path path = std::filesystem::path(directory) / file;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
@@ -42,6 +44,7 @@ std::string read_tail(const std::string& directory, const std::string& file, std
                       path.string() + ")");
   }
   const std::streamoff size = in.tellg();
+  whole = static_cast<std::uint64_t>(size);
   const std::streamoff start =
       size > static_cast<std::streamoff>(limit) ? size - static_cast<std::streamoff>(limit) : 0;
   in.seekg(start);
@@ -104,14 +107,24 @@ bool last_number(std::string_view text, double& out) {
 }
 
 Value read_program_result(const ProgramResultSpec& spec, std::string_view stdout_tail,
-                          const std::string& directory) {
+                          const std::string& directory, std::uint64_t stdout_bytes) {
   const std::string where = spec.file.empty() ? "stdout" : spec.file;
   std::string file_text;
   std::string_view text = stdout_tail;
+  std::uint64_t whole = std::max<std::uint64_t>(stdout_bytes, stdout_tail.size());
   if (!spec.file.empty()) {
-    file_text = read_tail(directory, spec.file, kMaxResultFileBytes);
+    file_text = read_tail(directory, spec.file, kMaxResultFileBytes, whole);
     text = file_text;
   }
+  // These read the text whole: from a tail that lost its beginning they would read a cut first word, or
+  // fewer numbers, and say nothing.
+  if ((spec.format == ProgramResultFormat::json || spec.format == ProgramResultFormat::numbers) &&
+      whole > text.size())
+    throw ResultError("result: " + where + " holds " + std::to_string(whole) +
+                      " bytes, of which only the last " + std::to_string(text.size()) +
+                      " are kept; format = \"" +
+                      (spec.format == ProgramResultFormat::json ? "json" : "numbers") + "\" reads all of it" +
+                      (spec.file.empty() ? ": write the result to a file (result.file)" : ""));
   switch (spec.format) {
     case ProgramResultFormat::last_number: {
       double value;

@@ -3,6 +3,7 @@
 // message names where it looked and what it found there.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -24,9 +25,11 @@ inline constexpr std::size_t kMaxRegexBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxRegexLineBytes = 4096;
 
 // The set's result: a double when one number is read, else a vector of doubles (in `outputs` order for
-// a JSON object). `stdout_tail` is the end of what the program printed; `directory` the set's.
+// a JSON object). `stdout_tail` is the end of what the program printed (`stdout_bytes` in all; json and
+// numbers fail when the tail lost its beginning, as when the file exceeds kMaxResultFileBytes); `directory`
+// the set's.
 Value read_program_result(const ProgramResultSpec& spec, std::string_view stdout_tail,
-                          const std::string& directory);
+                          const std::string& directory, std::uint64_t stdout_bytes = 0);
 
 // The last number in `text` (a token such as "1.5e-3", "-2", "inf"), if there is one.
 bool last_number(std::string_view text, double& out);

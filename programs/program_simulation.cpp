@@ -126,7 +126,7 @@ class ProgramSimulation final : public Simulation {
       fail(dir, "exit " + std::to_string(exit.code) + tail_of(exit.err) + last_line_of(exit.out));
     Value result;
     try {
-      result = read_program_result(spec_->result, exit.out.text(), dir.string());
+      result = read_program_result(spec_->result, exit.out.text(), dir.string(), exit.out.total());
     } catch (const ResultError& e) {
       fail(dir, e.what());
     }

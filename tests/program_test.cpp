@@ -222,6 +222,18 @@ TEST(ProgramResult, EachFormatReadsItsNumbers) {
   tessera::ProgramResultSpec numbers{ProgramResultFormat::numbers, "n.dat", "", {}};
   std::ofstream(dir.path() / "n.dat") << "1 2\n3e2\t-4\n";
   EXPECT_EQ(read_program_result(numbers, "", dir.str()).as_doubles(), (std::vector<double>{1, 2, 300, -4}));
+  // Numbers from stdout whose tail lost its beginning: an error naming the limit, not fewer numbers.
+  tessera::ProgramResultSpec from_stdout{ProgramResultFormat::numbers, "", "", {}};
+  EXPECT_EQ(read_program_result(from_stdout, "1 2 3\n", dir.str(), 6).as_doubles(),
+            (std::vector<double>{1, 2, 3}));
+  try {
+    read_program_result(from_stdout, "34 35\n", dir.str(), 200000);
+    ADD_FAILURE();
+  } catch (const tessera::programs::ResultError& e) {
+    EXPECT_NE(std::string(e.what()).find("stdout holds 200000 bytes, of which only the last 6 are kept"),
+              std::string::npos)
+        << e.what();
+  }
   std::ofstream(dir.path() / "n.dat") << "1 two 3\n";
   EXPECT_THROW(read_program_result(numbers, "", dir.str()), tessera::programs::ResultError);
   numbers.file = "absent.dat";
