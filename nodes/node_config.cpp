@@ -625,7 +625,8 @@ const std::vector<KeySpec>& key_specs() {
        "true: listen beyond loopback without CURVE (anyone who reaches the port may join as a worker or "
        "client); logged as a warning at every start",
        store(&NodeConfig::allow_insecure, read_bool)},
-      {"security.allow_client_code", "boolean", "true when scheduler.listen is loopback, else false",
+      {"security.allow_client_code", "boolean",
+       "true when scheduler.listen is loopback (a worker node: when worker.scheduler is), else false",
        "whether the scheduler runs Python functions, lambdas and classes that clients send (pickled with "
        "cloudpickle: client.submit(fn), client.map(lambda x: ...)). Code sent by a client runs as this "
        "node's user on every worker. Beyond loopback it can be turned on only with security.curve (so only "
@@ -822,7 +823,10 @@ void check_together(NodeConfig& c, const Context& cx,
 }  // namespace
 
 bool client_code_allowed(const NodeConfig& config) {
-  return config.allow_client_code.value_or(is_loopback_endpoint(config.listen));
+  // A worker node follows where its scheduler is: client code reaches it only through that scheduler,
+  // and a computed name (a task's result that names python:call/N) could get past a scheduler's refusal.
+  const std::string& decides = config.role == NodeRole::worker ? config.scheduler_address : config.listen;
+  return config.allow_client_code.value_or(is_loopback_endpoint(decides));
 }
 
 std::string config_excerpt(std::string_view text, std::size_t limit) {

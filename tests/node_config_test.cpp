@@ -154,6 +154,17 @@ TEST(NodeConfig, PythonModulesAreFilesOrModuleNamesAndClientCodeBeyondLoopbackNe
   EXPECT_NE(open.find("key 'security.allow_client_code' = true with scheduler.listen"), std::string::npos)
       << open;
   EXPECT_NE(open.find("Turn security.curve on"), std::string::npos) << open;
+  // A worker node runs client code by default only when its scheduler is on loopback.
+  const auto worker = [](const std::string& scheduler, const std::string& security = "") {
+    return tessera::client_code_allowed(parse_node_config(
+        "[node]\nname = \"w\"\nrole = \"worker\"\n[worker]\nscheduler = \"" + scheduler + "\"\n" + security,
+        "w.toml"));
+  };
+  EXPECT_TRUE(worker("tcp://127.0.0.1:7070"));
+  EXPECT_FALSE(worker("tcp://10.1.2.3:7070"));
+  EXPECT_FALSE(worker("tcp://scheduler.example:7070"));
+  EXPECT_TRUE(worker("tcp://10.1.2.3:7070", "[security]\nallow_client_code = true\n"));
+  EXPECT_FALSE(worker("tcp://127.0.0.1:7070", "[security]\nallow_client_code = false\n"));
 }
 
 TEST(NodeConfig, SyntaxErrorNamesTheLine) {
