@@ -97,8 +97,17 @@ void check_template(std::string_view text, const std::string& where, const Progr
 
 std::string config_text(const Value& value) {
   switch (value.kind()) {
-    case ValueKind::string:
-      return value.as_string();
+    case ValueKind::string: {
+      // One line of text: a newline would start another command in an input file; a NUL would cut an
+      // argument short.
+      const std::string& text = value.as_string();
+      for (std::size_t i = 0; i < text.size(); ++i)
+        if (static_cast<unsigned char>(text[i]) < 0x20 && text[i] != '\t')
+          throw std::invalid_argument("is a string with a control character (byte " +
+                                      std::to_string(static_cast<unsigned char>(text[i])) + " at position " +
+                                      std::to_string(i) + "): a program takes one line of text");
+      return text;
+    }
     case ValueKind::real:
       return render_number(value.as_double());
     case ValueKind::integer:
@@ -195,6 +204,15 @@ std::vector<std::string> check_program_spec(const ProgramSpec& spec) {
     check_template(spec.command[i], "command[" + std::to_string(i) + "]", spec, problems);
   for (std::size_t i = 0; i < spec.launcher_argv.size(); ++i)
     check_template(spec.launcher_argv[i], "launcher[" + std::to_string(i) + "]", spec, problems);
+  // What runs is the declaration's to say: a placeholder there would let a stream's config choose it.
+  for (const auto& [first, where] :
+       {std::pair{spec.command.empty() ? nullptr : &spec.command[0], "command[0]"},
+        std::pair{spec.launcher_argv.empty() ? nullptr : &spec.launcher_argv[0], "launcher[0]"}})
+    if (first && std::ranges::any_of(parse(*first), [](const auto& piece) { return piece.placeholder; }))
+      problems.push_back(std::string(where) +
+                         ": the program to run is named in the declaration, not by a "
+                         "placeholder (" +
+                         printable(*first, 60) + ")");
   if (spec.launcher_argv.empty() && !spec.launcher.empty() && spec.launcher != "mpirun" &&
       spec.launcher != "srun" && spec.launcher != "none")
     problems.push_back("launcher: " + quoted(spec.launcher) +

@@ -108,6 +108,12 @@ TEST(ProgramSpec, EveryBadFieldIsNamed) {
   EXPECT_TRUE(mentions(problems, "timeout: must be a number of seconds")) << joined(problems);
   EXPECT_TRUE(mentions(problems, "launcher: 'qsub' is not one of")) << joined(problems);
   EXPECT_TRUE(mentions(problems, "files.../escape: a file name")) << joined(problems);
+  // The program to run is the declaration's: no placeholder may choose it.
+  auto chosen = valid_spec();
+  chosen.command[0] = "{config.solver}";
+  EXPECT_TRUE(mentions(tessera::check_program_spec(chosen),
+                       "command[0]: the program to run is named in the declaration, not by a placeholder"))
+      << joined(tessera::check_program_spec(chosen));
 }
 
 TEST(ProgramSpec, NumbersRenderShortestAndReadBackExactly) {
@@ -125,6 +131,17 @@ TEST(ProgramSpec, NumbersRenderShortestAndReadBackExactly) {
   EXPECT_EQ(tessera::render_template(
                 "a={alpha} s={source} id={id} st={stream} d={dir} n={config.steps} {{x}}", values),
             "a=0.25 s=7 id=12 st=3 d=/runs/3/12 n=40 {x}");
+  // A config string is one line of text: a newline would start another command in an input file.
+  tessera::Config injected;
+  injected.set("steps", tessera::Value("40\nshell rm -rf ~"));
+  values.config = &injected;
+  try {
+    tessera::render_template("n={config.steps}", values);
+    ADD_FAILURE() << "a config string with a newline was rendered";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("control character (byte 10 at position 2)"), std::string::npos)
+        << e.what();
+  }
   tessera::Config empty;
   values.config = &empty;
   EXPECT_THROW(tessera::render_template("{config.steps}", values), std::invalid_argument);
