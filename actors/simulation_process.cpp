@@ -27,6 +27,14 @@ namespace tessera {
 
 namespace {
 
+// The simulation's process and its process group (what it started), with SIGKILL: the group first, while
+// its leader is not reaped yet and the group id cannot have been taken by another.
+void kill_tree(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
 using namespace child_frames;
 static_assert(kChildSocketFd == 3 && kChildProgressFd == 4, "exec_python places descriptors from 3 on");
 constexpr std::uint32_t kIdle = SimulationProgress::kIdle;
@@ -95,7 +103,7 @@ SimulationProcess::SimulationProcess(const SimulationType& type, std::shared_ptr
 
 SimulationProcess::~SimulationProcess() {
   if (pid_.load() > 0) {
-    ::kill(pid_.load(), SIGKILL);
+    kill_tree(pid_.load());
     reap();
   }
   if (socket_ >= 0) ::close(socket_);
@@ -123,6 +131,8 @@ void SimulationProcess::start() {
                              "': its process could not be started: " + std::strerror(error));
   }
   if (child == 0) {
+    // A process group of its own: what it starts (a subprocess of the Python code) ends with it.
+    ::setpgid(0, 0);
     ::close(pair[0]);
     if (exec_line) {
       const int descriptors[] = {pair[1], progress_fd_};  // kChildSocketFd, kChildProgressFd
@@ -130,6 +140,7 @@ void SimulationProcess::start() {
     }
     forked_child(pair[1], type_, *config_, progress_, parent);
   }
+  ::setpgid(child, child);  // as the child does: whichever runs first, the group exists before a kill
   ::close(pair[1]);
   socket_ = pair[0];
   if (exec_line) {
@@ -148,7 +159,7 @@ void SimulationProcess::kill() {
   const pid_t pid = pid_.load();
   if (pid <= 0) return;
   killed_by_request_.store(true);
-  ::kill(pid, SIGKILL);
+  kill_tree(pid);
 }
 
 void SimulationProcess::reap_if_ended() {
@@ -284,7 +295,7 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
           progress_->started_ns.load() + static_cast<std::int64_t>(timeout_seconds * 1e9);
       const std::int64_t left = deadline - now_ns();
       if (left <= 0) {
-        ::kill(pid, SIGKILL);
+        kill_tree(pid);
         return ended(Failure::timeout, "");
       }
       wait_ms =
@@ -299,20 +310,20 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
     std::uint8_t last = 0;
     std::uint32_t count = 0;
     if (!get(in, last) || !get(in, count) || count > ids.size() - result.records.size()) {
-      ::kill(pid, SIGKILL);
+      kill_tree(pid);
       return ended(Failure::crash, "sent a malformed answer and was killed");
     }
     for (std::uint32_t i = 0; i < count; ++i) {
       std::uint8_t kind = 0;
       std::string_view bytes;
       if (!get(in, kind) || !get_bytes(in, bytes)) {
-        ::kill(pid, SIGKILL);
+        kill_tree(pid);
         return ended(Failure::crash, "sent a malformed answer and was killed");
       }
       StreamRecord record;
       record.id = ids[result.records.size()];
       if (!get(in, record.timeline.started) || !get(in, record.timeline.finished)) {
-        ::kill(pid, SIGKILL);
+        kill_tree(pid);
         return ended(Failure::crash, "sent a malformed answer and was killed");
       }
       if (kind == 0) {
@@ -333,7 +344,7 @@ SimulationProcess::JobResult SimulationProcess::run(const std::vector<std::uint6
     }
     if (last) {
       if (result.records.size() != ids.size()) {
-        ::kill(pid, SIGKILL);
+        kill_tree(pid);
         return ended(Failure::crash, "answered too few sets and was killed");
       }
       // Between jobs the child is on no set: a cancellation arriving now stops nothing.

@@ -93,6 +93,31 @@ def test_a_python_simulation_streams_named_outputs_from_a_dataframe(client):
     assert failed.error.iloc[0].startswith("ArithmeticError: omega -1.0 is negative")
 
 
+def test_what_a_python_simulation_started_ends_with_it_when_it_is_killed(client, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    stream = client.stream("spawning", timeout=0.5, pool_size=1, config={"pidfile": str(pidfile)})
+    stream.push([30.0])
+    stream.close()
+    records = list(stream)
+    assert records[0].failed
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # polling for the child's end, with a deadline
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        try:
+            with open(f"/proc/{child}/stat") as stat:  # a zombie waiting for its reaper is gone too
+                if stat.read().split(") ")[1].startswith("Z"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the subprocess {child} of a killed simulation outlived it")
+
+
 def test_a_python_simulation_past_its_timeout_is_killed_and_replaced(client):
     stream = client.stream("sleepy", timeout=0.5, max_in_flight=8, pool_size=1)
     for seconds in (0.0, 30.0, 0.0):

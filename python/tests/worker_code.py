@@ -200,3 +200,19 @@ class RandomSearch:
         if self.log:
             with open(self.log, "a") as log:
                 log.write("finalized\n")
+
+
+@tessera.simulation("spawning")
+class Spawning:
+    """Starts a subprocess that would outlive it, writes its pid to config['pidfile'], then waits."""
+
+    def __init__(self, config):
+        self.pidfile = config["pidfile"]
+
+    def run(self, p):
+        import subprocess
+        child = subprocess.Popen(["sleep", "300"])
+        with open(self.pidfile, "w") as out:
+            out.write(str(child.pid))
+        time.sleep(float(p[0]))
+        return 0.0
