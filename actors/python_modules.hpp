@@ -52,8 +52,7 @@ inline constexpr std::size_t kMaxClientCodeArguments = 16;
 // A simulation class and a generator object sent by a client: the stream's config (the generator's
 // config) carries the pickle under kClientCodeKey, as [python, cloudpickle, bytes], and a class's declared
 // outputs under kClientOutputsKey.
-inline constexpr std::string_view kClientClassSimulation = "python:class";
-inline constexpr std::string_view kClientGenerator = "python:generator";
+// (kClientClassSimulation and kClientGenerator: graph/python_definition.hpp.)
 inline constexpr std::string_view kClientCodeKey = "tessera.python_code";
 inline constexpr std::string_view kClientOutputsKey = "tessera.outputs";
 inline constexpr std::string_view kClientParametersKey = "tessera.parameters";

@@ -367,8 +367,6 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   }
   // A worker that left (retired or lost) may still answer on its way out: what it did not run, or failed
   // to, is out again elsewhere already, and only that rerun answers for it.
-  const bool departed = std::none_of(st.workers.begin(), st.workers.end(),
-                                     [&](const StreamWorker& w) { return w.id == outcome.worker; });
   std::vector<PendingSet> again;
   for (auto id : outcome.unrun) {
     auto it = st.in_flight.find(id);
@@ -384,7 +382,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   for (auto& r : outcome.records) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
-    if (departed && r.failed && it->second.worker != outcome.worker) continue;
+    if (r.failed && it->second.worker != outcome.worker) continue;
     if (r.failed && st.info.settings.retries > 0 && retry(st, r)) {
       again.push_back(take_back(st, it));
       continue;

@@ -15,6 +15,9 @@ namespace tessera {
 // The task functions that run Python code a client sent (python:call/N: the pickled function, then N
 // arguments), registered by every process that can run Python (actors/python_modules.hpp).
 inline constexpr std::string_view kClientCodePrefix = "python:call/";
+// A simulation class and a generator object sent by a client (actors/python_modules.hpp).
+inline constexpr std::string_view kClientClassSimulation = "python:class";
+inline constexpr std::string_view kClientGenerator = "python:generator";
 
 struct PythonEnvironment {
   std::string executable;            // the interpreter

@@ -60,8 +60,8 @@ std::vector<double> decode_doubles(Doubles::Reader in, const Frames& frames, con
 bool names_client_code(const tessera::Value& value) {
   switch (value.kind()) {
     case tessera::ValueKind::string:
-      return value.as_string().starts_with("python:call/") || value.as_string() == "python:class" ||
-             value.as_string() == "python:generator";
+      return value.as_string().starts_with(kClientCodePrefix) ||
+             value.as_string() == kClientClassSimulation || value.as_string() == kClientGenerator;
     case tessera::ValueKind::list:
       for (const auto& item : value.as_list())
         if (names_client_code(item)) return true;

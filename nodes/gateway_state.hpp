@@ -53,7 +53,7 @@ struct WorkerPeer {
   caf::actor proxy;
   GatewayClock::time_point last_seen = GatewayClock::now();
   GatewayClock::time_point joined_at = GatewayClock::now();
-  bool announced = false;  // "joined as worker N" was logged
+  std::string joining;  // the rest of its "joined as worker N" line, until tick() has logged it
 
   std::uint32_t id() const { return assigned->load(std::memory_order_acquire); }
   bool registered() const { return id() != kUnassigned; }

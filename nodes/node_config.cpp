@@ -737,20 +737,18 @@ void check_together(NodeConfig& c, const Context& cx,
                quote_excerpt(c.node_data_dir) + "): a node has one store; set one of them");
     c.data_dir = c.node_data_dir;
   }
-  if (c.limits.max_slots_per_submission > c.limits.max_slots_per_client)
-    fail(cx,
-         at("limits.max_slots_per_submission").begin.line ? at("limits.max_slots_per_submission")
-                                                          : at("limits.max_slots_per_client"),
-         "key 'limits.max_slots_per_submission' (" + std::to_string(c.limits.max_slots_per_submission) +
-             ") must not exceed key 'limits.max_slots_per_client' (" +
-             std::to_string(c.limits.max_slots_per_client) + ")");
-  if (c.limits.max_slots_per_client > c.limits.max_slots_per_node)
-    fail(cx,
-         at("limits.max_slots_per_client").begin.line ? at("limits.max_slots_per_client")
-                                                      : at("limits.max_slots_per_node"),
-         "key 'limits.max_slots_per_client' (" + std::to_string(c.limits.max_slots_per_client) +
-             ") must not exceed key 'limits.max_slots_per_node' (" +
-             std::to_string(c.limits.max_slots_per_node) + ")");
+  // Budgets nest: a submission within a client's, a client's within the node's. Named at the smaller
+  // key when the file sets it, else at the larger.
+  const auto within = [&](const char* smaller, std::uint64_t small, const char* larger, std::uint64_t large) {
+    if (small <= large) return;
+    fail(cx, at(smaller).begin.line ? at(smaller) : at(larger),
+         "key '" + std::string(smaller) + "' (" + std::to_string(small) + ") must not exceed key '" + larger +
+             "' (" + std::to_string(large) + ")");
+  };
+  within("limits.max_slots_per_submission", c.limits.max_slots_per_submission, "limits.max_slots_per_client",
+         c.limits.max_slots_per_client);
+  within("limits.max_slots_per_client", c.limits.max_slots_per_client, "limits.max_slots_per_node",
+         c.limits.max_slots_per_node);
 
   // Security by default: nothing beyond loopback without CURVE, and CURVE that authenticates.
   std::vector<std::string_view> listens;

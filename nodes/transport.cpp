@@ -102,56 +102,49 @@ Received::Received(std::vector<zmq::message_t> parts, std::size_t header_index,
                    const wire::DecodeLimits& limits)
     : parts_(std::move(parts)) {
   if (parts_.size() <= header_index) throw wire::WireError("message without a header frame");
-  std::vector<zmq::message_t> attached;
-  attached.reserve(parts_.size() - header_index - 1);
-  for (std::size_t i = header_index + 1; i < parts_.size(); ++i) attached.push_back(std::move(parts_[i]));
-  parts_.resize(header_index + 1);
   const auto& header = parts_[header_index];
   reader_.emplace(std::span<const std::byte>(static_cast<const std::byte*>(header.data()), header.size()),
                   limits);
   envelope_ = reader_->root<wire::Envelope>();
+  // Each attachment in one frame, unless the header says how many pieces each came in.
   const auto pieces = envelope_.getAttachmentPieces();
-  if (pieces.size() == 0) {
-    for (auto& part : attached) {
-      // Each frame moves into a message of its own, shared: the bytes stay where ZeroMQ received them.
-      auto frame = std::make_shared<zmq::message_t>(std::move(part));
-      frames_.emplace_back(static_cast<const std::byte*>(frame->data()), frame->size());
-      owners_.push_back(std::move(frame));
+  const std::size_t first = header_index + 1;
+  if (pieces.size() != 0) {
+    std::uint64_t announced = 0;
+    for (const std::uint32_t count : pieces) {
+      if (count == 0) throw wire::WireError("an attachment in 0 pieces");
+      announced += count;
     }
-    return;
+    if (announced != parts_.size() - first)
+      throw wire::WireError("the header announces " + std::to_string(announced) +
+                            " attachment pieces, the message has " + std::to_string(parts_.size() - first));
   }
-  std::uint64_t announced = 0;
-  for (const std::uint32_t count : pieces) {
-    if (count == 0) throw wire::WireError("an attachment in 0 pieces");
-    announced += count;
-  }
-  if (announced != attached.size())
-    throw wire::WireError("the header announces " + std::to_string(announced) +
-                          " attachment pieces, the message has " + std::to_string(attached.size()));
-  std::size_t next = 0;
-  for (const std::uint32_t count : pieces) {
+  const std::size_t attachments = pieces.size() != 0 ? pieces.size() : parts_.size() - first;
+  for (std::size_t a = 0, next = first; a < attachments; ++a) {
+    const std::uint32_t count = pieces.size() != 0 ? pieces[static_cast<unsigned>(a)] : 1;
     if (count == 1) {
-      auto frame = std::make_shared<zmq::message_t>(std::move(attached[next++]));
+      // The frame moves into a message of its own, shared: the bytes stay where ZeroMQ received them.
+      auto frame = std::make_shared<zmq::message_t>(std::move(parts_[next++]));
       frames_.emplace_back(static_cast<const std::byte*>(frame->data()), frame->size());
       owners_.push_back(std::move(frame));
       continue;
     }
     std::size_t total = 0;
-    for (std::size_t k = next; k < next + count; ++k) total += attached[k].size();
+    for (std::size_t k = next; k < next + count; ++k) total += parts_[k].size();
     // Aligned as a chunk's storage wants it; each piece is freed once copied.
     const std::size_t rounded = (std::max<std::size_t>(total, 1) + 63) / 64 * 64;
     std::shared_ptr<std::byte> joined(static_cast<std::byte*>(std::aligned_alloc(64, rounded)), std::free);
     if (!joined) throw std::bad_alloc();
     std::size_t at = 0;
-    for (std::size_t k = next; k < next + count; ++k) {
-      if (attached[k].size()) std::memcpy(joined.get() + at, attached[k].data(), attached[k].size());
-      at += attached[k].size();
-      attached[k].rebuild();
+    for (const std::size_t end = next + count; next < end; ++next) {
+      if (parts_[next].size()) std::memcpy(joined.get() + at, parts_[next].data(), parts_[next].size());
+      at += parts_[next].size();
+      parts_[next].rebuild();
     }
-    next += count;
     frames_.emplace_back(joined.get(), total);
     owners_.push_back(std::move(joined));
   }
+  parts_.resize(first);  // the envelope and header; the frames are owned above
 }
 
 Outgoing::Outgoing() : envelope_(builder_.initRoot<wire::Envelope>()) {

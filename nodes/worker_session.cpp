@@ -25,7 +25,10 @@ void WorkerSession::joined(const transport::PeerInfo& peer) {
       g_.scheduler, register_atom::value,
       WorkerRegistration{worker.proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
                          peer.public_key, peer.memory_limit, peer.local_listen, peer.host, worker.assigned});
-  pending_.emplace(peer.id, PendingJoin{peer.threads, peer.listen, peer.local_listen});
+  worker.joining =
+      " (" + std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) +
+      (peer.local_listen.empty() ? std::string() : ", those on its host at " + printable(peer.local_listen)) +
+      ")";
   g_.workers[peer.id] = std::move(worker);
 }
 
@@ -82,37 +85,6 @@ void WorkerSession::tick(transport::Server& target) {
     target.forget(it->first);
     g_.workers.erase(it);
   }
-  const auto now = GatewayClock::now();
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    auto worker = g_.workers.find(it->first);
-    if (worker == g_.workers.end()) {  // gone before it was registered
-      it = pending_.erase(it);
-      continue;
-    }
-    WorkerPeer& peer = worker->second;
-    if (peer.registered()) {
-      const PendingJoin& join = it->second;
-      g_.log("worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(peer.id()) + " (" +
-             std::to_string(join.threads) + " threads, peers reach it at " + printable(join.listen) +
-             (join.local_listen.empty() ? std::string()
-                                        : ", those on its host at " + printable(join.local_listen)) +
-             ")");
-      it = pending_.erase(it);
-      continue;
-    }
-    if (now - peer.joined_at > kRegistrationTimeout) {
-      g_.log("worker " + in_quotes(peer.name) +
-             " could not be registered: the scheduler did not answer within " +
-             std::to_string(kRegistrationTimeout.count()) + " ms; its connection is forgotten");
-      caf::anon_send_exit(peer.proxy, caf::exit_reason::user_shutdown);
-      abandoned_.push_back(peer.assigned);
-      target.forget(worker->first);
-      g_.workers.erase(worker);
-      it = pending_.erase(it);
-      continue;
-    }
-    ++it;
-  }
   // Registered after all, once the scheduler got to it: it must hear the worker is gone.
   std::erase_if(abandoned_, [&](const std::shared_ptr<std::atomic<std::uint32_t>>& assigned) {
     const std::uint32_t id = assigned->load(std::memory_order_acquire);
@@ -120,23 +92,36 @@ void WorkerSession::tick(transport::Server& target) {
     caf::anon_send(g_.scheduler, lost_atom::value, id);
     return true;
   });
+  const auto now = GatewayClock::now();
   for (auto it = g_.workers.begin(); it != g_.workers.end();) {
-    if (now - it->second.last_seen <= g_.options.worker_timeout) {
+    WorkerPeer& peer = it->second;
+    if (!peer.joining.empty() && peer.registered()) {
+      g_.log("worker " + in_quotes(peer.name) + " joined as worker " + std::to_string(peer.id()) +
+             peer.joining);
+      peer.joining.clear();
+    }
+    const bool silent = now - peer.last_seen > g_.options.worker_timeout;
+    const bool unanswered = !peer.registered() && now - peer.joined_at > kRegistrationTimeout;
+    if (!silent && !unanswered) {
       ++it;
       continue;
     }
-    const std::uint32_t id = it->second.id();
-    g_.log("worker " + in_quotes(it->second.name) +
-           (it->second.registered() ? " (worker " + std::to_string(id) + ")"
-                                    : std::string(" (not registered)")) +
-           " sent nothing for " + std::to_string(g_.options.worker_timeout.count()) +
-           " ms: declared lost; its running tasks and held results are recomputed elsewhere");
-    // A registration still on its way is answered later; lost then is what the scheduler must hear.
-    if (it->second.registered()) {
-      caf::anon_send(g_.scheduler, lost_atom::value, id);
+    if (unanswered)
+      g_.log("worker " + in_quotes(peer.name) +
+             " could not be registered: the scheduler did not answer within " +
+             std::to_string(kRegistrationTimeout.count()) + " ms; its connection is forgotten");
+    else
+      g_.log("worker " + in_quotes(peer.name) +
+             (peer.registered() ? " (worker " + std::to_string(peer.id()) + ")"
+                                : std::string(" (not registered)")) +
+             " sent nothing for " + std::to_string(g_.options.worker_timeout.count()) +
+             " ms: declared lost; its running tasks and held results are recomputed elsewhere");
+    if (peer.registered()) {
+      caf::anon_send(g_.scheduler, lost_atom::value, peer.id());
     } else {
-      caf::anon_send_exit(it->second.proxy, caf::exit_reason::user_shutdown);
-      abandoned_.push_back(it->second.assigned);
+      // A registration still on its way is answered later; lost then is what the scheduler must hear.
+      caf::anon_send_exit(peer.proxy, caf::exit_reason::user_shutdown);
+      abandoned_.push_back(peer.assigned);
     }
     target.forget(it->first);
     it = g_.workers.erase(it);

@@ -18,13 +18,7 @@ class WorkerSession {
 
  private:
   static constexpr std::chrono::milliseconds kRegistrationTimeout{10000};
-  // Workers whose id the scheduler has not stored yet, with what their "joined" line says.
-  struct PendingJoin {
-    std::uint32_t threads = 0;
-    std::string listen, local_listen;
-  };
   GatewayState& g_;
-  std::unordered_map<std::string, PendingJoin> pending_;
   // Given up on before the scheduler stored their ids; told lost if it does after all.
   std::vector<std::shared_ptr<std::atomic<std::uint32_t>>> abandoned_;
 };

@@ -656,25 +656,27 @@ TEST(HostilePeer, BadCancellationsPrioritiesAndTimeoutsAreRefusedAndTheStreamGoe
   EXPECT_EQ(*accepted, 6u);
 }
 
+// A submission of `tasks` squares of 3, every result watched.
+void fill_squares_submission(Outgoing& message, std::uint64_t sink_id, std::uint32_t tasks) {
+  auto s = message.envelope().initSubmit();
+  s.setSinkId(sink_id);
+  s.setSlots(tasks);
+  auto op = s.initOperations(1)[0];
+  op.setId(sink_id);
+  op.setFunction("square");
+  op.setSize(tasks);
+  tessera::wire::encode(tessera::to_value(std::int64_t{3}),
+                        op.initColumns(1)[0].initBroadcast().initLiteral(), message.attachments());
+  auto watch = s.initWatches(1)[0];
+  watch.setOp(sink_id);
+  watch.setCount(tasks);
+}
+
 // The templates the flooder mutates: a well-formed message of each kind a client sends (the `i`th of the
 // flood: a submission's table id is fresh each time, so that it is work, not a refusal).
 std::string flood_message(int i) {
   static const std::vector<std::function<void(Outgoing&, int)>> fills{
-      [](Outgoing& m, int i) {
-        auto s = m.envelope().initSubmit();
-        s.setSinkId(static_cast<std::uint64_t>(i));
-        s.setSlots(1u << 16);
-        auto op = s.initOperations(1)[0];
-        op.setId(static_cast<std::uint64_t>(i));
-        op.setFunction("square");
-        op.setSize(1u << 16);
-        tessera::wire::Attachments attachments;
-        tessera::wire::encode(tessera::to_value(std::int64_t{3}),
-                              op.initColumns(1)[0].initBroadcast().initLiteral(), attachments);
-        auto watch = s.initWatches(1)[0];
-        watch.setOp(static_cast<std::uint64_t>(i));
-        watch.setCount(1u << 16);
-      },
+      [](Outgoing& m, int i) { fill_squares_submission(m, static_cast<std::uint64_t>(i), 1u << 16); },
       [](Outgoing& m, int) { m.envelope().setStatusRequest(); },
       [](Outgoing& m, int) { m.envelope().initHeartbeat(); },
       [](Outgoing& m, int) {
@@ -812,22 +814,6 @@ TEST(HostilePeer, AFloodOfMutatedMessagesFromOnePeerLeavesAnothersStatusAnswered
     }
   }
   EXPECT_TRUE(answered) << "the node stopped answering the flooder's own well-formed requests";
-}
-
-// A submission of `tasks` squares of 3, every result watched.
-void fill_squares_submission(Outgoing& message, std::uint64_t sink_id, std::uint32_t tasks) {
-  auto s = message.envelope().initSubmit();
-  s.setSinkId(sink_id);
-  s.setSlots(tasks);
-  auto op = s.initOperations(1)[0];
-  op.setId(sink_id);
-  op.setFunction("square");
-  op.setSize(tasks);
-  tessera::wire::encode(tessera::to_value(std::int64_t{3}),
-                        op.initColumns(1)[0].initBroadcast().initLiteral(), message.attachments());
-  auto watch = s.initWatches(1)[0];
-  watch.setOp(sink_id);
-  watch.setCount(tasks);
 }
 
 // Under an address-space cap, clients ask for more work than the node can hold: an allocation that fails

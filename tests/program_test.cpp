@@ -270,6 +270,16 @@ std::vector<std::string> environment_with(const std::string& marker) {
   return env;
 }
 
+// A run of `argv` in `dir` whose processes carry `marker` (processes_with_token finds them).
+tessera::programs::LaunchRequest marked_request(const TempDir& dir, const std::string& marker,
+                                                std::vector<std::string> argv) {
+  tessera::programs::LaunchRequest request;
+  request.argv = std::move(argv);
+  request.environment = environment_with(marker);
+  request.directory = dir.str();
+  return request;
+}
+
 TEST(ProgramProcess, AFloodOfStdoutCostsOnlyItsTail) {
   TempDir dir;
   tessera::programs::LaunchRequest request;
@@ -319,11 +329,8 @@ TEST(ProgramProcess, ExitStatusSignalAndMissingExecutableAreNamed) {
 TEST(ProgramProcess, AnInterruptEndsTheWholeTreeDaemonsIncluded) {
   TempDir dir;
   const std::string marker = unique_marker();
-  tessera::programs::LaunchRequest request;
   // Two children in the group, one that made a session of its own, and the shell waiting: four processes.
-  request.argv = {"sh", "-c", "sleep 300 & sleep 300 & setsid sleep 300 & wait"};
-  request.environment = environment_with(marker);
-  request.directory = dir.str();
+  auto request = marked_request(dir, marker, {"sh", "-c", "sleep 300 & sleep 300 & setsid sleep 300 & wait"});
   request.grace_seconds = 1;
   tessera::programs::Interrupter interrupter;
   tessera::programs::Exit exit;
@@ -341,10 +348,7 @@ TEST(ProgramProcess, AnInterruptEndsTheWholeTreeDaemonsIncluded) {
 TEST(ProgramProcess, WhatTheProgramLeftInItsGroupEndsWithIt) {
   TempDir dir;
   const std::string marker = unique_marker();
-  tessera::programs::LaunchRequest request;
-  request.argv = {"sh", "-c", "sleep 300 > /dev/null & echo 7"};
-  request.environment = environment_with(marker);
-  request.directory = dir.str();
+  auto request = marked_request(dir, marker, {"sh", "-c", "sleep 300 > /dev/null & echo 7"});
   tessera::programs::Interrupter interrupter;
   const auto exit = tessera::programs::run_program(request, interrupter);
   EXPECT_EQ(exit.code, 0);
@@ -375,11 +379,9 @@ std::pair<bool, tessera::programs::Exit> run_within(const tessera::programs::Lau
 TEST(ProgramProcess, ADaemonOfItsOwnSessionNeitherHoldsTheSetNorOutlivesIt) {
   TempDir dir;
   const std::string marker = unique_marker();
-  tessera::programs::LaunchRequest request;
   // It has left the group (and writes) before the program ends: killing the group cannot reach it.
-  request.argv = {"sh", "-c", "setsid sh -c 'while :; do echo x; sleep 0.05; done' & sleep 0.5; echo 7"};
-  request.environment = environment_with(marker);
-  request.directory = dir.str();
+  auto request = marked_request(
+      dir, marker, {"sh", "-c", "setsid sh -c 'while :; do echo x; sleep 0.05; done' & sleep 0.5; echo 7"});
   tessera::programs::Interrupter interrupter;
   const auto [in_time, exit] = run_within(request, interrupter, std::chrono::seconds(20));
   EXPECT_TRUE(in_time) << "the set waited on its daemon's output";
@@ -396,10 +398,7 @@ TEST(ProgramProcess, ADaemonOfItsOwnSessionNeitherHoldsTheSetNorOutlivesIt) {
 TEST(ProgramProcess, AProgramFloodingItsOutputIsStillInterrupted) {
   TempDir dir;
   const std::string marker = unique_marker();
-  tessera::programs::LaunchRequest request;
-  request.argv = {"yes", "a line of output that the program writes for ever"};
-  request.environment = environment_with(marker);
-  request.directory = dir.str();
+  auto request = marked_request(dir, marker, {"yes", "a line of output that the program writes for ever"});
   request.grace_seconds = 1;
   tessera::programs::Interrupter interrupter;
   std::thread interrupt_once_running([&] {

@@ -265,6 +265,20 @@ TEST(Stream, ResultsPastTheInMemoryCapAreReadBackFromTheStore) {
 
 namespace {
 
+// A stream of `n` sets of "slow" (which returns its parameter) finished with every id answered, and the
+// store holds ids 0..n-1 once each, each with its own value.
+void expect_each_id_once(tessera::Client& client, tessera::Stream& stream, int n) {
+  EXPECT_EQ(stream.completed(), std::uint64_t(n));
+  auto stored = client.results(stream.id());
+  EXPECT_EQ(stored.count(), std::uint64_t(n));
+  std::uint64_t expected = 0;
+  for (const auto& r : stored.range(0, n)) {
+    EXPECT_EQ(r.id, expected++);
+    EXPECT_DOUBLE_EQ(tessera::from_value<double>(r.value), double(r.id));
+  }
+  EXPECT_EQ(expected, std::uint64_t(n));
+}
+
 // A worker lost mid-stream: its unanswered parameter sets run again on the others, and the store holds
 // exactly one result per id.
 TEST(Stream, ALostWorkersParameterSetsRunAgainExactlyOnce) {
@@ -281,21 +295,9 @@ TEST(Stream, ALostWorkersParameterSetsRunAgainExactlyOnce) {
   stream.close();
   ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
   saboteur.join();
-  EXPECT_EQ(stream.completed(), std::uint64_t(n));
-  auto stored = client.results(stream.id());
-  EXPECT_EQ(stored.count(), std::uint64_t(n));
-  std::uint64_t expected = 0;
-  for (const auto& r : stored.range(0, n)) {
-    EXPECT_EQ(r.id, expected++);
-    EXPECT_DOUBLE_EQ(tessera::from_value<double>(r.value), double(r.id));
-  }
-  EXPECT_EQ(expected, std::uint64_t(n));
+  expect_each_id_once(client, stream, n);
   EXPECT_EQ(cluster.status().workers, 1u);
 }
-
-}  // namespace
-
-namespace {
 
 // Workers retired mid-stream (scale down): the sets they were sent when they shut down run again on the
 // workers that stay, and the store holds exactly one result per id.
@@ -315,15 +317,7 @@ TEST(Stream, ARetiredWorkersParameterSetsRunAgainExactlyOnce) {
   EXPECT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)))
       << "the stream never finished: sets sent to a retired worker were not run again";
   scaler.join();
-  EXPECT_EQ(stream.completed(), std::uint64_t(n));
-  auto stored = client.results(stream.id());
-  EXPECT_EQ(stored.count(), std::uint64_t(n));
-  std::uint64_t expected = 0;
-  for (const auto& r : stored.range(0, n)) {
-    EXPECT_EQ(r.id, expected++);
-    EXPECT_DOUBLE_EQ(tessera::from_value<double>(r.value), double(r.id));
-  }
-  EXPECT_EQ(expected, std::uint64_t(n));
+  expect_each_id_once(client, stream, n);
   EXPECT_TRUE(cluster.wait_for_workers(1));
   EXPECT_EQ(cluster.status().workers_lost, 0u) << "retired workers were counted as lost";
 }
