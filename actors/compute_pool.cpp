@@ -15,7 +15,12 @@ namespace {
 // machine kind; measured: a chain of tiny tasks runs ~2x faster, throughput of independent tasks is
 // unchanged.
 constexpr auto kSpin = std::chrono::microseconds(50);
+thread_local ComputePool* this_threads_pool = nullptr;
 }  // namespace
+
+ComputePool* ComputePool::of_this_thread() {
+  return this_threads_pool;
+}
 
 ComputePool::ComputePool(std::size_t threads) {
   // Chunks run in parallel on these threads; BLAS's own threads would only oversubscribe the cores.
@@ -24,6 +29,7 @@ ComputePool::ComputePool(std::size_t threads) {
   for (std::size_t i = 0; i < threads; ++i)
     threads_.emplace_back([this] {
       ::pthread_setname_np(::pthread_self(), "tessera-compute");  // as perf, top -H and gdb show it
+      this_threads_pool = this;
       run();
     });
 }

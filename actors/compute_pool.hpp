@@ -42,6 +42,11 @@ class ComputePool {
   // The size of a value this worker's chunk store took: the largest is what an unknown result reserves.
   void note_value_bytes(std::uint64_t bytes);
   std::size_t threads() const { return threads_.size(); }
+  // Jobs submitted and not started yet.
+  std::size_t queued() const { return queued_.load(std::memory_order_acquire); }
+  // From a job running on a pool's thread: that pool, which outlives the job; nullptr on any other thread.
+  // A job that would run on and on (a simulation process's feed) hands its thread over through it.
+  static ComputePool* of_this_thread();
   // 0: no budget (reservations are ignored).
   void set_memory_budget(std::uint64_t bytes);
   std::uint64_t memory_budget() const { return budget_.load(std::memory_order_relaxed); }

@@ -302,6 +302,20 @@ void feed_process(const ProcessFeed& feed) {
     running->done.store(true);
     caf::anon_send(job.stream, simulated_atom::value, std::move(outcome));
     caf::anon_send(feed.pool, idle_atom::value, feed.index);
+    // Other work waits for a thread (another stream's processes, an operation's tasks): this feed goes
+    // behind it, or one busy stream would hold the worker's threads for as long as it has sets.
+    auto* compute = ComputePool::of_this_thread();
+    if (compute == nullptr || compute->queued() == 0) continue;
+    {
+      std::lock_guard lock(handoff.mutex);
+      handoff.current.reset();
+      if (handoff.waiting.empty() || handoff.stopped) {
+        handoff.feeding = false;
+        return;
+      }
+    }
+    compute->submit([feed] { feed_process(feed); });
+    return;
   }
 }
 

@@ -268,6 +268,48 @@ TEST(StreamControls, AJobWaitingBehindAHeldProcessMovesToAnIdleOne) {
   for (const auto& [id, r] : ran.records) EXPECT_FALSE(r.failed) << id << ": " << r.error;
 }
 
+// Streams share a worker's compute threads. The thread that feeds a simulation process runs that
+// actor's next job at once, but hands the thread over when other work waits for one: a stream with sets
+// to spare does not hold the worker until it is through (here 1,500 sets of 2 ms on the only thread).
+TEST(StreamControls, AStreamWhoseProcessAlwaysHasAJobWaitingStillSharesTheWorkersThread) {
+  SKIP_UNLESS_FORK_IS_SAFE();
+  tessera::LocalCluster cluster{{.workers = 1, .threads_per_worker = 1}};
+  tessera::Client client{cluster};
+  auto process_stream = [&](std::int64_t pause_us) {
+    tessera::StreamOptions options;
+    options.pool_size = 1;
+    options.isolation = tessera::Isolation::process;
+    options.config.set("pause_us", tessera::to_value(pause_us));
+    return client.stream("pause_square", options);
+  };
+  auto busy = process_stream(2000);
+  constexpr int kBusySets = 1500;
+  for (int i = 0; i < kBusySets; ++i) busy.push(1.0);
+  busy.flush();
+  ASSERT_TRUE(eventually([&] { return busy.completed() > 0; }));
+  auto other = process_stream(0);
+  other.push(2.0);
+  other.close();
+  busy.close();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  ASSERT_TRUE(other.wait(deadline));
+  ASSERT_TRUE(busy.wait(deadline));
+  std::vector<StreamRecord> others;
+  for (const auto& r : other.results()) others.push_back(r);
+  ASSERT_EQ(others.size(), 1u);
+  ASSERT_FALSE(others[0].failed) << others[0].error;
+  double busy_last_started = 0;
+  std::size_t busy_records = 0;
+  for (const auto& r : busy.results()) {
+    ASSERT_FALSE(r.failed) << r.id << ": " << r.error;
+    busy_last_started = std::max(busy_last_started, r.timeline.started);
+    ++busy_records;
+  }
+  EXPECT_EQ(busy_records, std::size_t{kBusySets});
+  EXPECT_LT(others[0].timeline.started, busy_last_started)
+      << "the other stream's set waited until the busy stream was through";
+}
+
 // A cancelled set in the job waiting behind a process's running one is taken out of it: it never runs.
 TEST(StreamControls, ACancelledSetWaitingBehindAProcessNeverRuns) {
   SKIP_UNLESS_FORK_IS_SAFE();
