@@ -215,6 +215,12 @@ void ClientConnection::run() {
     }
     if (!message) {
       if (Clock::now() - last_heard > options_.heartbeat_timeout) {
+        // Bytes still arriving: the scheduler is there, its answers queued behind data on a slow link.
+        // Reconnecting would only send everything again over that link (no ZMTP heartbeats for this:
+        // ZeroMQ answers them itself, so they would keep a hung scheduler looking alive).
+        if (const auto quiet = connection->since_bytes_arrived();
+            quiet && *quiet < options_.heartbeat_timeout)
+          continue;
         reconnect("it sent nothing for " + std::to_string(options_.heartbeat_timeout.count()) + " ms");
         last_heard = next_heartbeat = Clock::now();
       }

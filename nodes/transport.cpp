@@ -1,6 +1,9 @@
 #include "nodes/transport.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include "actors/outgoing_bytes.hpp"
 
@@ -468,6 +471,13 @@ Connection::Connection(ConnectionOptions options)
   if (options.curve) set_curve_client(dealer_, *options.curve, options.server_public_key);
   if (options.send_timeout.count() >= 0)
     dealer_.set(zmq::sockopt::sndtimeo, static_cast<int>(options.send_timeout.count()));
+  // Before connecting, so that the first connection's event comes too.
+  if (zmq_socket_monitor(dealer_.handle(), "inproc://tessera-connection-monitor",
+                         ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
+    monitor_ = zmq::socket_t(context_, zmq::socket_type::pair);
+    monitor_.set(zmq::sockopt::linger, 0);
+    monitor_.connect("inproc://tessera-connection-monitor");
+  }
   try {
     dealer_.connect(options.address);
   } catch (const zmq::error_t& e) {
@@ -525,6 +535,28 @@ std::optional<Received> Connection::pump(std::chrono::milliseconds timeout) {
   if (!zmq::recv_multipart(dealer_, std::back_inserter(parts), zmq::recv_flags::dontwait))
     return std::nullopt;
   return checked(Received(std::move(parts), 0));
+}
+
+std::optional<std::chrono::milliseconds> Connection::since_bytes_arrived() {
+  if (!monitor_) return std::nullopt;
+  for (;;) {
+    zmq::message_t event, endpoint;
+    if (!monitor_.recv(event, zmq::recv_flags::dontwait)) break;
+    if (event.more()) (void)monitor_.recv(endpoint, zmq::recv_flags::dontwait);
+    if (event.size() < 6) continue;
+    std::uint16_t kind = 0;
+    std::int32_t value = 0;
+    std::memcpy(&kind, event.data(), sizeof kind);
+    std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof kind, sizeof value);
+    if (kind == ZMQ_EVENT_CONNECTED) tcp_socket_ = value;
+    if (kind == ZMQ_EVENT_DISCONNECTED) tcp_socket_ = -1;
+  }
+  if (tcp_socket_ < 0) return std::nullopt;
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  // Fails on a socket file's connection (ipc://): not known then.
+  if (getsockopt(tcp_socket_, IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return std::nullopt;
+  return std::chrono::milliseconds(info.tcpi_last_data_recv);
 }
 
 Received Connection::checked(Received message) const {

@@ -219,6 +219,10 @@ class Connection {
   // Sends what was posted and waits up to `timeout` for the next message; nullopt on timeout.
   std::optional<Received> pump(std::chrono::milliseconds timeout);
   std::uint32_t peer_number() const { return peer_number_; }
+  // How long ago bytes from the server last arrived (any: a frame of a message still on its way counts),
+  // by the kernel's count for the TCP connection; nullopt where that is not known (ipc://, or no connection
+  // up now). On the thread that pumps. A slow link delays whole messages, not bytes.
+  std::optional<std::chrono::milliseconds> since_bytes_arrived();
   // How long closing waits for unsent messages (0 by default: a last goodbye needs more).
   void set_linger(std::chrono::milliseconds linger) {
     dealer_.set(zmq::sockopt::linger, static_cast<int>(linger.count()));
@@ -231,6 +235,8 @@ class Connection {
   zmq::context_t context_;
   wire::Direction from_server_ = wire::kSchedulerToClient;  // the direction of what it receives
   zmq::socket_t dealer_, outbox_pull_, outbox_push_;
+  zmq::socket_t monitor_;  // the dealer's connect and disconnect events: which TCP socket is its own
+  int tcp_socket_ = -1;    // the dealer's TCP connection (owned by ZeroMQ), -1 while none is up
   std::mutex outbox_mutex_;
   std::uint32_t peer_number_ = 0;
 };

@@ -116,37 +116,22 @@ class NetnsLab {
       how = "tc netem";
       return true;
     }
-    const pid_t shaper = spawn(host,
-                               {link_shaper, "--delay-ms", std::to_string(delay_ms), "--loss-percent",
-                                std::to_string(loss_percent), "--seed", std::to_string(shapers_.size() + 1)},
-                               log);
-    shapers_.push_back(shaper);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-      std::ifstream in(log);
-      const std::string text((std::istreambuf_iterator<char>(in)), {});
-      if (text.find("ready") != std::string::npos) break;
-      int status = 0;
-      if (waitpid(shaper, &status, WNOHANG) == shaper || std::chrono::steady_clock::now() > deadline) {
-        shapers_.pop_back();
-        kill(shaper, SIGKILL);
-        waitpid(shaper, &status, WNOHANG);
-        reason = "no sch_netem in this kernel (" + refused.substr(0, refused.find('\n')) +
-                 ") and link_shaper did not start: " + text;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    // --queue-bypass: were the shaper gone, packets would pass unshaped rather than vanish.
-    const auto out = run(
-        "ip netns exec " + ns(host) + " iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 0 --queue-bypass",
-        code_);
-    if (code_ != 0) {
-      reason = "iptables refused the NFQUEUE rule: " + out.substr(0, out.find('\n'));
+    if (!shape_input(host,
+                     {link_shaper, "--delay-ms", std::to_string(delay_ms), "--loss-percent",
+                      std::to_string(loss_percent), "--seed", std::to_string(shapers_.size() + 1)},
+                     log, reason)) {
+      reason = "no sch_netem in this kernel (" + refused.substr(0, refused.find('\n')) + ") and " + reason;
       return false;
     }
     how = "link_shaper (NFQUEUE; this kernel has no sch_netem)";
     return true;
+  }
+
+  // What the host receives on eth0 passes at `rate_kbit` at most (and is queued, not dropped, beyond it),
+  // by `link_shaper`; false, and why in `reason`, where it cannot run.
+  bool limit_receiving_rate(const std::string& host, double rate_kbit, const std::string& link_shaper,
+                            const std::filesystem::path& log, std::string& reason) {
+    return shape_input(host, {link_shaper, "--rate-kbit", std::to_string(rate_kbit)}, log, reason);
   }
 
   // How long a TCP connect from `host` to address:port takes: one round trip (SYN, SYN-ACK) on the wire.
@@ -215,6 +200,36 @@ class NetnsLab {
   std::string switch_ns() const { return prefix_ + "switch"; }
 
   static std::string run(const std::string& command, int& code) { return run_command(command, code); }
+  // Starts link_shaper (argv) in the host and sends what the host receives on eth0 through it.
+  bool shape_input(const std::string& host, const std::vector<std::string>& argv,
+                   const std::filesystem::path& log, std::string& reason) {
+    const pid_t shaper = spawn(host, argv, log);
+    shapers_.push_back(shaper);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      std::ifstream in(log);
+      const std::string text((std::istreambuf_iterator<char>(in)), {});
+      if (text.find("ready") != std::string::npos) break;
+      int status = 0;
+      if (waitpid(shaper, &status, WNOHANG) == shaper || std::chrono::steady_clock::now() > deadline) {
+        shapers_.pop_back();
+        kill(shaper, SIGKILL);
+        waitpid(shaper, &status, WNOHANG);
+        reason = "link_shaper did not start: " + text;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // --queue-bypass: were the shaper gone, packets would pass unshaped rather than vanish.
+    const auto out = run(
+        "ip netns exec " + ns(host) + " iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 0 --queue-bypass",
+        code_);
+    if (code_ != 0) {
+      reason = "iptables refused the NFQUEUE rule: " + out.substr(0, out.find('\n'));
+      return false;
+    }
+    return true;
+  }
   void ip(const std::string& arguments) {
     const auto out = run("ip " + arguments, code_);
     if (code_ != 0) throw LabUnavailable("ip " + arguments + " failed: " + out);

@@ -4,8 +4,8 @@
 // stream's results; a worker cut off for 5 s and healed (its work recomputed, the worker back, every set
 // stored once); the scheduler cut off for 5 s (workers and client reconnect, the stream finishes once);
 // a link with 5 ms of delay and 1% loss (tc netem, or tests/tools/link_shaper.cpp where the kernel has
-// no netem). Skips, naming why, where namespaces
-// cannot be made (not root, no iproute2).
+// no netem); a client whose link (96 kbit/s by link_shaper) is slower than its results stays connected.
+// Skips, naming why, where namespaces cannot be made (not root, no iproute2).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -265,6 +265,19 @@ TEST_F(NetnsCluster, AStreamCrossesALossyLinkAndADelayedOne) {
   push(1000);
   ASSERT_EQ(finish(300s), 0) << logs();
   expect_every_result_once(1000);
+}
+
+// A client whose link is slower than its results: the answers to its heartbeats wait behind results (in
+// the scheduler's send queue and the link's) for longer than its heartbeat timeout (3 s), while bytes keep
+// arriving. It stays connected instead of reconnecting and sending everything again over that link.
+TEST_F(NetnsCluster, AClientOnALinkSlowerThanItsResultsStaysConnected) {
+  std::string reason;
+  if (!lab_->limit_receiving_rate("client", 96, TESSERA_LINK_SHAPER, dir_ / "shaper-client.log", reason))
+    GTEST_SKIP() << "SKIPPED: no way to limit a link's rate here: " << reason;
+  push(600);
+  ASSERT_EQ(finish(300s), 0) << logs();
+  expect_every_result_once(600);
+  EXPECT_EQ(read_file(dir_ / "push.log").find("lost the scheduler"), std::string::npos) << logs();
 }
 
 }  // namespace
