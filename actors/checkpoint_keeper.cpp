@@ -63,24 +63,23 @@ std::optional<Value> CheckpointKeeper::restore(const Operation& op, std::uint32_
   }
 }
 
-void CheckpointKeeper::store(const std::vector<scheduling::FinishedCheckpoint>& finished) {
-  if (finished.empty()) return;
-  CheckpointStore* store = opened();
-  if (!store) return;
-  std::vector<CheckpointStore::Record> records;
-  records.reserve(finished.size());
+std::vector<CheckpointStore::Record> CheckpointKeeper::records(
+    const std::vector<scheduling::FinishedCheckpoint>& finished) {
+  std::vector<CheckpointStore::Record> out;
+  if (finished.empty() || !opened()) return out;
+  out.reserve(finished.size());
   for (const auto& f : finished) {
     const auto digest = digests_.of(*f.op, f.task, [&](OpId id) { return find(id); });
     if (!digest) continue;  // its inputs' operations were forgotten before it was keyed: cannot happen
-    records.push_back(CheckpointStore::Record{*digest, f.op->function().name, f.op->key(f.task), f.value});
+    out.push_back(CheckpointStore::Record{*digest, f.op->function().name, f.op->key(f.task), f.value});
   }
-  try {
-    store->write(records);
-  } catch (const std::exception& e) {
-    last_error_ = e.what();
-    std::cerr << "[tessera] scheduler: " << last_error_ << " (" << records.size()
-              << " results not checkpointed)" << std::endl;
-  }
+  return out;
+}
+
+void CheckpointKeeper::write_failed(const std::string& error, std::size_t records) {
+  last_error_ = error;
+  std::cerr << "[tessera] scheduler: " << last_error_ << " (" << records << " results not checkpointed)"
+            << std::endl;
 }
 
 void CheckpointKeeper::report(SchedulerStatus& status) const {

@@ -29,9 +29,13 @@ class CheckpointKeeper final : public scheduling::CheckpointSource {
   // Before the core sees a submission: a checkpointed one has its watched tasks keyed while every
   // operation they depend on is still known.
   void prepare(const Submission& submission);
-  // Stores results of checkpointed tasks that finished. A refused write is logged and kept for status;
-  // those tasks are simply not checkpointed.
-  void store(const std::vector<scheduling::FinishedCheckpoint>& finished);
+  // The records of checkpointed tasks that finished, and the store to write them to (opened on first
+  // use); none where checkpoints cannot be stored. The checkpoint writer writes them.
+  std::vector<CheckpointStore::Record> records(const std::vector<scheduling::FinishedCheckpoint>& finished);
+  std::shared_ptr<CheckpointStore> store() { return opened() ? store_ : nullptr; }
+  // The writer's store refused `records` records: logged and kept for status; those tasks are simply not
+  // checkpointed.
+  void write_failed(const std::string& error, std::size_t records);
   void report(SchedulerStatus& status) const;
 
   bool may_hold_any() const override { return store_ && store_->may_hold_any(); }

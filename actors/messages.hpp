@@ -204,6 +204,9 @@ using memory_atom = caf::atom_constant<caf::atom("memory")>;       // worker -> 
 using results_lost_atom = caf::atom_constant<caf::atom("rlost")>;  // worker -> scheduler: LostInputs
 using spill_atom = caf::atom_constant<caf::atom("spill")>;         // -> chunk store actor: work to do
 using tick_atom = caf::atom_constant<caf::atom("tick")>;  // chunk store actor -> itself: watch memory
+// scheduler -> its checkpoint writer: results to store, then deliveries to hand over; and the answer
+using checkpoint_write_atom = caf::atom_constant<caf::atom("ckwrite")>;
+using checkpoint_written_atom = caf::atom_constant<caf::atom("ckwritten")>;
 
 }  // namespace tessera
 

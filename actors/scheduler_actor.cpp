@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,9 +23,25 @@
 namespace tessera {
 namespace {
 
+struct TaskRefHash {
+  std::size_t operator()(const TaskRef& t) const noexcept {
+    return std::hash<std::uint64_t>{}(t.op * 0x9E3779B97F4A7C15ull ^ t.index);
+  }
+};
+
 struct SchedulerActorState {
   std::unique_ptr<scheduling::SchedulerCore> core;
   std::unique_ptr<CheckpointKeeper> checkpoints;
+  // Spawned with the first checkpoint to write. A checkpointed task's result, to any sink (its client's, a
+  // second client's, a persisted collection's), is delivered after its checkpoint is stored: by the writer,
+  // behind the write. So is every later delivery to a sink with one waiting there (one count per delivery
+  // sent), so that a sink's deliveries keep their order. Other deliveries go out at once.
+  protocols::checkpoint_writer_type checkpoint_writer;
+  std::unordered_map<const ResultSink*, std::uint32_t> behind_writer;
+  // Checkpointed tasks not stored yet (a count each), and each write's, in the order sent (the order the
+  // writer answers).
+  std::unordered_map<TaskRef, std::uint32_t, TaskRefHash> unwritten;
+  std::deque<std::vector<TaskRef>> writes_in_flight;
   std::shared_ptr<WorkerDirectory> directory;
   std::vector<protocols::worker_actor_type> workers;  // by id; null once the worker was told to shut down
   // Stream actors, told when a worker joins or leaves (their parameter sets run elsewhere).
@@ -76,11 +93,45 @@ void send_to_worker(SchedulerActor* self, const protocols::worker_actor_type& wo
              message);
 }
 
+// Checkpointed results are stored before anyone hears they finished (a client that sees its result may
+// rely on its checkpoint): by the writer, off this actor, which then hands over the deliveries that wait.
+void deliver(SchedulerActor* self, scheduling::Outbox& out) {
+  auto& st = self->state;
+  CheckpointWrite write;
+  write.records = st.checkpoints->records(out.checkpoints);
+  if (!write.records.empty()) write.store = st.checkpoints->store();
+  std::vector<TaskRef> tasks;
+  if (write.store) {
+    tasks.reserve(out.checkpoints.size());
+    for (const auto& f : out.checkpoints) {
+      tasks.push_back(TaskRef{f.op->id(), f.task});
+      ++st.unwritten[tasks.back()];
+    }
+  }
+  for (auto& [sink, batch] : out.deliveries) {
+    const ResultSink& to = *sink;
+    const bool waits =
+        st.behind_writer.contains(&to) ||
+        (!st.unwritten.empty() && std::any_of(batch.begin(), batch.end(), [&](const Delivery& d) {
+          return st.unwritten.contains(to.task(d.slot));
+        }));
+    if (!waits) {
+      sink->deliver(batch);
+      continue;
+    }
+    ++st.behind_writer[&to];
+    write.deliveries.emplace_back(std::move(sink), std::move(batch));
+  }
+  if (!write.store && write.deliveries.empty()) return;
+  st.writes_in_flight.push_back(std::move(tasks));
+  if (!st.checkpoint_writer)
+    st.checkpoint_writer = spawn_checkpoint_writer(self->home_system(), caf::actor_cast<caf::actor>(self));
+  self->send(st.checkpoint_writer, checkpoint_write_atom::value, std::move(write));
+}
+
 void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
   auto& st = self->state;
-  // Stored before anyone hears they finished: a client that sees its result may rely on its checkpoint.
-  if (!out.checkpoints.empty()) st.checkpoints->store(out.checkpoints);
-  for (auto& [sink, batch] : out.deliveries) sink->deliver(batch);
+  deliver(self, out);
   for (auto& [id, message] : out.to_workers) {
     if (id >= st.workers.size() || !st.workers[id]) continue;
     send_to_worker(self, st.workers[id], message);
@@ -282,7 +333,21 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
       },
       [=](shutdown_atom) {
         step(self, [&](auto& core) { return core.shutdown(); });
+        // After the writes sent to it.
+        if (self->state.checkpoint_writer) self->send(self->state.checkpoint_writer, shutdown_atom::value);
         self->quit();
+      },
+      [=](checkpoint_written_atom, const CheckpointWritten& done) {
+        auto& st = self->state;
+        if (!done.error.empty()) st.checkpoints->write_failed(done.error, done.records);
+        for (const auto& sink : done.sinks)
+          if (auto it = st.behind_writer.find(sink.get()); it != st.behind_writer.end() && --it->second == 0)
+            st.behind_writer.erase(it);
+        if (st.writes_in_flight.empty()) return;  // cannot happen: each write is answered once
+        for (const TaskRef& task : st.writes_in_flight.front())
+          if (auto it = st.unwritten.find(task); it != st.unwritten.end() && --it->second == 0)
+            st.unwritten.erase(it);
+        st.writes_in_flight.pop_front();
       },
       [=](watchdog_atom) {
         auto& st = self->state;

@@ -116,7 +116,7 @@ CheckpointStore::CheckpointStore(std::shared_ptr<NodeDatabase> database) : datab
 
 bool CheckpointStore::may_hold(const std::string& function) const {
   if (!may_hold_any()) return false;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(functions_mutex_);
   return functions_.count(function) > 0;
 }
 
@@ -162,7 +162,10 @@ void CheckpointStore::write(const std::vector<Record>& records) {
     throw StoreError("cannot store checkpoints in " + directory().string() + ": " + reason);
   }
   count_ += fresh;
-  for (const auto* function : added) functions_[*function] += 1;
+  {
+    std::lock_guard functions_lock(functions_mutex_);
+    for (const auto* function : added) functions_[*function] += 1;
+  }
   written_ += records.size();
   bytes_written_ += bytes;
   write_nanoseconds_ += static_cast<std::uint64_t>(
@@ -231,6 +234,7 @@ void CheckpointStore::erase(const std::vector<std::string>& digests) {
     throw StoreError("cannot delete checkpoints in " + directory().string() + ": " + status.ToString());
   count_ -= std::min<std::uint64_t>(present, count_);
   for (const auto& function : functions) {
+    std::lock_guard functions_lock(functions_mutex_);
     auto it = functions_.find(function);
     if (it != functions_.end() && --it->second == 0) functions_.erase(it);
   }

@@ -67,7 +67,10 @@ class CheckpointStore {
   std::atomic<std::uint64_t> count_{0};
   std::atomic<std::uint64_t> written_{0}, bytes_written_{0}, corrupt_{0};
   std::atomic<std::uint64_t> write_nanoseconds_{0};
-  mutable std::mutex mutex_;  // writes and deletes, so that count_ and functions_ stay exact
+  std::mutex mutex_;  // writes and deletes, so that count_ and functions_ stay exact
+  // functions_ alone: may_hold (the scheduler's, for every task it could restore) never waits behind a
+  // write to disk.
+  mutable std::mutex functions_mutex_;
   std::unordered_map<std::string, std::uint64_t> functions_;  // records per function
 };
 

@@ -2,15 +2,21 @@
 // real worker processes and clients: streams resume by themselves and store every id exactly once, with
 // the right value; `tessera stream push` finishes with exit 0 across the kill; a gather waiting across
 // the restart gets its results; and clients blocked in gather, a GLM fit and a query when the scheduler
-// dies for good get ConnectionLost within their reconnect_timeout.
+// dies for good get ConnectionLost within their reconnect_timeout. And checkpoints written beside the
+// scheduler: with the disk under data_dir frozen (fsfreeze on a loop-mounted ext4), status and other
+// clients go on.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <numeric>
+#include <stdexcept>
 #include <tessera/array.hpp>
 #include <tessera/glm.hpp>
 #include <tessera/tessera.hpp>
@@ -396,6 +402,128 @@ TEST_F(SchedulerRestart, AWorkerKilledWhileItsCheckpointsAreWrittenLosesNone) {
       std::string(TESSERA_CLI_BINARY) + " --scheduler " + endpoint + " checkpoints drop abc 2>&1", code);
   EXPECT_EQ(code, 1) << refused;
   EXPECT_NE(refused.find("at least 8 hexadecimal digits"), std::string::npos) << refused;
+}
+
+class DiskUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A small ext4 filesystem of its own (an image on a loop device) that a test freezes (fsfreeze): every
+// write to it blocks until it is thawed. Thawed by thaw(), when the object goes, and when this process
+// dies (a child waits for its pipe to close, then thaws it), so that no failure leaves it frozen.
+class FreezableDisk {
+ public:
+  explicit FreezableDisk(const fs::path& dir) : image_(dir / "disk.img"), mount_(dir / "mnt") {
+    if (geteuid() != 0) throw DiskUnavailable("mounting a loop device needs root");
+    fs::create_directories(mount_);
+    int code = 0;
+    const auto made =
+        run_command("truncate -s 256M " + image_.string() + " && mkfs.ext4 -q -F " + image_.string() +
+                        " 2>&1 && mount -o loop " + image_.string() + " " + mount_.string() + " 2>&1",
+                    code);
+    if (code != 0) throw DiskUnavailable("no loop-mounted ext4 here (mkfs.ext4, mount -o loop): " + made);
+    int ends[2];
+    if (pipe(ends) != 0) throw std::runtime_error("pipe");
+    const std::string mount = mount_.string();
+    thawer_ = fork();
+    if (thawer_ == 0) {
+      close(ends[1]);
+      char byte;
+      while (read(ends[0], &byte, 1) != 0) {
+      }
+      execl("/usr/sbin/fsfreeze", "fsfreeze", "--unfreeze", mount.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(ends[0]);
+    thaw_on_exit_ = ends[1];
+  }
+  ~FreezableDisk() {
+    thaw();
+    close(thaw_on_exit_);
+    if (thawer_ > 0) waitpid(thawer_, nullptr, 0);
+    int code = 0;
+    run_command("umount " + mount_.string() + " 2>&1", code);
+  }
+  FreezableDisk(const FreezableDisk&) = delete;
+  FreezableDisk& operator=(const FreezableDisk&) = delete;
+
+  const fs::path& mount() const { return mount_; }
+  void freeze() {
+    int code = 0;
+    const auto out = run_command("fsfreeze --freeze " + mount_.string() + " 2>&1", code);
+    if (code != 0) throw DiskUnavailable("fsfreeze --freeze: " + out);
+    frozen_ = true;
+  }
+  void thaw() {
+    if (!frozen_) return;
+    int code = 0;
+    run_command("fsfreeze --unfreeze " + mount_.string() + " 2>&1", code);
+    frozen_ = false;
+  }
+
+ private:
+  fs::path image_, mount_;
+  pid_t thawer_ = -1;
+  int thaw_on_exit_ = -1;
+  bool frozen_ = false;
+};
+
+// Checkpoints are written by the scheduler's writer, beside the scheduler actor: while the disk under
+// data_dir is frozen, a checkpointed map's results wait for their checkpoints, but status answers and
+// another client's map runs and comes back; once it thaws, the first map's results come, checkpointed.
+TEST(CheckpointWriter, AFrozenCheckpointDiskHoldsUpNoOtherClient) {
+  ScratchDir dir{"tessera-frozen-disk"};
+  std::unique_ptr<FreezableDisk> disk;
+  try {
+    disk = std::make_unique<FreezableDisk>(dir.path());
+  } catch (const DiskUnavailable& e) {
+    GTEST_SKIP() << "SKIPPED: no disk to freeze here: " << e.what();
+  }
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  NodeProcess scheduler(scheduler_config(endpoint, disk->mount() / "store"), true);
+  NodeProcess worker(worker_config("alpha", endpoint));
+  // Declared after the nodes, so gone before them: a node stopping on a frozen disk would hang.
+  struct ThawFirst {
+    FreezableDisk& disk;
+    ~ThawFirst() { disk.thaw(); }
+  } thaw_first{*disk};
+  tessera::Client writer(endpoint), other(endpoint);
+  const auto numbers = [](std::int64_t first) {
+    std::vector<std::int64_t> xs(8);
+    std::iota(xs.begin(), xs.end(), first);
+    return xs;
+  };
+  // The store is opened, and written once, before the disk freezes.
+  writer.gather(writer.with({.checkpoint = true}).map(plugin_tasks::square, numbers(0)));
+  ASSERT_EQ(status_field(endpoint, "checkpoints_written"), 8u);
+
+  disk->freeze();
+  auto held = writer.with({.checkpoint = true}).map(plugin_tasks::square, numbers(100));
+  const auto answered = [&](const std::string& field, std::uint64_t at_least) {
+    const auto value = status_field(endpoint, field);
+    return value != ~std::uint64_t{0} && value >= at_least;
+  };
+  // Its tasks ran, and the scheduler that holds their checkpoints still answers.
+  EXPECT_TRUE(
+      tessera::testing::eventually([&] { return answered("tasks_done", 16); }, std::chrono::seconds(30)))
+      << scheduler.log();
+  auto others = std::async(std::launch::async,
+                           [&] { return other.gather(other.map(plugin_tasks::square, numbers(200))); });
+  const bool other_came = others.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  EXPECT_TRUE(other_came) << "another client's map waited for a frozen checkpoint disk";
+  EXPECT_FALSE(held.front().done()) << "a result came before its checkpoint was stored";
+  disk->thaw();
+  if (other_came)
+    EXPECT_EQ(others.get(), [&] {
+      std::vector<std::int64_t> squares;
+      for (auto x : numbers(200)) squares.push_back(x * x);
+      return squares;
+    }());
+  const auto values = writer.gather(held);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    EXPECT_EQ(values[i], (100 + std::int64_t(i)) * (100 + std::int64_t(i)));
+  EXPECT_EQ(status_field(endpoint, "checkpoints_written"), 16u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/checkpoint_writer.hpp"
 #include "actors/glm/messages.hpp"
 #include "actors/messages.hpp"
 
@@ -34,6 +35,8 @@ using scheduler_actor_type = caf::typed_actor<
     caf::replies_to<status_atom>::with<SchedulerStatus>,
     caf::replies_to<progress_atom>::with<std::vector<FunctionProgress>>, caf::reacts_to<shutdown_atom>,
     // Its own progress watchdog's timer (from anyone else: ignored).
-    caf::reacts_to<watchdog_atom>>;
+    caf::reacts_to<watchdog_atom>,
+    // Its checkpoint writer: a write is done, and the deliveries that waited on it are out.
+    caf::reacts_to<checkpoint_written_atom, CheckpointWritten>>;
 
 }  // namespace tessera::protocols
