@@ -476,6 +476,9 @@ Connection::Connection(ConnectionOptions options)
                          ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
     monitor_ = zmq::socket_t(context_, zmq::socket_type::pair);
     monitor_.set(zmq::sockopt::linger, 0);
+    // Read only when a scheduler goes quiet: a full queue would block ZeroMQ's I/O thread on the next
+    // event (a link that flaps for long), so it has no bound.
+    unbounded(monitor_);
     monitor_.connect("inproc://tessera-connection-monitor");
   }
   try {

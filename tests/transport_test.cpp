@@ -80,6 +80,28 @@ TEST(Transport, HandshakeAndMessagesBothWays) {
   EXPECT_TRUE(eventually([&] { return s.logged("client 'client' connected as peer 1"); }));
 }
 
+// A client judges a scheduler by bytes arriving, since a slow link delays whole messages: the connection
+// reads the kernel's time since data last came on its TCP socket (found through ZeroMQ's connect events,
+// forgotten on its disconnect event); over a socket file it is not known.
+TEST(Transport, AConnectionKnowsWhenBytesLastArrivedOnItsTcpSocket) {
+  EchoServer s;
+  transport::Connection c(to(s));
+  EXPECT_EQ(echo(c, Value(std::int64_t{7})), Value(std::int64_t{7}));
+  const auto quiet = c.since_bytes_arrived();
+  ASSERT_TRUE(quiet.has_value());
+  EXPECT_LT(*quiet, std::chrono::seconds(10));  // the echo came just now
+  s.server.reset();
+  EXPECT_TRUE(eventually([&] { return !c.since_bytes_arrived().has_value(); }))
+      << "the connection still reads the socket ZeroMQ closed";
+
+  transport::ServerOptions options;
+  options.listen = "ipc://*";
+  EchoServer local(std::move(options));
+  transport::Connection over_a_file(to(local));
+  EXPECT_EQ(echo(over_a_file, Value(std::int64_t{8})), Value(std::int64_t{8}));
+  EXPECT_FALSE(over_a_file.since_bytes_arrived().has_value());
+}
+
 // A received chunk of 64 KiB or more keeps the ZeroMQ frame it arrived in as its storage (no copy); it
 // outlives the message it came in (`echo` returns after the answer is gone), and the echo server sends an
 // adopted chunk on again. Smaller ones are copied out.
