@@ -29,8 +29,8 @@ class CheckpointKeeper final : public scheduling::CheckpointSource {
   // Before the core sees a submission: a checkpointed one has its watched tasks keyed while every
   // operation they depend on is still known.
   void prepare(const Submission& submission);
-  // The records of checkpointed tasks that finished, and the store to write them to (opened on first
-  // use); none where checkpoints cannot be stored. The checkpoint writer writes them.
+  // The records of checkpointed tasks that finished (none where checkpoints cannot be stored), which the
+  // checkpoint writer writes to store() (opened on first use).
   std::vector<CheckpointStore::Record> records(const std::vector<scheduling::FinishedCheckpoint>& finished);
   std::shared_ptr<CheckpointStore> store() { return opened() ? store_ : nullptr; }
   // The writer's store refused `records` records: logged and kept for status; those tasks are simply not

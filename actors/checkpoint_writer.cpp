@@ -17,6 +17,7 @@ protocols::checkpoint_writer_type::behavior_type checkpoint_writer(
       [=](checkpoint_write_atom, CheckpointWrite& write) {
         CheckpointWritten done;
         done.records = write.records.size();
+        done.tasks = std::move(write.tasks);
         if (write.store && !write.records.empty()) {
           try {
             write.store->write(write.records);

@@ -28,13 +28,15 @@ using SinkDeliveries = std::vector<std::pair<std::shared_ptr<ResultSink>, std::v
 struct CheckpointWrite {
   std::shared_ptr<CheckpointStore> store;
   std::vector<CheckpointStore::Record> records;
+  std::vector<TaskRef> tasks;  // the records' tasks, given back in the answer
   SinkDeliveries deliveries;
 };
 
-// Writer -> scheduler: a write is done. `sinks`: one entry per delivery it handed over.
+// Writer -> scheduler: a write is done. `tasks`: the write's; `sinks`: one entry per delivery it handed over.
 struct CheckpointWritten {
   std::size_t records = 0;
   std::string error;  // the store refused the write: those results are not checkpointed
+  std::vector<TaskRef> tasks;
   std::vector<std::shared_ptr<ResultSink>> sinks;
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <iostream>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,10 +37,8 @@ struct SchedulerActorState {
   // sent), so that a sink's deliveries keep their order. Other deliveries go out at once.
   protocols::checkpoint_writer_type checkpoint_writer;
   std::unordered_map<const ResultSink*, std::uint32_t> behind_writer;
-  // Checkpointed tasks not stored yet (a count each), and each write's, in the order sent (the order the
-  // writer answers).
+  // Checkpointed tasks sent to the writer and not stored yet (a count each).
   std::unordered_map<TaskRef, std::uint32_t, TaskRefHash> unwritten;
-  std::deque<std::vector<TaskRef>> writes_in_flight;
   std::shared_ptr<WorkerDirectory> directory;
   std::vector<protocols::worker_actor_type> workers;  // by id; null once the worker was told to shut down
   // Stream actors, told when a worker joins or leaves (their parameter sets run elsewhere).
@@ -100,12 +97,11 @@ void deliver(SchedulerActor* self, scheduling::Outbox& out) {
   CheckpointWrite write;
   write.records = st.checkpoints->records(out.checkpoints);
   if (!write.records.empty()) write.store = st.checkpoints->store();
-  std::vector<TaskRef> tasks;
   if (write.store) {
-    tasks.reserve(out.checkpoints.size());
+    write.tasks.reserve(out.checkpoints.size());
     for (const auto& f : out.checkpoints) {
-      tasks.push_back(TaskRef{f.op->id(), f.task});
-      ++st.unwritten[tasks.back()];
+      write.tasks.push_back(TaskRef{f.op->id(), f.task});
+      ++st.unwritten[write.tasks.back()];
     }
   }
   for (auto& [sink, batch] : out.deliveries) {
@@ -123,7 +119,6 @@ void deliver(SchedulerActor* self, scheduling::Outbox& out) {
     write.deliveries.emplace_back(std::move(sink), std::move(batch));
   }
   if (!write.store && write.deliveries.empty()) return;
-  st.writes_in_flight.push_back(std::move(tasks));
   if (!st.checkpoint_writer)
     st.checkpoint_writer = spawn_checkpoint_writer(self->home_system(), caf::actor_cast<caf::actor>(self));
   self->send(st.checkpoint_writer, checkpoint_write_atom::value, std::move(write));
@@ -343,11 +338,9 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
         for (const auto& sink : done.sinks)
           if (auto it = st.behind_writer.find(sink.get()); it != st.behind_writer.end() && --it->second == 0)
             st.behind_writer.erase(it);
-        if (st.writes_in_flight.empty()) return;  // cannot happen: each write is answered once
-        for (const TaskRef& task : st.writes_in_flight.front())
+        for (const TaskRef& task : done.tasks)
           if (auto it = st.unwritten.find(task); it != st.unwritten.end() && --it->second == 0)
             st.unwritten.erase(it);
-        st.writes_in_flight.pop_front();
       },
       [=](watchdog_atom) {
         auto& st = self->state;

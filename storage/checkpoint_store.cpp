@@ -233,8 +233,8 @@ void CheckpointStore::erase(const std::vector<std::string>& digests) {
   if (!status.ok())
     throw StoreError("cannot delete checkpoints in " + directory().string() + ": " + status.ToString());
   count_ -= std::min<std::uint64_t>(present, count_);
+  std::lock_guard functions_lock(functions_mutex_);
   for (const auto& function : functions) {
-    std::lock_guard functions_lock(functions_mutex_);
     auto it = functions_.find(function);
     if (it != functions_.end() && --it->second == 0) functions_.erase(it);
   }
