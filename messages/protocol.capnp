@@ -25,11 +25,21 @@ struct Hello {
   publicKey @5 :Text;       # workers with CURVE: how peers reach `listen`
   localListen @6 :Text;     # workers: a socket file peers on the same host may dial instead of `listen`
   host @7 :Text;            # workers: who may dial `localListen` (boot id, user, namespaces; see host_identity)
+  resume @8 :Data;          # clients: the session token a previous connection was welcomed with
 }
 
 struct Welcome {
   peerId @0 :UInt32;        # the server's number for this connection
   serverName @1 :Text;
+  session @2 :Data;         # clients: a token naming this client's session; presented again in `resume`
+  resumed @3 :Bool;         # clients: the hello's `resume` named a session the scheduler still holds
+  delivered @4 :List(TableDelivered);  # when resumed: the session's result tables, and slots sent of each
+}
+
+# One result table of a resumed session: how many of its slots the scheduler has sent results of.
+struct TableDelivered {
+  sinkId @0 :UInt64;
+  slots @1 :UInt64;         # deliveries sent, a slot sent twice counted twice
 }
 
 # The connection is not accepted: a protocol version mismatch, a message before hello, ...
@@ -60,6 +70,7 @@ struct Submit {
   operations @2 :List(Values.Operation);
   watches @3 :List(Watch);
   checkpoint @4 :Bool;    # the watched tasks' results are stored as checkpoints
+  again @5 :Bool;         # sent again on a resumed session: replaces the table of this id
 }
 
 enum TaskState {

@@ -39,13 +39,15 @@ void ClientConnection::stop() {
   connection_->send(goodbye);
 }
 
-transport::ConnectionOptions ClientConnection::connection_options(std::chrono::milliseconds handshake) const {
+transport::ConnectionOptions ClientConnection::connection_options(std::chrono::milliseconds handshake,
+                                                                  std::string resume) const {
   return transport::ConnectionOptions{.address = address_,
                                       .role = wire::Role::CLIENT,
                                       .name = options_.name,
                                       .curve = options_.curve,
                                       .server_public_key = options_.server_public_key,
-                                      .handshake_timeout = handshake};
+                                      .handshake_timeout = handshake,
+                                      .resume = std::move(resume)};
 }
 
 void ClientConnection::post(transport::Outgoing& message) {
@@ -258,12 +260,15 @@ void ClientConnection::reconnect(const std::string& cause) {
             << std::endl;
   auto backoff = std::chrono::milliseconds(50);
   std::string last_error = cause;
+  // The same scheduler still holds this client's session for client_grace: the new connection takes it
+  // over, and only what was lost with the old one goes again (replay). A restarted one starts a new one.
+  const std::string session = connection_->session();
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
     try {
       auto fresh = std::make_shared<transport::Connection>(
-          connection_options(std::min<std::chrono::milliseconds>(left, std::chrono::seconds(2))));
+          connection_options(std::min<std::chrono::milliseconds>(left, std::chrono::seconds(2)), session));
       std::lock_guard lock(link_mutex_);
       if (stopping_) return;
       connection_ = fresh;
@@ -271,7 +276,10 @@ void ClientConnection::reconnect(const std::string& cause) {
       if (handlers_.replay) handlers_.replay(*fresh, epoch_);
       phase_ = Phase::up;
       std::cerr << "[tessera client] reconnected to the scheduler at " << address_ << " after "
-                << std::chrono::duration<double>(Clock::now() - since).count() << " s" << std::endl;
+                << std::chrono::duration<double>(Clock::now() - since).count() << " s"
+                << (fresh->resumed() ? " (its session resumed: only what was lost goes again)"
+                                     : " (a new session: everything with results to come goes again)")
+                << std::endl;
       return;
     } catch (const std::exception& e) {
       last_error = e.what();

@@ -83,7 +83,8 @@ class ClientConnection {
     std::function<void(transport::Received&)> on_answer;
   };
 
-  transport::ConnectionOptions connection_options(std::chrono::milliseconds handshake) const;
+  transport::ConnectionOptions connection_options(std::chrono::milliseconds handshake,
+                                                  std::string resume = {}) const;
   void run();
   void reconnect(const std::string& cause);
   void lose_everything(const std::string& reason);

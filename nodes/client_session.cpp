@@ -1,5 +1,12 @@
 #include "nodes/client_session.hpp"
 
+#include <sys/random.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include <algorithm>
+
 #include "actors/glm/solver_actor.hpp"
 #include "actors/messages.hpp"
 #include "graph/printable.hpp"
@@ -76,7 +83,70 @@ std::optional<std::string> over_budget(const GatewayLimits& limits, const Gatewa
   return std::nullopt;
 }
 
+// Unguessable: whoever presents it takes the session's results.
+std::string new_session_token() {
+  std::string token(16, '\0');
+  std::size_t filled = 0;
+  while (filled < token.size()) {
+    const ssize_t got = ::getrandom(token.data() + filled, token.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "getrandom for a client's session token");
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+  return token;
+}
+
 }  // namespace
+
+bool ClientSession::holds_session(const std::string& token) const {
+  if (token.empty()) return false;
+  return std::any_of(g_.clients.begin(), g_.clients.end(),
+                     [&](const auto& entry) { return entry.second.session == token; });
+}
+
+void ClientSession::welcome(transport::Server& server, const Peer& peer, wire::Welcome::Builder out) {
+  auto old = g_.clients.end();
+  if (!peer.resume.empty())
+    old = std::find_if(g_.clients.begin(), g_.clients.end(), [&](const auto& entry) {
+      return entry.first != peer.id && entry.second.session == peer.resume;
+    });
+  if (old == g_.clients.end()) {
+    auto& client = g_.clients[peer.id];
+    client.name = peer.name;
+    client.session = new_session_token();
+    out.setSession(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(client.session.data()), client.session.size()));
+    if (!peer.resume.empty())
+      g_.log("client " + in_quotes(peer.name) +
+             " asked to resume a session this node does not hold (it restarted, or the session ended "
+             "after client_grace): it starts a new one");
+    return;
+  }
+  // The old connection is gone or going (the client gave up on it): its entry becomes this one's, and
+  // what the scheduler sends from now on comes here.
+  const std::string old_peer = old->first;
+  auto moved = g_.clients.extract(old);
+  moved.key() = peer.id;
+  auto& client = g_.clients.insert(std::move(moved)).position->second;
+  server.forget(old_peer);
+  client.name = peer.name;
+  client.last_seen = GatewayClock::now();
+  out.setSession(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(client.session.data()), client.session.size()));
+  out.setResumed(true);
+  auto tables = out.initDelivered(static_cast<unsigned>(client.sinks.size()));
+  unsigned i = 0;
+  for (auto& [id, sink] : client.sinks) {
+    tables[i].setSinkId(id);
+    tables[i].setSlots(sink->retarget(peer.id));
+    ++i;
+  }
+  g_.log("client " + in_quotes(peer.name) + " reconnected and resumed its session: " +
+         std::to_string(client.sinks.size()) + " result tables, " + std::to_string(client.streams.size()) +
+         " streams and " + std::to_string(client.ids.size()) + " operations kept");
+}
 
 // Answered, so that a client notices a scheduler that is gone.
 void ClientSession::on(Request<Envelope::HEARTBEAT>, const Peer& peer, GatewayClient&, Received&) {
@@ -89,6 +159,16 @@ void ClientSession::on(Request<Envelope::SUBMIT>, const Peer& peer, GatewayClien
                        Received& message) {
   auto in = message.envelope().getSubmit();
   const std::uint64_t sink_id = in.getSinkId();
+  // Sent again on a resumed session (results of it were lost with the old connection): it replaces what
+  // was held, and its operations are new ones here (the old ones may still feed tables already sent).
+  if (auto old = client.sinks.find(sink_id); in.getAgain() && old != client.sinks.end()) {
+    const std::uint64_t held = old->second->unreleased;
+    old->second->release_all();
+    client.slots_held -= std::min(client.slots_held, held);
+    g_.slots_held -= std::min(g_.slots_held, held);
+    client.sinks.erase(old);
+    for (auto op : in.getOperations()) client.ids.erase(op.getId());
+  }
   if (auto reason = over_budget(g_.options.limits, g_, client, in.getSlots())) {
     refuse_submission(g_, peer, sink_id, *reason);
     throw wire::WireError("submission refused: " + *reason);

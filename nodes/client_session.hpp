@@ -17,6 +17,12 @@ class ClientSession {
   template <wire::Envelope::Which Kind>
   using Request = wire::ClientRequest<Kind>;
 
+  // As a client's connection is welcomed: a new session, or the one its hello's token names (the client
+  // reconnected to this scheduler within client_grace), moved to this connection. Tells the client which.
+  void welcome(transport::Server& server, const Peer& peer, wire::Welcome::Builder out);
+  // Whether `token` names a session held now (a client resuming it is no new client).
+  bool holds_session(const std::string& token) const;
+
   void on(Request<wire::Envelope::HEARTBEAT>, const Peer& peer, GatewayClient& client, Received& message);
   void on(Request<wire::Envelope::SUBMIT>, const Peer& peer, GatewayClient& client, Received& message);
   void on(Request<wire::Envelope::RELEASE>, const Peer& peer, GatewayClient& client, Received& message);

@@ -21,6 +21,9 @@ using GatewayClock = std::chrono::steady_clock;
 // One connected client.
 struct GatewayClient {
   std::string name;
+  // The token its connection was welcomed with: a connection that presents it again (the client
+  // reconnected) takes this entry over, with its tables, operations and streams.
+  std::string session;
   std::unordered_map<OpId, OpId> ids;  // the client's operation ids -> this process's
   std::unordered_map<std::uint64_t, std::shared_ptr<RemoteSink>> sinks;
   GatewayClock::time_point last_seen = GatewayClock::now();

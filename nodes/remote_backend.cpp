@@ -240,6 +240,9 @@ class RemoteBackend final : public ClusterBackend {
     std::vector<std::uint32_t> released;  // slots released so far, sent again with it
     std::uint64_t sent_epoch = 0;         // the connection it was sent on
     bool checkpoint = false;
+    // Deliveries that came in this session (one per slot result, as the scheduler counts what it sent):
+    // equal counts on a resumed session mean nothing was lost with the old connection.
+    std::uint64_t received = 0;
   };
   struct OpenStream {
     std::shared_ptr<StreamSink> sink;
@@ -327,6 +330,60 @@ class RemoteBackend final : public ClusterBackend {
   // needs it. Submissions first (later ones and GLM fits may name their operations), then each open stream:
   // attach, the pushes not acknowledged, its close.
   void replay(transport::Connection& fresh, std::uint64_t epoch) {
+    if (fresh.resumed())
+      resume_tables(fresh, epoch);
+    else
+      resubmit_tables(fresh, epoch);
+    reattach_streams(fresh);
+  }
+
+  static void post_releases(transport::Connection& fresh, std::uint64_t id, const Submitted& entry) {
+    if (entry.released.empty()) return;
+    transport::Outgoing release;
+    auto out = release.envelope().initRelease();
+    out.setSinkId(id);
+    auto list = out.initSlots(static_cast<unsigned>(entry.released.size()));
+    for (std::size_t i = 0; i < entry.released.size(); ++i)
+      list.set(static_cast<unsigned>(i), entry.released[i]);
+    fresh.post(release);
+  }
+
+  // The same scheduler still holds this client's session (its tables, its operations): only a table whose
+  // results were lost with the old connection (the scheduler sent more than came), or whose submission
+  // never reached it, goes again, replacing what the scheduler held of it.
+  void resume_tables(transport::Connection& fresh, std::uint64_t epoch) {
+    std::lock_guard lock(sinks_mutex_);
+    const auto& sent = fresh.delivered();
+    for (auto it = sinks_.begin(); it != sinks_.end();) {
+      auto sink = it->second.sink.lock();
+      auto& entry = it->second;
+      if (!sink) {
+        it = sinks_.erase(it);
+        continue;
+      }
+      const auto there = sent.find(it->first);
+      const bool held = there != sent.end();
+      if (held && (there->second == entry.received || sink->settled())) {
+        entry.sent_epoch = epoch;
+        post_releases(fresh, it->first, entry);  // a release lost with the old connection: idempotent
+      } else if (!sink->settled()) {
+        transport::Outgoing message;
+        wire::encode(
+            wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches, entry.checkpoint},
+            message.envelope().initSubmit(), message.attachments());
+        message.envelope().getSubmit().setAgain(true);
+        fresh.post(message);
+        post_releases(fresh, it->first, entry);
+        entry.sent_epoch = epoch;
+        entry.received = 0;
+      }
+      ++it;
+    }
+  }
+
+  // A scheduler that does not know this client (it restarted): every table with results to come, and
+  // what they read, goes again.
+  void resubmit_tables(transport::Connection& fresh, std::uint64_t epoch) {
     {
       std::lock_guard lock(sinks_mutex_);
       // What goes again: every submission with results to come, and, newest first, every settled one whose
@@ -366,19 +423,17 @@ class RemoteBackend final : public ClusterBackend {
             wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches, entry.checkpoint},
             message.envelope().initSubmit(), message.attachments());
         fresh.post(message);
-        if (!entry.released.empty()) {
-          transport::Outgoing release;
-          auto out = release.envelope().initRelease();
-          out.setSinkId(it->first);
-          auto list = out.initSlots(static_cast<unsigned>(entry.released.size()));
-          for (std::size_t i = 0; i < entry.released.size(); ++i)
-            list.set(static_cast<unsigned>(i), entry.released[i]);
-          fresh.post(release);
-        }
+        post_releases(fresh, it->first, entry);
         entry.sent_epoch = epoch;
+        entry.received = 0;
         ++it;
       }
     }
+  }
+
+  // Each open stream, on a new connection: attach, the pushes not acknowledged, its close. The stream
+  // sends again what the client waits for (ids answer once, however often they are sent).
+  void reattach_streams(transport::Connection& fresh) {
     std::lock_guard lock(streams_mutex_);
     for (auto& [id, open] : streams_) {
       const std::uint64_t request = connection_->next_id();
@@ -473,7 +528,10 @@ class RemoteBackend final : public ClusterBackend {
     {
       std::lock_guard lock(sinks_mutex_);
       auto it = sinks_.find(results.getSinkId());
-      if (it != sinks_.end()) sink = it->second.sink.lock();
+      if (it != sinks_.end()) {
+        sink = it->second.sink.lock();
+        it->second.received += results.getDeliveries().size();
+      }
     }
     if (!sink) return;
     std::vector<Delivery> deliveries;

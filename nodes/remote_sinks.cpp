@@ -10,7 +10,14 @@ void RemoteSink::deliver(std::vector<Delivery>& batch) {
   if (!server) return;
   transport::Outgoing message;
   wire::encode(tag(), batch, message.envelope().initResults(), message.attachments());
-  server->send(peer_, message);
+  std::string peer;
+  {
+    // Counted with the peer it goes to: a result that left for the old connection counts as sent there.
+    std::lock_guard lock(peer_mutex_);
+    sent_slots_ += batch.size();
+    peer = peer_;
+  }
+  server->send(peer, message);
 }
 
 void RemoteStreamSink::refuse(const std::string& reason) {

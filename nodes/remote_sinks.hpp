@@ -38,13 +38,23 @@ class RemoteSink final : public ResultSink {
   void release_all() {
     for (std::uint32_t slot = 0; slot < size(); ++slot) release_once(slot);
   }
+  // The client's session moved to another connection (it reconnected and resumed): what comes next goes
+  // there. Returns how many slots' results went to the connections before, which the client compares with
+  // what reached it.
+  std::uint64_t retarget(std::string peer) {
+    std::lock_guard lock(peer_mutex_);
+    peer_ = std::move(peer);
+    return sent_slots_;
+  }
 
   std::uint32_t unreleased = 0;
 
  private:
   std::vector<bool> released_;
   std::weak_ptr<transport::Server> server_;
+  std::mutex peer_mutex_;  // the peer and the count change together: a result is counted where it went
   std::string peer_;
+  std::uint64_t sent_slots_ = 0;
 };
 
 // A remote client's stream, seen from the scheduler: durable results are sent back, not queued.

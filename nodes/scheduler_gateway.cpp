@@ -117,6 +117,10 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
       state->client_count.store(static_cast<std::uint32_t>(state->clients.size()));
     }
   };
+  options.welcome = [state](transport::Server& server, const transport::PeerInfo& peer,
+                            wire::Welcome::Builder out) {
+    if (peer.role == wire::Role::CLIENT) state->client.welcome(server, peer, out);
+  };
   options.tick = [state](transport::Server& server) {
     state->tick(server);
     state->client_count.store(static_cast<std::uint32_t>(state->clients.size()));
@@ -128,7 +132,9 @@ SchedulerGateway::SchedulerGateway(caf::actor scheduler, std::weak_ptr<const Sch
   }
   options.admit = [limits = gateway.limits,
                    raw = state_.get()](const transport::PeerInfo& peer) -> std::optional<std::string> {
-    if (peer.role == wire::Role::CLIENT && raw->clients.size() >= limits.max_clients)
+    // A client resuming its session takes its own place.
+    if (peer.role == wire::Role::CLIENT && raw->clients.size() >= limits.max_clients &&
+        !raw->client.holds_session(peer.resume))
       return "this node serves " + std::to_string(raw->clients.size()) +
              " clients, the most it takes (limits.max_clients)";
     if (peer.role != wire::Role::WORKER) return std::nullopt;

@@ -373,6 +373,9 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
                     hello.getName(),   hello.getThreads(),   hello.getMemoryLimit(),
                     hello.getListen(), hello.getPublicKey(), hello.getLocalListen(),
                     hello.getHost()};
+      const auto token = hello.getResume();
+      peer.resume.assign(reinterpret_cast<const char*>(token.begin()),
+                         std::min<std::size_t>(token.size(), kMaxSessionTokenBytes));
       std::optional<std::string> refusal;
       if (peer.name.size() > kMaxPeerNameBytes)
         refusal = "a name of " + std::to_string(peer.name.size()) + " bytes exceeds the limit of " +
@@ -383,6 +386,9 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
                   std::to_string(kMaxPeerAddressBytes) + " bytes";
       else if (!peer.local_listen.empty() && !peer.local_listen.starts_with("ipc://"))
         refusal = "localListen must be an ipc:// endpoint, got " + in_quotes(peer.local_listen, 80);
+      else if (token.size() > kMaxSessionTokenBytes)
+        refusal = "a session token (resume) of " + std::to_string(token.size()) +
+                  " bytes exceeds the limit of " + std::to_string(kMaxSessionTokenBytes);
       else if (options_.admit)
         refusal = options_.admit(peer);
       if (refusal) {
@@ -401,6 +407,7 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
       auto w = welcome.envelope().initWelcome();
       w.setPeerId(peer.number);
       w.setServerName(options_.name);
+      if (options_.welcome) options_.welcome(*this, peer, w);
       auto frames = welcome.frames();
       router_.send(zmq::buffer(peer_id), zmq::send_flags::sndmore);
       send_frames(router_, frames);
@@ -499,6 +506,9 @@ Connection::Connection(ConnectionOptions options)
   h.setLocalListen(options.local_listen);
   h.setHost(options.host);
   h.setPublicKey(options.curve ? options.curve->public_key : std::string());
+  if (!options.resume.empty())
+    h.setResume(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(options.resume.data()), options.resume.size()));
   send(hello);
   auto answer = receive(options.handshake_timeout);
   if (!answer)
@@ -511,7 +521,13 @@ Connection::Connection(ConnectionOptions options)
                             " refused the connection: " + std::string(envelope.getRefuse().getReason()));
   if (!envelope.isWelcome())
     throw ConnectionRefused(options.address + " answered hello with " + wire::kind_name(envelope.which()));
-  peer_number_ = envelope.getWelcome().getPeerId();
+  auto welcome = envelope.getWelcome();
+  peer_number_ = welcome.getPeerId();
+  const auto session = welcome.getSession();
+  session_.assign(reinterpret_cast<const char*>(session.begin()), session.size());
+  resumed_ = welcome.getResumed();
+  if (resumed_)
+    for (auto table : welcome.getDelivered()) delivered_[table.getSinkId()] = table.getSlots();
 }
 
 bool Connection::send(Outgoing& message) {

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/errors.hpp"
@@ -45,6 +46,7 @@ inline constexpr std::size_t kAttachmentPieceBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxHeaderBytes = std::size_t{64} << 20;
 // Names in hello longer than this are refused: they end up in every log line about the peer.
 inline constexpr std::size_t kMaxPeerNameBytes = 256;
+inline constexpr std::size_t kMaxSessionTokenBytes = 64;
 inline constexpr std::size_t kMaxPeerAddressBytes = 1024;  // a worker's listen, localListen and host
 
 struct CurveKeys {
@@ -112,6 +114,9 @@ struct ServerOptions {
   // On the I/O thread, before a peer is welcomed: a reason to refuse it (a worker claiming more threads
   // than the node's limit), or nullopt to let it in.
   std::function<std::optional<std::string>(const PeerInfo&)> admit{};
+  // On the I/O thread, as a peer is welcomed: what the welcome tells it beyond its number (a client's
+  // session). Runs before `joined`; it may forget() other peers.
+  std::function<void(Server&, const PeerInfo&, wire::Welcome::Builder)> welcome{};
   // On the I/O thread: a peer said hello and was welcomed.
   std::function<void(Server&, const PeerInfo&)> joined{};
   // On the I/O thread, about every 50 ms: time-based work such as heartbeat timeouts.
@@ -129,6 +134,7 @@ struct PeerInfo {
   std::string public_key{};        // workers with CURVE
   std::string local_listen{};      // workers: a socket file for peers on their host (may be empty)
   std::string host{};              // workers: this_host_identity() of their process
+  std::string resume{};            // clients: the session token they were welcomed with before
 };
 
 class Server {
@@ -195,6 +201,7 @@ struct ConnectionOptions {
   std::optional<CurveKeys> curve{};  // this end's keys
   std::string server_public_key{};   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};
+  std::string resume{};  // clients: the session token of an earlier connection, to take that session over
   std::size_t max_message_bytes = kDefaultMaxFrameBytes;  // larger frames from the server are dropped
   // How long send() may wait for room (a peer that is gone); negative: for ever.
   std::chrono::milliseconds send_timeout{-1};
@@ -219,6 +226,12 @@ class Connection {
   // Sends what was posted and waits up to `timeout` for the next message; nullopt on timeout.
   std::optional<Received> pump(std::chrono::milliseconds timeout);
   std::uint32_t peer_number() const { return peer_number_; }
+  // Clients: the session token the server welcomed this connection with (empty from a server that gives
+  // none); whether it took over the session the options' `resume` named; and then, for each result table
+  // of that session, how many slots the server has sent results of.
+  const std::string& session() const { return session_; }
+  bool resumed() const { return resumed_; }
+  const std::unordered_map<std::uint64_t, std::uint64_t>& delivered() const { return delivered_; }
   // How long ago bytes from the server last arrived (any: a frame of a message still on its way counts),
   // by the kernel's count for the TCP connection; nullopt where that is not known (ipc://, or no connection
   // up now). On the thread that pumps. A slow link delays whole messages, not bytes.
@@ -239,6 +252,9 @@ class Connection {
   int tcp_socket_ = -1;    // the dealer's TCP connection (owned by ZeroMQ), -1 while none is up
   std::mutex outbox_mutex_;
   std::uint32_t peer_number_ = 0;
+  std::string session_;
+  bool resumed_ = false;
+  std::unordered_map<std::uint64_t, std::uint64_t> delivered_;
 };
 
 }  // namespace tessera::transport

@@ -248,6 +248,58 @@ TEST_F(SchedulerRestart, AGatherWaitingAcrossARestartGetsItsResults) {
   for (std::int64_t i = 0; i < 600; ++i) ASSERT_EQ(values[i], i * i);
 }
 
+// A client that loses its connection while the scheduler lives on (the scheduler stopped longer than the
+// client's heartbeat_timeout, as a network outage would) reconnects into the same session: nothing it
+// holds is sent again and nothing is computed twice. The second layer waits on a gate the test opens
+// after the reconnect, so no result can be lost with the old connection.
+TEST(SessionResume, AClientReconnectingToTheSameSchedulerSendsNothingItHoldsAgain) {
+  ScratchDir scratch{"tessera-resume"};
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  // Workers are judged over 10 s here: the stop must cost the client its connection, not the workers.
+  NodeProcess scheduler(
+      "[node]\nname = \"resuming-scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = \"" + endpoint +
+          "\"\nheartbeat_interval = 0.1\nheartbeat_timeout = 10.0\n" + plugins(),
+      true);
+  NodeProcess alpha{worker_config("alpha", endpoint)};
+  NodeProcess beta{worker_config("beta", endpoint)};
+  constexpr std::int64_t n = 40;
+  tessera::ConnectOptions options;
+  options.name = "resume-test";
+  options.heartbeat_timeout = std::chrono::milliseconds(1000);
+  options.reconnect_timeout = std::chrono::seconds(30);
+  tessera::Client client(endpoint, options);
+  std::vector<std::int64_t> xs(n);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto first = client.map(plugin_tasks::square, xs);
+  client.gather(first);
+  const fs::path gate = scratch.path() / "gate";
+  const std::vector<std::string> gates(n, gate.string());
+  auto second = client.map(plugin_tasks::gated_square, first, gates);  // reads the first layer
+  ASSERT_TRUE(tessera::testing::eventually(
+      [&] {
+        const auto pending = status_field(endpoint, "tasks_pending");
+        return pending != ~std::uint64_t{0} && pending >= 1;
+      },
+      std::chrono::seconds(30)));
+  // The outage: 2.5 s without a byte from the scheduler, against the client's 1 s.
+  kill(scheduler.pid(), SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(scheduler.pid(), SIGCONT);
+  ASSERT_TRUE(tessera::testing::eventually(
+      [&] {
+        return scheduler.log().find("client 'resume-test' reconnected and resumed its session") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << scheduler.log();
+  std::ofstream(gate).put('\n');
+  const auto values = client.gather(second);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * i * i * i);
+  EXPECT_EQ(status_field(endpoint, "tasks_done"), std::uint64_t(2 * n))
+      << "tasks were computed again after the reconnect";
+  EXPECT_EQ(scheduler.log().find("asked to resume a session"), std::string::npos) << scheduler.log();
+}
+
 // (c) A scheduler that dies for good: clients blocked in gather, in a GLM fit and in a query get
 // ConnectionLost within heartbeat_timeout + reconnect_timeout, naming the address and the wait.
 TEST(SchedulerGone, CallsBlockedInGatherFitAndQueryFailWithConnectionLost) {

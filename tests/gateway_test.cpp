@@ -99,4 +99,102 @@ TEST(Gateway, AWorkerJoiningWhileTheSchedulerIsBusyHoldsUpNoOtherPeer) {
   caf::anon_send_exit(scheduler, caf::exit_reason::user_shutdown);
 }
 
+// A client that reconnects to the same scheduler presents the session token it was welcomed with: the new
+// connection takes the session over (its tables stay, with how many results were sent of each), a table
+// sent again replaces the one held, and the old connection is forgotten. An unknown token starts a new
+// session; an oversized one is refused by name.
+TEST(Gateway, AClientReconnectingWithItsSessionTokenTakesItsTablesOver) {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  caf::actor scheduler = spawn_scheduler(system);
+  Log log;
+  transport::ServerOptions options;
+  options.log = log.writer();
+  {
+    SchedulerGateway gateway(scheduler, {}, options);
+    const auto connect = [&](std::string resume) {
+      return std::make_unique<transport::Connection>(transport::ConnectionOptions{
+          .address = gateway.endpoint(), .name = "resumer", .resume = std::move(resume)});
+    };
+    const auto submit = [](transport::Connection& to, std::uint64_t table, bool again) {
+      transport::Outgoing message;
+      auto out = message.envelope().initSubmit();
+      out.setSinkId(table);
+      out.setSlots(3);  // no operation fills them: the table stays held
+      out.setAgain(again);
+      ASSERT_TRUE(to.send(message));
+    };
+    // Waits for the answer to a status request, which the gateway handles after what was sent before it;
+    // returns the refusals of tables that came first.
+    const auto refusals_before_status = [](transport::Connection& on) {
+      transport::Outgoing ask;
+      ask.envelope().setStatusRequest();
+      EXPECT_TRUE(on.send(ask));
+      std::vector<std::string> refused;
+      const auto deadline = Clock::now() + std::chrono::seconds(20);
+      while (Clock::now() < deadline) {
+        auto message = on.receive(std::chrono::milliseconds(100));
+        if (!message) continue;
+        auto envelope = message->envelope();
+        if (envelope.isStatus()) return refused;
+        if (envelope.isResults()) refused.push_back(envelope.getResults().getRefused());
+      }
+      ADD_FAILURE() << "no status answer within 20 s";
+      return refused;
+    };
+
+    auto first = connect("");
+    const std::string token = first->session();
+    ASSERT_EQ(token.size(), 16u);
+    EXPECT_FALSE(first->resumed());
+    submit(*first, 7, false);
+    EXPECT_TRUE(refusals_before_status(*first).empty());
+
+    auto second = connect(token);
+    EXPECT_TRUE(second->resumed());
+    EXPECT_EQ(second->session(), token);
+    ASSERT_EQ(second->delivered().size(), 1u);
+    EXPECT_EQ(second->delivered().at(7), 0u);  // nothing was sent of table 7
+    EXPECT_TRUE(eventually(
+        [&] { return log.has("client 'resumer' reconnected and resumed its session: 1 result tables"); }));
+    EXPECT_EQ(gateway.clients(), 1u) << "the old connection still counts as a client";
+
+    // The session holds table 7: the same id again is refused, unless sent again as its replacement.
+    submit(*second, 7, false);
+    auto refused = refusals_before_status(*second);
+    ASSERT_EQ(refused.size(), 1u);
+    EXPECT_NE(refused[0].find("result table id reused"), std::string::npos) << refused[0];
+    submit(*second, 7, true);
+    EXPECT_TRUE(refusals_before_status(*second).empty());
+
+    // The old connection was forgotten: it must say hello again.
+    transport::Outgoing beat;
+    beat.envelope().initHeartbeat();
+    ASSERT_TRUE(first->send(beat));
+    bool told = false;
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!told && Clock::now() < deadline)
+      if (auto message = first->receive(std::chrono::milliseconds(100)))
+        told = message->envelope().isRefuse() &&
+               std::string(message->envelope().getRefuse().getReason()).find("must be hello") !=
+                   std::string::npos;
+    EXPECT_TRUE(told) << "the connection whose session moved was not forgotten";
+
+    auto stranger = connect(std::string(16, 'x'));
+    EXPECT_FALSE(stranger->resumed());
+    EXPECT_NE(stranger->session(), token);
+    EXPECT_TRUE(stranger->delivered().empty());
+    EXPECT_TRUE(eventually([&] { return log.has("asked to resume a session this node does not hold"); }));
+    try {
+      connect(std::string(65, 'x'));
+      ADD_FAILURE() << "a 65-byte session token was accepted";
+    } catch (const transport::ConnectionRefused& e) {
+      EXPECT_NE(std::string(e.what()).find("a session token (resume) of 65 bytes exceeds the limit of 64"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  caf::anon_send_exit(scheduler, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace

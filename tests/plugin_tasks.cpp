@@ -82,6 +82,19 @@ std::vector<double> slow_block(std::int64_t seed) {
 }
 TESSERA_TASK(slow_block);
 
+// Runs until the file `gate` exists (60 s at most): a test says when a layer of tasks may end, and knows
+// nothing is delivered before.
+std::int64_t gated_square(std::int64_t x, const std::string& gate) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(gate)) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("the gate " + gate + " never opened");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return x * x;
+}
+TESSERA_TASK(gated_square);
+
 // The sum of a chunk: reading it needs the chunk itself, wherever it was made.
 double chunk_sum(const std::vector<double>& chunk, std::int64_t offset) {
   double s = 0;

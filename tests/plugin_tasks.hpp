@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace plugin_tasks {
@@ -18,6 +19,7 @@ std::int64_t fails_on_seven(std::int64_t x);
 std::int64_t slow_square(std::int64_t x);
 std::int64_t slower_square(std::int64_t x);
 std::vector<double> slow_block(std::int64_t seed);
+std::int64_t gated_square(std::int64_t x, const std::string& gate);
 double chunk_sum(const std::vector<double>& chunk, std::int64_t offset);
 
 // State of the simulations (unruly, gated, threaded). A test that reads gated_runs links the plugin's
