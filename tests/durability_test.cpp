@@ -25,6 +25,7 @@
 #include "plugin_tasks.hpp"
 #include "support/node_process.hpp"
 #include "support/scratch_dir.hpp"
+#include "support/tcp_proxy.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -298,6 +299,55 @@ TEST(SessionResume, AClientReconnectingToTheSameSchedulerSendsNothingItHoldsAgai
   EXPECT_EQ(status_field(endpoint, "tasks_done"), std::uint64_t(2 * n))
       << "tasks were computed again after the reconnect";
   EXPECT_EQ(scheduler.log().find("asked to resume a session"), std::string::npos) << scheduler.log();
+}
+
+// Results lost with the old connection (the link swallows what the scheduler sends, as a link failing one
+// way does, until the client gives up on it): the client resumes its session and sends again the table
+// whose deliveries did not all arrive, and only it; the first layer, which it read, is not computed again.
+TEST(SessionResume, ATableWhoseResultsWereLostWithTheOldConnectionIsTheOnlyOneSentAgain) {
+  ScratchDir scratch{"tessera-resume"};
+  const int port = free_port();
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  NodeProcess scheduler(
+      "[node]\nname = \"resuming-scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = \"" + endpoint +
+          "\"\nheartbeat_interval = 0.1\nheartbeat_timeout = 10.0\n" + plugins(),
+      true);
+  NodeProcess alpha{worker_config("alpha", endpoint)};
+  NodeProcess beta{worker_config("beta", endpoint)};
+  tessera::testing::TcpProxy link(port);
+  constexpr std::int64_t n = 40;
+  tessera::ConnectOptions options;
+  options.name = "resume-test";
+  options.heartbeat_timeout = std::chrono::milliseconds(1000);
+  options.reconnect_timeout = std::chrono::seconds(30);
+  tessera::Client client("tcp://127.0.0.1:" + std::to_string(link.port()), options);
+  std::vector<std::int64_t> xs(n);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto first = client.map(plugin_tasks::square, xs);
+  client.gather(first);
+  const fs::path gate = scratch.path() / "gate";
+  const std::vector<std::string> gates(n, gate.string());
+  auto second = client.map(plugin_tasks::gated_square, first, gates);
+  ASSERT_TRUE(tessera::testing::eventually(
+      [&] {
+        const auto pending = status_field(endpoint, "tasks_pending");
+        return pending != ~std::uint64_t{0} && pending >= 1;
+      },
+      std::chrono::seconds(30)));
+  link.swallow_what_the_server_sends();
+  std::ofstream(gate).put('\n');
+  // Every result of the second layer went into the swallowing link (the client notices its silence 1 s
+  // after the link began to swallow).
+  ASSERT_TRUE(tessera::testing::eventually([&] { return status_field(endpoint, "tasks_done") == 2 * n; },
+                                           std::chrono::seconds(30)));
+  const auto values = client.gather(second);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * i * i * i);
+  EXPECT_GT(link.swallowed(), 0u);
+  EXPECT_NE(scheduler.log().find("client 'resume-test' reconnected and resumed its session"),
+            std::string::npos)
+      << scheduler.log();
+  EXPECT_EQ(status_field(endpoint, "tasks_done"), std::uint64_t(3 * n))
+      << "the second layer should run twice (its results were lost once) and the first once";
 }
 
 // (c) A scheduler that dies for good: clients blocked in gather, in a GLM fit and in a query get
