@@ -149,6 +149,7 @@ struct StreamWorker {
   std::uint32_t id = 0;
   caf::actor actor;
   std::uint32_t threads = 1;
+  std::string name{};  // what records say ran their sets
 };
 
 // Atoms (CAF 0.17: at most 10 characters).

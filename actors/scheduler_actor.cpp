@@ -136,7 +136,8 @@ void send_outbox(SchedulerActor* self, scheduling::Outbox&& out) {
   for (const std::uint32_t id : out.workers_joined)
     for (auto& watcher : st.stream_watchers)
       self->send(watcher, worker_joined_atom::value,
-                 StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id)});
+                 StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id),
+                              st.core->name(id)});
   for (const auto& stalled : out.stalled)
     std::cerr << "[tessera] scheduler: worker " << stalled.id << " ('" << printable(stalled.name)
               << "') finished nothing for " << stalled.timeout.count() << " ms while holding "
@@ -299,7 +300,8 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
         }
         std::vector<StreamWorker> out;
         for (const std::uint32_t id : st.core->usable_workers())
-          out.push_back(StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id)});
+          out.push_back(StreamWorker{id, caf::actor_cast<caf::actor>(st.workers[id]), st.core->threads(id),
+                                     st.core->name(id)});
         return out;
       },
       [=](results_lost_atom, const LostInputs& lost) {

@@ -356,10 +356,14 @@ bool mark_unavailable(StreamActor* self, const SimulationOutcome& outcome) {
 
 void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   auto& st = self->state;
+  const std::string* ran_on = nullptr;  // the name the worker registered with: who ran each set
   for (std::size_t w = 0; w < st.workers.size(); ++w)
-    if (st.workers[w].id == outcome.worker && st.jobs_out[w] > 0) {
-      st.jobs_out[w] -= 1;
-      st.answered[w] += outcome.records.size();
+    if (st.workers[w].id == outcome.worker) {
+      ran_on = &st.workers[w].name;
+      if (st.jobs_out[w] > 0) {
+        st.jobs_out[w] -= 1;
+        st.answered[w] += outcome.records.size();
+      }
     }
   if (!outcome.records.empty()) {
     const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
@@ -382,6 +386,7 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   for (auto& r : outcome.records) {
     auto it = st.in_flight.find(r.id);
     if (it == st.in_flight.end()) continue;  // answered already (a rerun)
+    if (ran_on && !ran_on->empty()) r.node = *ran_on;
     if (r.failed && it->second.worker != outcome.worker) continue;
     if (r.failed && st.info.settings.retries > 0 && retry(st, r)) {
       again.push_back(take_back(st, it));

@@ -408,6 +408,8 @@ struct StreamRecord {
   timeline @8 :List(Float64);    # empty, or tessera::SetTimeline: pushed, dispatched, started, finished,
                                  # stored (seconds since the Unix epoch; 0 unknown)
   program @9 :Stored.ProgramOutcome;  # a program simulation's set: how its process ended; unset otherwise
+  nodeIndex @10 :UInt16;         # 1 + where in the enclosing message's `nodes` the worker that ran it is;
+                                 # 0: `node` says (failures), or unknown
 }
 
 # Scheduler -> client: results that are durable now. Worker -> scheduler: what a simulation job gave.
@@ -418,6 +420,7 @@ struct StreamResults {
   unrun @3 :List(UInt64);    # worker -> scheduler only: sets of the job given back unrun
   unavailable @4 :Text;      # worker -> scheduler only: why this worker cannot run the stream's simulation
                              # at all (a program's executable missing there); empty: it can
+  nodes @5 :List(Text);      # scheduler -> client: the workers its records' nodeIndex name
 }
 
 struct StreamFinished {
@@ -531,6 +534,7 @@ struct ResultsAnswer {
   records @4 :List(StreamRecord);      # format "records"
   more @5 :Bool;                       # the answer was cut at the node's answer limit: ask again from nextId
   nextId @6 :UInt64;
+  nodes @7 :List(Text);                # the workers its records' nodeIndex name
 }
 
 # ---- GLM fits ----

@@ -18,6 +18,7 @@ struct StoredResult {
                                  # stored), seconds since the Unix epoch
   failure @4 :UInt8;             # with error: why (tessera::Failure: 1 error, 2 crash, 3 timeout, 4 cancelled)
   program @6 :ProgramOutcome;    # a program simulation's set: how its process ended; unset otherwise
+  nodeIndex @7 :UInt16;          # in a run: 1 + where in the run's `nodes` the worker that ran it is; 0: unknown
 }
 
 # The results of consecutive ids first, first + 1, ... stored as one record under the first one's key
@@ -25,6 +26,7 @@ struct StoredResult {
 # the run costs RocksDB one key, one memtable insert and one index entry instead of one per set.
 struct StoredRun {
   results @0 :List(StoredResult);
+  nodes @1 :List(Text);          # the workers that ran the run's sets, each named once
 }
 
 # tessera::ProgramOutcome: how a program's process ended and the last bytes it printed (at most 4 KiB each).

@@ -13,12 +13,14 @@ using wire::Envelope;
 void encode(const ResultsAnswer& answer, wire::ResultsAnswer::Builder out, wire::Attachments& attachments) {
   if (!answer.records.empty()) {
     auto list = out.initRecords(static_cast<unsigned>(answer.records.size()));
+    NodeNames nodes;
     for (std::size_t i = 0; i < answer.records.size(); ++i) {
       const auto& r = answer.records[i];
       auto b = list[static_cast<unsigned>(i)];
-      wire::encode(r.record(), b, attachments);
+      wire::encode(r.record(), b, attachments, &nodes);
       wire::encode(r.parameters, b.initParameters(), attachments);
     }
+    wire::set_nodes(nodes, out);
   }
   if (const auto& s = answer.summary) {
     auto b = out.initSummary();

@@ -502,7 +502,7 @@ class RemoteBackend final : public ClusterBackend {
         return on_accepted(envelope.getStreamAccepted());
       case Envelope::STREAM_RESULTS: {
         auto in = envelope.getStreamResults();
-        auto records = wire::decode(in.getRecords(), message.frames());
+        auto records = wire::decode(in.getRecords(), message.frames(), in.getNodes());
         if (auto sink = stream_sink(in.getStreamId())) sink->deliver(records);
         return;
       }

@@ -34,7 +34,7 @@ class RemoteResultSource final : public ResultSource {
       auto answer = received.envelope().getResultsAnswer();
       // The records' checked decoding (failure kinds, attempts, timelines), then each one's parameters.
       const auto list = answer.getRecords();
-      auto records = wire::decode(list, received.frames());
+      auto records = wire::decode(list, received.frames(), answer.getNodes());
       for (std::size_t i = 0; i < records.size(); ++i) {
         auto& r = records[i];
         StreamResult result{r.id,      std::move(r.value),    {},

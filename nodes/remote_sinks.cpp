@@ -36,8 +36,10 @@ void RemoteStreamSink::send_results(std::vector<StreamRecord>& records) {
   auto out = message.envelope().initStreamResults();
   out.setStreamId(stream_);
   auto list = wire::init_records(out, records.size());
+  NodeNames nodes;
   for (std::size_t i = 0; i < records.size(); ++i)
-    wire::encode(records[i], list[static_cast<unsigned>(i)], message.attachments());
+    wire::encode(records[i], list[static_cast<unsigned>(i)], message.attachments(), &nodes);
+  wire::set_nodes(nodes, out);
   server->send(peer_, message);
 }
 void RemoteStreamSink::send_accepted(std::uint64_t up_to) {

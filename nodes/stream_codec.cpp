@@ -80,8 +80,14 @@ capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std:
   return out.initRecords(count(n));
 }
 
-void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments) {
+void set_nodes(const NodeNames& nodes, capnp::List<capnp::Text>::Builder out) {
+  for (std::size_t i = 0; i < nodes.names().size(); ++i) out.set(count(i), nodes.names()[i]);
+}
+
+void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments,
+            NodeNames* nodes) {
   out.setId(record.id);
+  if (nodes) out.setNodeIndex(nodes->index(record.node));
   out.setFailed(record.failed);
   if (record.failed) {
     out.setError(record.error);
@@ -103,16 +109,19 @@ void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Atta
   if (record.program) encode(*record.program, out.initProgram());
 }
 
-std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames) {
+std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames,
+                                          capnp::List<capnp::Text>::Reader nodes) {
   std::vector<tessera::StreamRecord> out;
   out.reserve(in.size());
   for (auto r : in) {
     tessera::StreamRecord record;
     record.id = r.getId();
     record.failed = r.getFailed();
+    if (const unsigned index = r.getNodeIndex(); index > 0 && index <= nodes.size())
+      record.node = nodes[index - 1];
     if (record.failed) {
       record.error = r.getError();
-      record.node = r.getNode();
+      if (record.node.empty()) record.node = r.getNode();
       if (r.getFailure() > static_cast<std::uint8_t>(kLastFailure))
         throw WireError("the record of set " + std::to_string(record.id) + " has failure kind " +
                         std::to_string(r.getFailure()) + ", which is unknown");

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "actors/messages.hpp"
+#include "graph/node_names.hpp"
 #include "graph/stream_settings.hpp"
 #include "messages/protocol.capnp.h"
 #include "messages/wire_codec.hpp"
@@ -22,8 +23,17 @@ void encode(const StreamSettings& settings, StreamOpen::Builder out, Attachments
 StreamSettings decode(StreamOpen::Reader in, const Frames& frames);
 
 capnp::List<StreamRecord>::Builder init_records(StreamResults::Builder out, std::size_t count);
-void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments);
-std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames);
+// With `nodes`, who ran the set goes as an index into the message's table (NodeNames), set after the
+// records (set_nodes); without, only a failure's record names it.
+void encode(const tessera::StreamRecord& record, StreamRecord::Builder out, Attachments& attachments,
+            NodeNames* nodes = nullptr);
+void set_nodes(const NodeNames& nodes, capnp::List<capnp::Text>::Builder out);
+template <class Builder>
+void set_nodes(const NodeNames& nodes, Builder out) {
+  if (!nodes.names().empty()) set_nodes(nodes, out.initNodes(static_cast<unsigned>(nodes.names().size())));
+}
+std::vector<tessera::StreamRecord> decode(capnp::List<StreamRecord>::Reader in, const Frames& frames,
+                                          capnp::List<capnp::Text>::Reader nodes = {});
 
 // Per-set timeouts off the wire: as many as `sets`, or none; each a number of seconds in
 // [0, StreamSettings::kMaxTimeoutSeconds]. A WireError naming `where` otherwise.

@@ -381,6 +381,10 @@ std::uint32_t SchedulerCore::threads(std::uint32_t worker) const {
   return worker < state_->workers.size() ? state_->workers[worker].description.threads : 0;
 }
 
+std::string SchedulerCore::name(std::uint32_t worker) const {
+  return worker < state_->workers.size() ? state_->workers[worker].description.name : std::string();
+}
+
 HeldResult SchedulerCore::locate(OpId op, std::int64_t task, const std::string& what) const {
   const auto it = state_->ops.find(op);
   if (it == state_->ops.end())

@@ -103,6 +103,8 @@ class SchedulerCore {
   // Workers that take new work (registered, neither retiring nor gone).
   std::vector<std::uint32_t> usable_workers() const;
   std::uint32_t threads(std::uint32_t worker) const;
+  // The name it registered with (empty for an unknown id).
+  std::string name(std::uint32_t worker) const;
   // Where a finished task's result is held; throws std::invalid_argument, prefixed by `what`, when the
   // scheduler holds no such finished result.
   HeldResult locate(OpId op, std::int64_t task, const std::string& what) const;

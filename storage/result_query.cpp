@@ -577,7 +577,7 @@ ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const 
     cells.resize(std::max(cells.size(), results_from + columns.results));
     cells.emplace_back(failure_name(r.failure));
     cells.push_back(r.failed ? csv_cell(r.error) : std::string());
-    cells.push_back(r.failed ? csv_cell(r.node) : std::string());
+    cells.push_back(csv_cell(r.node));  // who ran it, whatever came of it
     const auto& t = r.timeline;
     for (double stamp : {t.pushed, t.dispatched, t.started, t.finished, t.stored})
       cells.push_back(stamp > 0 ? seconds_cell(stamp) : std::string());
@@ -601,6 +601,7 @@ ExportProgress export_json(const ResultStore& store, std::uint64_t stream, const
       line["failure"] = failure_name(r.failure);
     } else {
       line["result"] = named(json_of(r.value), names.results);
+      if (!r.node.empty()) line["node"] = r.node;  // who ran it: every set says
     }
     if (r.program) {
       if (r.program->signal == 0)

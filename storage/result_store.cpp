@@ -1,5 +1,7 @@
 #include "storage/result_store.hpp"
 
+#include "graph/node_names.hpp"
+
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
 #include <capnp/serialize.h>
@@ -50,8 +52,9 @@ std::string flat(capnp::MallocMessageBuilder& builder) {
 // (below) are written now.
 constexpr char kPackedResult = '\xff';
 
-void fill_result(const StreamResult& r, wire::StoredResult::Builder out) {
+void fill_result(const StreamResult& r, wire::StoredResult::Builder out, NodeNames& nodes) {
   wire::Attachments none;
+  out.setNodeIndex(nodes.index(r.node));
   if (r.failed) {
     auto e = out.initError();
     e.setMessage(r.error);
@@ -84,8 +87,15 @@ constexpr std::size_t kMaxRunLength = 1024;
 
 std::string encode_run(std::span<const StreamResult* const> run) {
   capnp::MallocMessageBuilder builder;
-  auto results = builder.initRoot<wire::StoredRun>().initResults(static_cast<unsigned>(run.size()));
-  for (std::size_t i = 0; i < run.size(); ++i) fill_result(*run[i], results[static_cast<unsigned>(i)]);
+  auto root = builder.initRoot<wire::StoredRun>();
+  auto results = root.initResults(static_cast<unsigned>(run.size()));
+  NodeNames nodes;
+  for (std::size_t i = 0; i < run.size(); ++i) fill_result(*run[i], results[static_cast<unsigned>(i)], nodes);
+  if (!nodes.names().empty()) {
+    auto names = root.initNodes(static_cast<unsigned>(nodes.names().size()));
+    for (std::size_t i = 0; i < nodes.names().size(); ++i)
+      names.set(static_cast<unsigned>(i), nodes.names()[i]);
+  }
   kj::VectorOutputStream out(64 + 64 * run.size());
   const auto length = static_cast<std::uint32_t>(run.size());
   const char header[kRunHeaderBytes] = {
@@ -139,7 +149,8 @@ class RunCursor {
   std::uint64_t first_ = 0, length_ = 0;
 };
 
-StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in);
+StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in,
+                           capnp::List<capnp::Text>::Reader nodes = {});
 
 StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
   if (bytes.empty() || bytes[0] != kPackedResult) {
@@ -161,13 +172,15 @@ StreamResult decode_result(std::uint64_t id, const rocksdb::Slice& bytes) {
   }
 }
 
-StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in) {
+StreamResult decode_result(std::uint64_t id, wire::StoredResult::Reader in,
+                           capnp::List<capnp::Text>::Reader nodes) {
   StreamResult r;
   r.id = id;
+  if (const unsigned index = in.getNodeIndex(); index > 0 && index <= nodes.size()) r.node = nodes[index - 1];
   if (in.isError()) {
     r.failed = true;
     r.error = in.getError().getMessage();
-    r.node = in.getError().getNode();
+    if (r.node.empty()) r.node = in.getError().getNode();
     // Records stored before failures had kinds say 0: an error.
     const auto failure = in.getFailure();
     r.failure = failure >= 1 && failure <= static_cast<std::uint8_t>(kLastFailure)
@@ -207,14 +220,16 @@ bool visit_record(std::uint64_t first, const rocksdb::Slice& bytes, std::uint64_
   options.traversalLimitInWords = wire::DecodeLimits{}.traversal_factor * 128 * bytes.size() + 1024;
   try {
     capnp::PackedMessageReader reader(input, options);
-    auto results = reader.getRoot<wire::StoredRun>().getResults();
+    const auto run = reader.getRoot<wire::StoredRun>();
+    const auto results = run.getResults();
+    const auto nodes = run.getNodes();
     if (results.size() != length)
       throw wire::WireError("a damaged run of results under id " + std::to_string(first) +
                             ": its header says " + std::to_string(length) + " results, it holds " +
                             std::to_string(results.size()));
     const std::uint64_t begin = std::max(from, first), end = std::min(to, first + length);
     for (std::uint64_t id = begin; id < end; ++id) {
-      StreamResult result = decode_result(id, results[static_cast<unsigned>(id - first)]);
+      StreamResult result = decode_result(id, results[static_cast<unsigned>(id - first)], nodes);
       if (!visit(result)) return false;
     }
     return true;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -573,8 +574,12 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   tessera::StreamOptions options;
   options.config.set("pause_us", tessera::to_value(std::int64_t{40}));
   auto stream = client.stream("pause_square", std::move(options));
-  std::atomic<std::uint64_t> answered{0};
-  stream.on_result([&](const tessera::StreamRecord&) { answered += 1; });
+  std::atomic<std::uint64_t> answered{0}, named{0};
+  // Who ran each set, as the client is told it: one of the two workers, for every set.
+  stream.on_result([&](const tessera::StreamRecord& r) {
+    answered += 1;
+    if (r.node == "alpha" || r.node == "beta") named += 1;
+  });
   const int n = 100000;
   std::thread saboteur([&] {
     tessera::testing::eventually([&] { return answered.load() >= 10000; }, std::chrono::seconds(60));
@@ -585,6 +590,7 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
   saboteur.join();
   EXPECT_EQ(answered.load(), std::uint64_t(n));
+  EXPECT_EQ(named.load(), std::uint64_t(n));
   const auto csv = stored_ids_csv(scheduler, stream.id());
   std::vector<int> seen(n, 0);
   std::istringstream lines(csv);
@@ -612,6 +618,12 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   EXPECT_EQ(some.front().id, 10u);
   EXPECT_DOUBLE_EQ(tessera::from_value<double>(some.front().value), 100.0);
   EXPECT_DOUBLE_EQ(tessera::from_value<double>(some.front().parameters), 10.0);
+  // And as the store keeps it, through the node's query: every set, not only failed ones.
+  std::map<std::string, std::uint64_t> ran_on;
+  for (const auto& r : stored.range(0, n)) ran_on[r.node] += 1;
+  EXPECT_EQ(ran_on["alpha"] + ran_on["beta"], std::uint64_t(n)) << ran_on.size() << " names";
+  EXPECT_GT(ran_on["alpha"], 0u);
+  EXPECT_GT(ran_on["beta"], 0u);
   const auto summary = stored.where("id < 100 and ok").summary("result", 3);
   EXPECT_EQ(summary.count, 99u);
   EXPECT_DOUBLE_EQ(summary.max, 99.0 * 99.0);
@@ -674,11 +686,11 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
   const std::string written((std::istreambuf_iterator<char>(written_file)), std::istreambuf_iterator<char>());
   // The header names every column, the parameters as the input's header did.
   EXPECT_EQ(written.rfind("id,x,result,status,error,node,pushed_at,dispatched_at,started_at,finished_at,"
-                          "stored_at\n0,0,0,ok,,,",
+                          "stored_at\n0,0,0,ok,,worker-0,",
                           0),
             0u)
       << written;
-  EXPECT_NE(written.find("\n2,2,4,ok,,,"), std::string::npos) << written;
+  EXPECT_NE(written.find("\n2,2,4,ok,,worker-0,"), std::string::npos) << written;  // who ran it, always
   EXPECT_NE(written.find("\n13,13,,error,13 is refused,"), std::string::npos) << written;
   EXPECT_EQ(written, cli(node.endpoint(), "results --stream 1 --format csv"));
 

@@ -18,7 +18,10 @@ def test_push_iterate_and_query(client):
     assert sorted(records) == ids
     assert records[13].failed and "13 is refused" in records[13].error
     assert records[12].value == 144.0
+    # Who ran each set, live and stored: a worker's name for every one, not only the failed one.
+    assert all(r.node.startswith("worker-") for r in records.values())
     query = client.results(stream)
+    assert all(query.get(i).node.startswith("worker-") for i in (0, 12, 13, 99))
     assert query.count() == 100
     assert query.where("result > 2").count() == 97  # 0 and 1 are not, nor 13 (failed)
     assert query.where("failed").count() == 1
