@@ -111,6 +111,15 @@ struct ResultSummary {
   std::uint64_t numeric = 0;  // of which had a number in the field
   double mean = 0, min = 0, max = 0;
   std::vector<std::uint64_t> histogram;  // `bins` equal bins over [min, max]
+  // The histogram's bin edges: bins + 1 of them, from min to max (empty without a histogram).
+  std::vector<double> bin_edges() const {
+    std::vector<double> edges;
+    if (histogram.empty()) return edges;
+    const double width = (max - min) / static_cast<double>(histogram.size());
+    for (std::size_t i = 0; i < histogram.size(); ++i) edges.push_back(min + static_cast<double>(i) * width);
+    edges.push_back(max);
+    return edges;
+  }
 };
 
 }  // namespace tessera

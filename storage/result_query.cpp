@@ -52,6 +52,29 @@ std::optional<double> element(const Value& v, std::size_t i) {
   }
 }
 
+// A field named without an index reads one number. A value of several numbers has none to give: silently
+// reading nothing would answer a filter or summary with 0, so the query fails naming what to ask instead.
+std::optional<double> whole(const Value& v, const char* field, const std::string& hint, std::uint64_t id) {
+  std::size_t n = 0;
+  switch (v.kind()) {
+    case ValueKind::doubles:
+      n = v.as_doubles().size();
+      break;
+    case ValueKind::vector:
+      n = static_cast<std::size_t>(v.as_vector().size());
+      break;
+    case ValueKind::list:
+      n = v.as_list().size();
+      break;
+    default:
+      return number_of(v);
+  }
+  if (n == 0) return std::nullopt;
+  if (n == 1) return element(v, 0);
+  throw QueryError("'" + std::string(field) + "' of set " + std::to_string(id) + " holds " +
+                   std::to_string(n) + " numbers, not one: name one of them, as " + field + "[0]" + hint);
+}
+
 // The cells of a value, flattened for CSV: numbers as numbers, text as text.
 void flatten(const Value& v, std::vector<std::string>& cells) {
   switch (v.kind()) {
@@ -307,8 +330,20 @@ constexpr std::pair<const char*, ResultField::Time> kTimeFields[] = {
     {"finished_at", ResultField::Time::finished_at},     {"stored_at", ResultField::Time::stored_at},
 };
 
+// " or one of its outputs ('a', 'b')", or nothing for a stream that names none.
+std::string names_hint(const char* what, const std::vector<std::string>& names) {
+  if (names.empty()) return {};
+  std::string out = std::string(" or one of its ") + what + " (";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + ")";
+}
+
 ResultField parse_field(Parser& p) {
   ResultField field;
+  if (const FieldNames* names = p.names()) {
+    field.result_names_hint = names_hint("outputs", names->results);
+    field.parameter_names_hint = names_hint("parameters", names->parameters);
+  }
   if (p.word("id")) {
     field.id = true;
     return field;
@@ -413,13 +448,13 @@ std::optional<double> ResultField::read(const StreamResult& r) const {
   }
   if (id || parameter) return read_set(r.id, r.parameters);
   if (r.failed) return std::nullopt;
-  return index ? element(r.value, *index) : number_of(r.value);
+  return index ? element(r.value, *index) : whole(r.value, "result", result_names_hint, r.id);
 }
 
 std::optional<double> ResultField::read_set(std::uint64_t set_id, const Value& parameters) const {
   if (id) return static_cast<double>(set_id);
   if (!parameter) return std::nullopt;
-  return index ? element(parameters, *index) : number_of(parameters);
+  return index ? element(parameters, *index) : whole(parameters, "parameters", parameter_names_hint, set_id);
 }
 
 FieldNames field_names(const ResultStore& store, std::uint64_t stream) {
@@ -651,6 +686,7 @@ void export_summary_json(const ResultStore& store, std::uint64_t stream, std::st
                         {"min", number(s.min)},
                         {"max", number(s.max)},
                         {"histogram", s.histogram},
+                        {"bin_edges", s.bin_edges()},
                         {"parameter_names", info.settings.parameter_names},
                         {"result_names", info.result_names}});
 }

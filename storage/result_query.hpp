@@ -46,7 +46,11 @@ struct ResultField {
   // signal: that signal's number, 0 when it exited).
   enum class Process : std::uint8_t { none, exit_status, signal };
   Process process = Process::none;
-  // Nullopt when the result is failed or not numeric there.
+  // The stream's named outputs and parameters, for the error a field without an index gets on a value of
+  // several numbers: " or one of its outputs ('energy', 'steps')".
+  std::string result_names_hint{}, parameter_names_hint{};
+  // Nullopt when the result is failed or not numeric there; throws QueryError when the field names a
+  // value of several numbers as a whole ("result" on a vector: it has no one number to give).
   std::optional<double> read(const StreamResult& r) const;
   // The same for a set not answered yet: only its id and parameters have numbers.
   std::optional<double> read_set(std::uint64_t id, const Value& parameters) const;

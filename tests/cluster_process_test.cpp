@@ -660,6 +660,37 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
   EXPECT_NE(out.find("position"), std::string::npos) << out;
 }
 
+// Queries of a stream whose results are vectors: a field as a whole is refused naming an element (never a
+// silent 0); an element answers; the summary gives its histogram's bin edges.
+TEST(ClusterProcessStreams, CliQueriesOfVectorResultsNameAnElement) {
+  NodeProcess node(
+      "[node]\nname = \"streams\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
+      "workers = 1\nthreads_per_worker = 2\n" +
+      plugins());
+  const ScratchDir scratch("tessera-cli-vectors");
+  const auto input = (scratch.path() / "params.csv").string();
+  {
+    std::ofstream params(input);
+    params << "x\n";
+    for (int i = 0; i < 20; ++i) params << i << "\n";
+  }
+  int code = 0;
+  const std::string cli_base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  auto out = run_command(cli_base + " stream push --simulation pair --quiet --input " + input, code);
+  ASSERT_EQ(code, 0) << out;
+  const std::string refusal = "'result' of set 0 holds 2 numbers, not one: name one of them, as result[0]";
+  for (const char* query : {" --where 'result > 20'", " --field result", " --format summary"}) {
+    out = run_command(cli_base + " results --stream 1" + std::string(query), code);
+    EXPECT_NE(code, 0) << query << ": " << out;
+    EXPECT_NE(out.find(refusal), std::string::npos) << query << ": " << out;
+  }
+  out = run_command(cli_base + " results --stream 1 --where 'result[1] > 20' --field 'result[0]' --bins 2",
+                    code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"count\":9,"), std::string::npos) << out;  // 2x > 20: x from 11 to 19
+  EXPECT_NE(out.find("\"bin_edges\":[11.0,15.0,19.0]"), std::string::npos) << out;
+}
+
 // `stream push --output` writes what `results --format csv` prints: both are the client library's query.
 TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
   NodeProcess node(

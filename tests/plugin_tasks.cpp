@@ -162,6 +162,13 @@ struct WhereAmI {
 };
 TESSERA_SIMULATION(WhereAmI, "where_am_i");
 
+// Two numbers a set: x and 2x (a simulation with a vector result, for queries that must name an element).
+struct Pair {
+  explicit Pair(const tessera::Config&) {}
+  std::vector<double> run(double x) { return {x, 2 * x}; }
+};
+TESSERA_SIMULATION(Pair, "pair");
+
 // Throws on the first `fail_first` attempts at each parameter (counted in this process), then squares it.
 std::mutex flaky_mutex;
 std::map<double, int> flaky_attempts;

@@ -194,6 +194,54 @@ TEST(ResultQuery, FiltersSummariesAndExports) {
             "{\"id\":100,\"parameters\":null,\"error\":\"boom\",\"node\":\"w\",\"failure\":\"error\"}\n");
 }
 
+// A stream whose results are vectors: a filter or summary of 'result' as a whole has no one number to
+// read, and says which element to name instead of answering 0; an element, or a named output, reads.
+TEST(ResultQuery, AFieldOfSeveralNumbersIsRefusedNamingAnElement) {
+  TempDir dir;
+  ResultStore store(dir.path());
+  StreamInfo info;
+  info.settings.simulation = "sim";
+  const auto plain = store.create_stream(info);
+  info.result_names = {"energy", "steps"};
+  const auto named = store.create_stream(info);
+  std::vector<StreamResult> results;
+  for (std::uint64_t id = 0; id < 40; ++id)
+    results.push_back(StreamResult{id, to_value(std::vector<double>{double(id), 2.0 * double(id)}),
+                                   to_value(std::vector<double>{double(id), 1.0}), false, "", ""});
+  store.put(plain, results);
+  store.put(named, results);
+  const auto refusal = [&](std::uint64_t stream, const std::string& filter, const std::string& field) {
+    try {
+      const FieldNames names = field_names(store, stream);
+      summarize(store, stream, filter.empty() ? ResultFilter{} : ResultFilter::parse(filter, names),
+                ResultField::parse(field, names), 4);
+      return std::string("(answered)");
+    } catch (const QueryError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(refusal(plain, "", "result"),
+            "'result' of set 0 holds 2 numbers, not one: name one of them, as result[0]");
+  EXPECT_EQ(refusal(plain, "result > 20", "id"),
+            "'result' of set 0 holds 2 numbers, not one: name one of them, as result[0]");
+  EXPECT_EQ(refusal(named, "", "result"),
+            "'result' of set 0 holds 2 numbers, not one: name one of them, as result[0] or one of its "
+            "outputs ('energy', 'steps')");
+  EXPECT_EQ(refusal(plain, "parameters > 3", "id"),
+            "'parameters' of set 0 holds 2 numbers, not one: name one of them, as parameters[0]");
+  const FieldNames names = field_names(store, named);
+  const auto by_element =
+      summarize(store, plain, ResultFilter::parse("result[0] > 20"), ResultField::parse("result[1]", {}), 4);
+  EXPECT_EQ(by_element.count, 19u);
+  EXPECT_DOUBLE_EQ(by_element.max, 78.0);
+  const auto by_name = summarize(store, named, ResultFilter::parse("energy > 20", names),
+                                 ResultField::parse("steps", names), 4);
+  EXPECT_EQ(by_name.count, 19u);
+  EXPECT_DOUBLE_EQ(by_name.min, 42.0);
+  // The histogram's edges: bins + 1, from min to max.
+  EXPECT_EQ(by_name.bin_edges(), (std::vector<double>{42.0, 51.0, 60.0, 69.0, 78.0}));
+}
+
 TEST(ResultStore, UnwritableDirectoryIsAClearError) {
   try {
     ResultStore store("/proc/tessera-cannot-be-here");

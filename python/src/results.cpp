@@ -168,6 +168,7 @@ py::dict summary_dict(const ResultSummary& s) {
   d["min"] = s.min;
   d["max"] = s.max;
   d["histogram"] = s.histogram;
+  d["bin_edges"] = s.bin_edges();
   return d;
 }
 

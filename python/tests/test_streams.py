@@ -27,6 +27,8 @@ def test_push_iterate_and_query(client):
     assert query.where("failed").count() == 1
     summary = query.summary()
     assert summary["count"] == 100 and summary["failed"] == 1 and summary["max"] == 99.0**2
+    edges = summary["bin_edges"]
+    assert len(edges) == len(summary["histogram"]) + 1 and edges[0] == 0.0 and edges[-1] == 99.0**2
     values = query.to_numpy()
     assert values.shape == (100,) and math.isnan(values[13])
     np.testing.assert_array_equal(np.delete(values, 13), np.delete(np.arange(100.0) ** 2, 13))
