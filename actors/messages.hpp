@@ -33,6 +33,7 @@ struct WorkerRegistration {
   std::uint64_t memory_limit = 0;
   std::string local_address{};  // a socket file peers on its host dial instead of `address`
   std::string host{};           // this_host_identity() of its process: who counts as on its host
+  std::string origin{};         // "HOSTNAME-PID" of its process (scheduling::WorkerDescription::origin)
   // Set by the scheduler before any task goes out to the worker: a remote worker's gateway reads the id
   // from it rather than wait on the I/O thread for the reply (null: only the reply carries the id).
   std::shared_ptr<std::atomic<std::uint32_t>> assigned{};

@@ -267,8 +267,13 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
         step(self, [&](auto& core) {
           auto registered = core.register_worker(scheduling::WorkerDescription{
               registration.threads, registration.name, registration.address, registration.public_key,
-              registration.memory_limit, registration.local_address, registration.host});
+              registration.memory_limit, registration.local_address, registration.host, registration.origin});
           id = registered.id;
+          if (!registration.name.empty() && registered.name != registration.name)
+            std::cerr << "[tessera] scheduler: worker " << id << " registered as '"
+                      << printable(registration.name) << "', a name another worker holds: it is called '"
+                      << printable(registered.name) << "' here (give each worker its own [node] name)"
+                      << std::endl;
           if (registration.assigned) registration.assigned->store(id, std::memory_order_release);
           // Known before its outbox goes out: the outbox already names it.
           if (st.workers.size() <= id) st.workers.resize(id + 1);

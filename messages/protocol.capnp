@@ -26,6 +26,7 @@ struct Hello {
   localListen @6 :Text;     # workers: a socket file peers on the same host may dial instead of `listen`
   host @7 :Text;            # workers: who may dial `localListen` (boot id, user, namespaces; see host_identity)
   resume @8 :Data;          # clients: the session token a previous connection was welcomed with
+  origin @9 :Text;          # workers: "HOSTNAME-PID" of their process (a duplicate name becomes NAME-ORIGIN)
 }
 
 struct Welcome {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -31,6 +32,19 @@ std::string this_host_identity() {
   const std::string mount = namespace_link("/proc/self/ns/mnt");
   if (boot.empty() || net.empty() || mount.empty()) return {};
   return boot + "/" + std::to_string(::getuid()) + "/" + net + "/" + mount;
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+std::string process_origin() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) name[0] = '\0';
+  std::string host;
+  for (const char* c = name; *c; ++c)  // a hostname is plain already; anything else is left out
+    if (std::isalnum(static_cast<unsigned char>(*c)) || *c == '-' || *c == '.' || *c == '_') host += *c;
+  return (host.empty() ? std::string("host") : host) + "-" + std::to_string(::getpid());
 }
 
 }  // namespace tessera

@@ -12,4 +12,7 @@ namespace tessera {
 // matches nothing.
 std::string this_host_identity();
 
+// "HOSTNAME-PID" of this process: what tells a worker apart from another of the same name.
+std::string process_origin();
+
 }  // namespace tessera

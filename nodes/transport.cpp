@@ -13,6 +13,7 @@
 #include <zmq_addon.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -374,9 +375,15 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
                     hello.getListen(), hello.getPublicKey(), hello.getLocalListen(),
                     hello.getHost()};
       const auto token = hello.getResume();
+      peer.origin = hello.getOrigin();
       peer.resume.assign(reinterpret_cast<const char*>(token.begin()),
                          std::min<std::size_t>(token.size(), kMaxSessionTokenBytes));
       std::optional<std::string> refusal;
+      const bool plain_origin =
+          peer.origin.size() <= kMaxPeerNameBytes &&
+          std::all_of(peer.origin.begin(), peer.origin.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+          });
       if (peer.name.size() > kMaxPeerNameBytes)
         refusal = "a name of " + std::to_string(peer.name.size()) + " bytes exceeds the limit of " +
                   std::to_string(kMaxPeerNameBytes);
@@ -386,6 +393,9 @@ void Server::handle(std::vector<zmq::message_t>& parts) {
                   std::to_string(kMaxPeerAddressBytes) + " bytes";
       else if (!peer.local_listen.empty() && !peer.local_listen.starts_with("ipc://"))
         refusal = "localListen must be an ipc:// endpoint, got " + in_quotes(peer.local_listen, 80);
+      else if (!plain_origin)
+        refusal = "an origin (HOSTNAME-PID) must be at most " + std::to_string(kMaxPeerNameBytes) +
+                  " letters, digits, '-', '.' or '_'";
       else if (token.size() > kMaxSessionTokenBytes)
         refusal = "a session token (resume) of " + std::to_string(token.size()) +
                   " bytes exceeds the limit of " + std::to_string(kMaxSessionTokenBytes);
@@ -505,6 +515,7 @@ Connection::Connection(ConnectionOptions options)
   h.setListen(options.listen);
   h.setLocalListen(options.local_listen);
   h.setHost(options.host);
+  h.setOrigin(options.origin);
   h.setPublicKey(options.curve ? options.curve->public_key : std::string());
   if (!options.resume.empty())
     h.setResume(

@@ -135,6 +135,7 @@ struct PeerInfo {
   std::string local_listen{};      // workers: a socket file for peers on their host (may be empty)
   std::string host{};              // workers: this_host_identity() of their process
   std::string resume{};            // clients: the session token they were welcomed with before
+  std::string origin{};            // workers: "HOSTNAME-PID" of their process
 };
 
 class Server {
@@ -198,6 +199,7 @@ struct ConnectionOptions {
   std::string listen{};
   std::string local_listen{};        // workers: their socket file for peers on this host
   std::string host{};                // workers: this_host_identity()
+  std::string origin{};              // workers: "HOSTNAME-PID" of this process
   std::optional<CurveKeys> curve{};  // this end's keys
   std::string server_public_key{};   // with curve: the server's public key
   std::chrono::milliseconds handshake_timeout{5000};

@@ -112,6 +112,7 @@ struct WorkerNode::State {
   std::unique_ptr<transport::Server> peer_server;
   std::string advertised;  // the peer server's endpoint as other hosts dial it (a wildcard resolved)
   std::string host = this_host_identity();  // who may dial the socket file below
+  std::string origin = process_origin();    // what tells it apart from a worker of the same name
   std::shared_ptr<transport::Connection> first_connection;
 
   mutable std::mutex mutex;
@@ -138,6 +139,7 @@ struct WorkerNode::State {
                                      .listen = advertised,
                                      .local_listen = peer_server->local_endpoint(),
                                      .host = host,
+                                     .origin = origin,
                                      .curve = options.curve,
                                      .server_public_key = options.scheduler_public_key,
                                      .max_message_bytes = options.max_message_bytes});

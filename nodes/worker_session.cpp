@@ -21,10 +21,10 @@ void WorkerSession::joined(const transport::PeerInfo& peer) {
                                              std::lock_guard lock(ended->mutex);
                                              ended->peer_ids.push_back(peer_id);
                                            });
-  caf::anon_send(
-      g_.scheduler, register_atom::value,
-      WorkerRegistration{worker.proxy, std::max<std::uint32_t>(1, peer.threads), peer.name, peer.listen,
-                         peer.public_key, peer.memory_limit, peer.local_listen, peer.host, worker.assigned});
+  caf::anon_send(g_.scheduler, register_atom::value,
+                 WorkerRegistration{worker.proxy, std::max<std::uint32_t>(1, peer.threads), peer.name,
+                                    peer.listen, peer.public_key, peer.memory_limit, peer.local_listen,
+                                    peer.host, peer.origin, worker.assigned});
   worker.joining =
       " (" + std::to_string(peer.threads) + " threads, peers reach it at " + printable(peer.listen) +
       (peer.local_listen.empty() ? std::string() : ", those on its host at " + printable(peer.local_listen)) +

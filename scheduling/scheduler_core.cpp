@@ -270,6 +270,23 @@ SchedulerCore::Registered SchedulerCore::register_worker(const WorkerDescription
   record.description = description;
   record.description.threads = std::max<std::uint32_t>(1, description.threads);
   if (record.description.name.empty()) record.description.name = "worker-" + std::to_string(id);
+  // Names say who ran what (records, status): one another live worker holds is told apart by its
+  // process, NAME-HOSTNAME-PID, unless it is that very process registering again (its old registration
+  // not yet found gone).
+  const auto taken = [&](const std::string& name) {
+    return std::any_of(st.workers.begin(), st.workers.end(), [&](const WorkerRecord& w) {
+      return !w.gone && w.description.name == name &&
+             (description.origin.empty() || w.description.origin != description.origin);
+    });
+  };
+  if (taken(record.description.name)) {
+    const std::string base =
+        record.description.name + (description.origin.empty() ? std::string() : "-" + description.origin);
+    std::string name = base;
+    for (int n = 2; taken(name); ++n) name = base + "-" + std::to_string(n);
+    record.description.name = name;
+  }
+  registered.name = record.description.name;
   // Workers in other processes learn how to reach each other before any subscription names them
   // (messages from one actor to another arrive in order).
   for (std::uint32_t other = 0; other < st.workers.size(); ++other) {

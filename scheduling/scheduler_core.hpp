@@ -36,6 +36,7 @@ struct WorkerDescription {
   std::uint64_t memory_limit = 0;
   std::string local_address{};  // a socket file for workers on its host (empty: none)
   std::string host{};           // its process's host identity (empty: unknown, on no one's host)
+  std::string origin{};         // "HOSTNAME-PID" of its process: what tells two workers of one name apart
 };
 
 // Where a finished task's result is held.
@@ -64,6 +65,7 @@ class SchedulerCore {
   struct Registered {
     std::uint32_t id;
     Outbox outbox;
+    std::string name{};  // what it is called here: its own name, or NAME-ORIGIN when another held that
   };
   Registered register_worker(const WorkerDescription& worker);
   // A worker stopped answering: what it ran and held is computed again elsewhere.

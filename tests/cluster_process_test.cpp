@@ -660,6 +660,28 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
   EXPECT_NE(out.find("position"), std::string::npos) << out;
 }
 
+// Two worker processes started from one config: the second is told apart by its process
+// (NAME-HOSTNAME-PID) wherever workers are named, and the scheduler says why.
+TEST(ClusterProcessNames, TwoWorkersOfOneNameAreToldApartByTheirProcess) {
+  NodeProcess scheduler{scheduler_config(), true};
+  NodeProcess first{worker_config("twin", scheduler.endpoint())};
+  ASSERT_TRUE(
+      tessera::testing::eventually([&] { return status_field(scheduler.endpoint(), "workers") == 1; }));
+  NodeProcess second{worker_config("twin", scheduler.endpoint())};
+  ASSERT_TRUE(
+      tessera::testing::eventually([&] { return status_field(scheduler.endpoint(), "workers") == 2; }));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string renamed = "twin-" + std::string(host) + "-" + std::to_string(second.pid());
+  const auto workers = cli(scheduler.endpoint(), "workers --json");
+  EXPECT_NE(workers.find("\"name\":\"twin\""), std::string::npos) << workers;
+  EXPECT_NE(workers.find("\"name\":\"" + renamed + "\""), std::string::npos) << workers;
+  EXPECT_NE(
+      scheduler.log().find("registered as 'twin', a name another worker holds: it is called '" + renamed),
+      std::string::npos)
+      << scheduler.log();
+}
+
 // Queries of a stream whose results are vectors: a field as a whole is refused naming an element (never a
 // silent 0); an element answers; the summary gives its histogram's bin edges.
 TEST(ClusterProcessStreams, CliQueriesOfVectorResultsNameAnElement) {

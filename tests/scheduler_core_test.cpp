@@ -143,6 +143,26 @@ TEST(SchedulerCore, PlacesTasksDeliversResultsAndForgetsReleasedOperations) {
 
 // Workers tell each other's socket files only when their host identities match (boot, user, namespaces);
 // a worker of unknown host (an empty identity) is on nobody's host, and each still gets the TCP address.
+// A name another live worker holds: the newcomer is NAME-ORIGIN; the same process registering again
+// keeps its name; a worker found gone frees it.
+TEST(SchedulerCore, AWorkerNamedLikeAnotherIsToldApartByItsProcess) {
+  SchedulerCore core;
+  const auto named = [&](const std::string& name, const std::string& origin) {
+    WorkerDescription description{2, name};
+    description.origin = origin;
+    return core.register_worker(description);
+  };
+  const auto first = named("twin", "alpha-10");
+  EXPECT_EQ(first.name, "twin");
+  EXPECT_EQ(named("twin", "beta-20").name, "twin-beta-20");
+  EXPECT_EQ(named("twin", "alpha-10").name, "twin") << "the same process registering again keeps its name";
+  EXPECT_EQ(named("twin", "beta-20").name, "twin-beta-20");
+  EXPECT_EQ(named("twin", "").name, "twin-2");
+  EXPECT_EQ(core.name(first.id), "twin");
+  for (std::uint32_t id = 0; id < 5; ++id) core.worker_lost(id);
+  EXPECT_EQ(named("twin", "gamma-30").name, "twin") << "a lost worker's name is free again";
+}
+
 TEST(SchedulerCore, PeerNoticesCarryTheSocketFileOnlyBetweenWorkersOfOneHost) {
   SchedulerCore core;
   auto join = [&](const std::string& name, const std::string& host) {
