@@ -101,7 +101,7 @@ class LocalBackend final : public ClusterBackend {
   // The actor of a running stream, whoever opened it (null when none runs).
   using StreamFinder = std::function<caf::actor(std::uint64_t)>;
   LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link, StreamOpener open_stream = {},
-               std::function<std::shared_ptr<const ResultStore>()> store = {},
+               std::function<std::shared_ptr<ResultStore>()> store = {},
                std::function<std::shared_ptr<CheckpointStore>()> checkpoints = {},
                StreamFinder find_stream = {}, std::function<bool()> holds_checkpoints = {})
       : scheduler_(std::move(scheduler)),
@@ -227,7 +227,7 @@ class LocalBackend final : public ClusterBackend {
   caf::actor scheduler_;
   std::weak_ptr<const SchedulerLink> link_;
   StreamOpener open_stream_;
-  std::function<std::shared_ptr<const ResultStore>()> store_;
+  std::function<std::shared_ptr<ResultStore>()> store_;
   std::function<std::shared_ptr<CheckpointStore>()> checkpoints_;
   StreamFinder find_stream_;
   std::function<bool()> holds_checkpoints_;

@@ -307,8 +307,7 @@ std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
       [self](const StreamSettings& settings, std::shared_ptr<StreamSink> sink) {
         return self->open_stream(settings, std::move(sink));
       },
-      [self] { return std::shared_ptr<const ResultStore>(self->store()); },
-      [self] { return self->checkpoints(); },
+      [self] { return self->store(); }, [self] { return self->checkpoints(); },
       [self](std::uint64_t stream) { return self->stream_actor(stream); },
       [self] { return self->may_hold_checkpoints(); });
 }

@@ -125,6 +125,14 @@ ResultQuery Client::results(std::uint64_t stream) {
   return ResultQuery(backend_->results(), stream);
 }
 
+std::vector<StreamListing> Client::streams() {
+  return backend_->results()->streams();
+}
+
+void Client::drop_stream(std::uint64_t stream) {
+  backend_->results()->drop(stream);
+}
+
 CancelledSets Client::cancel_sets(std::uint64_t stream, std::vector<IdRange> ids) {
   std::erase_if(ids, [](const IdRange& r) { return r.first >= r.last; });
   if (ids.empty()) return {};

@@ -27,6 +27,7 @@
 #include "cli_options.hpp"
 #include "cli_registry.hpp"
 #include "cli_slurm.hpp"
+#include "cli_stream_store.hpp"
 #include "cli_streams.hpp"
 #include "dashboard/status_json.hpp"
 #include "graph/printable.hpp"
@@ -287,6 +288,17 @@ int main(int argc, char** argv) {
           ->check(tessera::cli::text_at_most(65536));
   ids_option->excludes(where_option);
 
+  bool list_json = false;
+  auto* list_command = stream_command->add_subcommand(
+      "list", "the streams the node's store holds: id, simulation, state, results stored of sets pushed");
+  list_command->add_flag("--json", list_json, "one JSON array");
+  std::uint64_t drop_id = 0;
+  auto* drop_command = stream_command->add_subcommand(
+      "drop", "delete a finished stream: its stored results, its records, and the disk space they took");
+  drop_command->add_option("stream", drop_id, "the stream's id (tessera stream list)")
+      ->required()
+      ->check(tessera::cli::unsigned_in(1, std::numeric_limits<std::uint64_t>::max()));
+
   tessera::cli::ResultsOptions results;
   auto* results_command = app.add_subcommand("results", "query a stream's stored results");
   results_command->add_option("--stream", results.stream, "the stream's id (tessera stream push prints it)")
@@ -376,8 +388,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // CLI11 says only "A subcommand is required" for these two: name what was wrong.
     if (dynamic_cast<const CLI::RequiredError*>(&e) && stream_command->parsed() && !push_command->parsed() &&
-        !run_command->parsed() && !cancel_command->parsed()) {
-      std::cerr << "tessera: stream needs a command: push, run or cancel (see tessera stream --help)\n";
+        !run_command->parsed() && !cancel_command->parsed() && !list_command->parsed() &&
+        !drop_command->parsed()) {
+      std::cerr
+          << "tessera: stream needs a command: push, run, cancel, list or drop (see tessera stream --help)\n";
       return 2;
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && checkpoints_command->parsed() &&
@@ -389,7 +403,7 @@ int main(int argc, char** argv) {
         !app.remaining().empty()) {
       std::cerr << "tessera: unknown command '" << excerpt(app.remaining().front())
                 << "' (keygen, status, workers, simulations, functions, map, stream push, stream run, stream "
-                   "cancel, results, "
+                   "cancel, stream list, stream drop, results, "
                    "checkpoints, slurm; see "
                    "tessera --help)\n";
       return 2;
@@ -404,6 +418,8 @@ int main(int argc, char** argv) {
     const std::string command = push_command->parsed()               ? "stream push"
                                 : run_command->parsed()              ? "stream run"
                                 : cancel_command->parsed()           ? "stream cancel"
+                                : list_command->parsed()             ? "stream list"
+                                : drop_command->parsed()             ? "stream drop"
                                 : list_checkpoints_command->parsed() ? "checkpoints list"
                                 : drop_checkpoints_command->parsed()
                                     ? "checkpoints drop"
@@ -474,6 +490,8 @@ int main(int argc, char** argv) {
         }
         return tessera::cli::stream_cancel(target, cancel);
       }
+      if (list_command->parsed()) return tessera::cli::list_streams(target, list_json);
+      if (drop_command->parsed()) return tessera::cli::drop_stream(target, drop_id);
       if (list_checkpoints_command->parsed()) return tessera::cli::list_checkpoints(target, checkpoints);
       if (drop_checkpoints_command->parsed()) return tessera::cli::drop_checkpoints(target, checkpoints);
       return tessera::cli::results(target, results);

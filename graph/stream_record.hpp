@@ -99,6 +99,16 @@ struct IdRange {
   auto operator<=>(const IdRange&) const = default;
 };
 
+// A stream as a store lists it (`tessera stream list`, Client::streams).
+struct StreamListing {
+  std::uint64_t id = 0;
+  std::string simulation;
+  bool closed = false;           // finished: closed and every accepted set answered
+  bool close_requested = false;  // closed by its client, sets still to answer
+  std::uint64_t pushed = 0;      // parameter sets accepted
+  std::uint64_t stored = 0;      // results stored
+};
+
 // A query over stored results that cannot be answered (a bad filter or field names the position).
 class QueryError : public std::runtime_error {
  public:

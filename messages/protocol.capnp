@@ -517,6 +517,27 @@ struct CheckpointsAnswer {
   dropped @4 :UInt64;
 }
 
+# Client -> scheduler: the store's streams, or (drop set) delete one finished stream and what it stored.
+struct StreamsRequest {
+  requestId @0 :UInt64;
+  drop @1 :UInt64;          # a stream id to drop; 0: list them
+}
+
+struct StreamListing {
+  id @0 :UInt64;
+  simulation @1 :Text;
+  closed @2 :Bool;          # finished
+  closeRequested @3 :Bool;  # closed by its client, sets still to answer
+  pushed @4 :UInt64;
+  stored @5 :UInt64;
+}
+
+struct StreamsAnswer {
+  requestId @0 :UInt64;
+  error @1 :Text;
+  streams @2 :List(StreamListing);
+}
+
 struct ResultsSummary {
   count @0 :UInt64;
   failed @1 :UInt64;
@@ -726,6 +747,8 @@ struct Envelope {
     simulations @50 :List(SimulationEntry);
     functionsRequest @51 :Void;
     functions @52 :List(FunctionEntry);
+    streamsRequest @54 :StreamsRequest;
+    streamsAnswer @55 :StreamsAnswer;
   }
   # The frames each attachment travels in, when one is larger than a frame may be (transport.hpp,
   # kAttachmentPieceBytes); empty: one frame each.

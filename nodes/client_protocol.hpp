@@ -25,24 +25,25 @@ enum class Session : std::uint8_t { client, stream, query };
 inline constexpr Envelope::Which kNoAnswer = static_cast<Envelope::Which>(0xffff);
 
 // X(REQUEST, ANSWER, SESSION, ANSWERED_ON): REQUEST names wire::Envelope::REQUEST.
-#define TESSERA_CLIENT_REQUESTS(X)                                  \
-  X(HEARTBEAT, Envelope::HEARTBEAT, client, io_thread)              \
-  X(SUBMIT, Envelope::RESULTS, client, actor)                       \
-  X(RELEASE, kNoAnswer, client, io_thread)                          \
-  X(CANCEL, kNoAnswer, client, actor)                               \
-  X(STATUS_REQUEST, Envelope::STATUS, client, actor)                \
-  X(WORKERS_REQUEST, Envelope::WORKERS, client, actor)              \
-  X(SIMULATIONS_REQUEST, Envelope::SIMULATIONS, client, io_thread)  \
-  X(FUNCTIONS_REQUEST, Envelope::FUNCTIONS, client, io_thread)      \
-  X(GLM, Envelope::GLM, client, actor)                              \
-  X(SHUTDOWN, kNoAnswer, client, io_thread)                         \
-  X(STREAM_OPEN, Envelope::STREAM_OPENED, stream, actor)            \
-  X(STREAM_PUSH, Envelope::STREAM_ACCEPTED, stream, actor)          \
-  X(STREAM_CLOSE, kNoAnswer, stream, actor)                         \
-  X(STREAM_ATTACH, Envelope::STREAM_OPENED, stream, actor)          \
-  X(STREAM_CANCEL, Envelope::STREAM_CANCELLED, stream, actor)       \
-  X(RESULTS_QUERY, Envelope::RESULTS_ANSWER, query, query_executor) \
-  X(CHECKPOINTS_REQUEST, Envelope::CHECKPOINTS_ANSWER, query, query_executor)
+#define TESSERA_CLIENT_REQUESTS(X)                                            \
+  X(HEARTBEAT, Envelope::HEARTBEAT, client, io_thread)                        \
+  X(SUBMIT, Envelope::RESULTS, client, actor)                                 \
+  X(RELEASE, kNoAnswer, client, io_thread)                                    \
+  X(CANCEL, kNoAnswer, client, actor)                                         \
+  X(STATUS_REQUEST, Envelope::STATUS, client, actor)                          \
+  X(WORKERS_REQUEST, Envelope::WORKERS, client, actor)                        \
+  X(SIMULATIONS_REQUEST, Envelope::SIMULATIONS, client, io_thread)            \
+  X(FUNCTIONS_REQUEST, Envelope::FUNCTIONS, client, io_thread)                \
+  X(GLM, Envelope::GLM, client, actor)                                        \
+  X(SHUTDOWN, kNoAnswer, client, io_thread)                                   \
+  X(STREAM_OPEN, Envelope::STREAM_OPENED, stream, actor)                      \
+  X(STREAM_PUSH, Envelope::STREAM_ACCEPTED, stream, actor)                    \
+  X(STREAM_CLOSE, kNoAnswer, stream, actor)                                   \
+  X(STREAM_ATTACH, Envelope::STREAM_OPENED, stream, actor)                    \
+  X(STREAM_CANCEL, Envelope::STREAM_CANCELLED, stream, actor)                 \
+  X(RESULTS_QUERY, Envelope::RESULTS_ANSWER, query, query_executor)           \
+  X(CHECKPOINTS_REQUEST, Envelope::CHECKPOINTS_ANSWER, query, query_executor) \
+  X(STREAMS_REQUEST, Envelope::STREAMS_ANSWER, query, query_executor)
 
 // How a client matches what the scheduler sends it: to the request with the same id, to the oldest
 // request of its kind (answers that carry no id: the scheduler answers those of one connection in the
@@ -63,6 +64,7 @@ enum class Match : std::uint8_t { request_id, in_order, event, connection };
   X(STREAM_CANCELLED, request_id, e.getStreamCancelled().getRequestId())     \
   X(RESULTS_ANSWER, request_id, e.getResultsAnswer().getRequestId())         \
   X(CHECKPOINTS_ANSWER, request_id, e.getCheckpointsAnswer().getRequestId()) \
+  X(STREAMS_ANSWER, request_id, e.getStreamsAnswer().getRequestId())         \
   X(GLM, request_id, e.getGlm().getSession())                                \
   X(RESULTS, event, 0)                                                       \
   X(STREAM_ACCEPTED, event, 0)                                               \

@@ -4,6 +4,7 @@
 #include "nodes/checkpoint_codec.hpp"
 #include "nodes/stream_codec.hpp"
 #include "storage/result_answer.hpp"
+#include "storage/result_query.hpp"
 
 namespace tessera {
 namespace {
@@ -76,6 +77,65 @@ void QuerySession::on(Request<Envelope::RESULTS_QUERY>, const Peer& peer, Gatewa
       // An error after a partial answer: start again with just the reason.
       transport::Outgoing failed;
       auto error = failed.envelope().initResultsAnswer();
+      error.setRequestId(request_id);
+      error.setError(printable(e.what(), 400));
+      if (auto server = target.lock()) server->send(peer_id, failed);
+      count->fetch_sub(1);
+      return;
+    }
+    if (auto server = target.lock()) server->send(peer_id, answer);
+    count->fetch_sub(1);
+  };
+  if (!g_.queries->post(std::move(job))) {
+    client.queries->fetch_sub(1);
+    refuse("this node is answering as many queries as it queues; ask again later");
+  }
+}
+
+// Lists the store's streams, or drops a finished one, on the query executor (a drop compacts its ranges).
+void QuerySession::on(Request<Envelope::STREAMS_REQUEST>, const Peer& peer, GatewayClient& client,
+                      Received& message) {
+  const auto in = message.envelope().getStreamsRequest();
+  const std::uint64_t request_id = in.getRequestId(), drop = in.getDrop();
+  const auto refuse = [&](const std::string& reason) {
+    transport::Outgoing answer;
+    auto out = answer.envelope().initStreamsAnswer();
+    out.setRequestId(request_id);
+    out.setError(reason);
+    g_.send(peer.id, answer);
+  };
+  if (!g_.options.store) return refuse("this node stores no results");
+  if (client.queries->load() >= g_.options.limits.max_queries_per_client)
+    return refuse("this client already has " + std::to_string(client.queries->load()) +
+                  " queries waiting, the most one client may have");
+  client.queries->fetch_add(1);
+  auto job = [request_id, drop, store = g_.options.store, target = g_.server, peer_id = peer.id,
+              count = client.queries] {
+    transport::Outgoing answer;
+    auto out = answer.envelope().initStreamsAnswer();
+    out.setRequestId(request_id);
+    try {
+      if (drop != 0) {
+        drop_finished_stream(*store(), drop);
+      } else {
+        auto listed = list_streams(*store());
+        // Bounded like any answer: the newest streams when there are more.
+        constexpr std::size_t kMaxListed = 100000;
+        if (listed.size() > kMaxListed) listed.erase(listed.begin(), listed.end() - kMaxListed);
+        auto list = out.initStreams(static_cast<unsigned>(listed.size()));
+        for (std::size_t i = 0; i < listed.size(); ++i) {
+          auto entry = list[static_cast<unsigned>(i)];
+          entry.setId(listed[i].id);
+          entry.setSimulation(listed[i].simulation);
+          entry.setClosed(listed[i].closed);
+          entry.setCloseRequested(listed[i].close_requested);
+          entry.setPushed(listed[i].pushed);
+          entry.setStored(listed[i].stored);
+        }
+      }
+    } catch (const std::exception& e) {
+      transport::Outgoing failed;
+      auto error = failed.envelope().initStreamsAnswer();
       error.setRequestId(request_id);
       error.setError(printable(e.what(), 400));
       if (auto server = target.lock()) server->send(peer_id, failed);

@@ -19,6 +19,8 @@ class QuerySession {
   using Request = wire::ClientRequest<Kind>;
 
   void on(Request<wire::Envelope::RESULTS_QUERY>, const Peer& peer, GatewayClient& client, Received& message);
+  void on(Request<wire::Envelope::STREAMS_REQUEST>, const Peer& peer, GatewayClient& client,
+          Received& message);
   void on(Request<wire::Envelope::CHECKPOINTS_REQUEST>, const Peer& peer, GatewayClient& client,
           Received& message);
 

@@ -1,5 +1,6 @@
 #include "nodes/remote_results.hpp"
 
+#include "graph/printable.hpp"
 #include "graph/stream_record.hpp"
 #include "nodes/stream_codec.hpp"
 
@@ -66,7 +67,38 @@ class RemoteResultSource final : public ResultSource {
     }
   }
 
+  std::vector<StreamListing> streams() override {
+    auto received = ask_streams(0, "listing the streams");
+    std::vector<StreamListing> out;
+    for (auto s : received.envelope().getStreamsAnswer().getStreams())
+      out.push_back(StreamListing{s.getId(), printable(std::string(s.getSimulation()), 200), s.getClosed(),
+                                  s.getCloseRequested(), s.getPushed(), s.getStored()});
+    return out;
+  }
+
+  void drop(std::uint64_t stream) override {
+    if (stream == 0) throw QueryError("no stream 0: stream ids start at 1");
+    ask_streams(stream, "dropping stream " + std::to_string(stream));
+  }
+
  private:
+  transport::Received ask_streams(std::uint64_t drop, const std::string& what) {
+    auto connection = connection_.lock();
+    if (!connection) throw ConnectionError("the client's connection is gone");
+    const std::uint64_t request = connection->next_id();
+    auto received = connection->ask(
+        wire::Envelope::STREAMS_ANSWER, request,
+        [&](transport::Outgoing& message) {
+          auto q = message.envelope().initStreamsRequest();
+          q.setRequestId(request);
+          q.setDrop(drop);
+        },
+        what, std::chrono::seconds(120));
+    auto a = received.envelope().getStreamsAnswer();
+    if (a.getError().size()) throw QueryError(std::string(a.getError()));
+    return received;
+  }
+
   // One results query and its answer; an error in it is a QueryError.
   transport::Received ask(std::uint64_t stream, const std::string& filter, const std::string& format,
                           const std::string& field, std::uint32_t bins, std::uint64_t first,

@@ -50,7 +50,7 @@ struct GatewayOptions {
   std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>
       open_stream{};
   // The store that stream results are written to, for queries.
-  std::function<std::shared_ptr<const ResultStore>()> store{};
+  std::function<std::shared_ptr<ResultStore>()> store{};
   // The node's checkpoints, for `tessera checkpoints list|drop` (null: the node keeps none).
   std::function<std::shared_ptr<CheckpointStore>()> checkpoints{};
   // The actor of a running stream (null when it finished), for a client that reattaches after a reconnect.

@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
                                std::shared_ptr<tessera::StreamSink> sink) {
                       return cluster->open_stream(settings, std::move(sink));
                     },
-                .store = [&cluster] { return std::shared_ptr<const tessera::ResultStore>(cluster->store()); },
+                .store = [&cluster] { return cluster->store(); },
                 .checkpoints = [&cluster] { return cluster->checkpoints(); },
                 .stream_actor = [&cluster](std::uint64_t id) { return cluster->stream_actor(id); },
                 .resumed = std::move(resumed),

@@ -100,6 +100,8 @@ enum class Cost : std::uint8_t {
   X(STREAM_ACCEPTED, "stream accepted", kSchedulerToClient, Cost::constant, no_atom, NoPayload)              \
   X(CHECKPOINTS_REQUEST, "checkpoints request", kClientToScheduler, Cost::query, no_atom, NoPayload)         \
   X(CHECKPOINTS_ANSWER, "checkpoints answer", kSchedulerToClient, Cost::frame, no_atom, NoPayload)           \
+  X(STREAMS_REQUEST, "streams request", kClientToScheduler, Cost::query, no_atom, NoPayload)                 \
+  X(STREAMS_ANSWER, "streams answer", kSchedulerToClient, Cost::frame, no_atom, NoPayload)                   \
   X(STREAM_CANCEL, "stream cancel", kClientToScheduler, Cost::frame, no_atom, NoPayload)                     \
   X(STREAM_CANCELLED, "stream cancelled", kSchedulerToClient, Cost::constant, no_atom, NoPayload)            \
   X(SIMULATION_CANCEL, "simulation cancel", kSchedulerToWorker, Cost::frame, simulation_cancel_atom,         \

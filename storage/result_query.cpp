@@ -740,6 +740,26 @@ void export_timeline_json(const ResultStore& store, std::uint64_t stream, const 
 
 namespace tessera {
 
+std::vector<StreamListing> list_streams(const ResultStore& store) {
+  std::vector<StreamListing> out;
+  for (const auto& info : store.streams())
+    out.push_back(StreamListing{info.id, info.settings.simulation, info.closed, info.close_requested,
+                                info.pushed, store.count(info.id)});
+  return out;
+}
+
+void drop_finished_stream(ResultStore& store, std::uint64_t stream) {
+  const auto info = store.stream(stream);
+  if (!info) throw QueryError("no stream " + std::to_string(stream) + " in this node's store");
+  if (!info->closed)
+    throw QueryError("stream " + std::to_string(stream) + " has not finished (" +
+                     std::to_string(store.count(stream)) + " of " + std::to_string(info->pushed) +
+                     " results stored" + (info->close_requested ? "" : ", still open for pushes") +
+                     "): cancel its sets (tessera stream cancel) or let it finish, then drop it");
+  if (!store.drop_stream(stream))
+    throw QueryError("no stream " + std::to_string(stream) + " in this node's store");
+}
+
 std::string LocalResultSource::text(std::uint64_t stream, const std::string& filter,
                                     const std::string& format, const std::string& field, std::size_t bins) {
   std::ostringstream out;

@@ -120,6 +120,11 @@ void export_timeline_json(const ResultStore& store, std::uint64_t stream, const 
 void export_names_json(const ResultStore& store, std::uint64_t stream, std::ostream& out);
 // A summary of `field` as one JSON line that also names the stream's simulation and says whether it has
 // closed ("?" and false for a stream the store does not know).
+// Every stream of `store` with its counts, in id order.
+std::vector<StreamListing> list_streams(const ResultStore& store);
+// Drops a finished stream (ResultStore::drop_stream); a QueryError names an unknown or unfinished one.
+void drop_finished_stream(ResultStore& store, std::uint64_t stream);
+
 void export_summary_json(const ResultStore& store, std::uint64_t stream, std::string_view field,
                          const ResultSummary& summary, std::ostream& out);
 

@@ -24,12 +24,17 @@ class ResultSource {
   // and a newline) or "summary" (one JSON line, see export_summary_json, of `field` in `bins` bins).
   virtual std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
                            const std::string& field, std::size_t bins) = 0;
+  // Every stream of the store, in id order.
+  virtual std::vector<StreamListing> streams() = 0;
+  // Deletes a finished stream and what it stored; a QueryError names why not (no such stream, or one that
+  // has not finished).
+  virtual void drop(std::uint64_t stream) = 0;
 };
 
 // This process's store.
 class LocalResultSource final : public ResultSource {
  public:
-  explicit LocalResultSource(std::shared_ptr<const ResultStore> store) : store_(std::move(store)) {}
+  explicit LocalResultSource(std::shared_ptr<ResultStore> store) : store_(std::move(store)) {}
   ResultSummary summary(std::uint64_t stream, const std::string& filter, const std::string& field,
                         std::size_t bins) override {
     const auto names = field_names(*store_, stream);
@@ -50,9 +55,11 @@ class LocalResultSource final : public ResultSource {
   }
   std::string text(std::uint64_t stream, const std::string& filter, const std::string& format,
                    const std::string& field, std::size_t bins) override;
+  std::vector<StreamListing> streams() override { return list_streams(*store_); }
+  void drop(std::uint64_t stream) override { drop_finished_stream(*store_, stream); }
 
  private:
-  std::shared_ptr<const ResultStore> store_;
+  std::shared_ptr<ResultStore> store_;
 };
 
 }  // namespace tessera

@@ -670,4 +670,31 @@ std::uint64_t ResultStore::count(std::uint64_t stream) const {
   return n;
 }
 
+bool ResultStore::drop_stream(std::uint64_t stream) {
+  std::string counters;
+  if (!db_->Get(rocksdb::ReadOptions(), key('m', stream), &counters).ok()) return false;
+  rocksdb::WriteBatch batch;
+  for (char kind : {'m', 's', 'p', 'g'}) batch.Delete(key(kind, stream));
+  // Its results and its pushes written ahead: one range each, whatever their ids.
+  const std::string results_from = key('r', stream, 0), results_to = key('r', stream + 1, 0);
+  const std::string pushes_from = key('q', stream, 0), pushes_to = key('q', stream + 1, 0);
+  batch.DeleteRange(results_from, results_to);
+  batch.DeleteRange(pushes_from, pushes_to);
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  check(db_->Write(sync, &batch), "cannot drop stream " + std::to_string(stream), directory_);
+  // Deleted ranges still hold their files until compaction rewrites them: the space comes back now (the
+  // memtable first, so that what it held leaves the log too).
+  check(db_->Flush(rocksdb::FlushOptions()),
+        "cannot flush before reclaiming the space of stream " + std::to_string(stream), directory_);
+  rocksdb::CompactRangeOptions compact;
+  compact.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (const auto& [from, to] : {std::pair{results_from, results_to}, std::pair{pushes_from, pushes_to}}) {
+    const rocksdb::Slice begin(from), end(to);
+    check(db_->CompactRange(compact, &begin, &end),
+          "cannot reclaim the space of stream " + std::to_string(stream), directory_);
+  }
+  return true;
+}
+
 }  // namespace tessera

@@ -111,6 +111,10 @@ class ResultStore {
   void scan(std::uint64_t stream, std::uint64_t first, std::uint64_t last,
             const std::function<bool(StreamResult&)>& visit) const;
   std::uint64_t count(std::uint64_t stream) const;
+  // Deletes a stream: its record, results, pushes written ahead and generator checkpoint, and compacts
+  // their key ranges so the disk space comes back. False when there is no such stream. Its id is never
+  // used again. The caller makes sure nothing writes to it any more (a finished stream).
+  bool drop_stream(std::uint64_t stream);
 
  private:
   void read_names(StreamInfo& info) const;

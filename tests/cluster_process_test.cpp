@@ -682,6 +682,75 @@ TEST(ClusterProcessNames, TwoWorkersOfOneNameAreToldApartByTheirProcess) {
       << scheduler.log();
 }
 
+std::uint64_t bytes_under(const std::filesystem::path& dir) {
+  std::uint64_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.is_regular_file()) total += entry.file_size();
+  return total;
+}
+
+// Streams can be found and removed: `tessera stream list` and `drop`, Client::streams and drop_stream. A
+// dropped stream's results are gone and the disk space comes back; an open or unknown one is refused.
+TEST(ClusterProcessStreams, StreamsAreListedAndADroppedOneGivesItsSpaceBack) {
+  const ScratchDir scratch("tessera-stream-drop");
+  const auto store = scratch.path() / "store";
+  NodeProcess node("[node]\nname = \"streams\"\nrole = \"both\"\ndata_dir = \"" + store.string() +
+                   "\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\nworkers = 1\n"
+                   "threads_per_worker = 2\n" +
+                   plugins());
+  tessera::Client client(node.endpoint());
+  constexpr int n = 200000;
+  {
+    tessera::StreamOptions options;
+    options.config.set("pause_us", tessera::to_value(std::int64_t{0}));
+    auto big = client.stream("pause_square", std::move(options));
+    for (int i = 0; i < n; ++i) big.push(double(i));
+    big.close();
+    ASSERT_TRUE(big.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
+  }
+  auto open = client.stream("pause_square");  // stream 2: open, never closed here
+  open.push(1.0);
+  int code = 0;
+  const std::string cli_base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  auto out = run_command(cli_base + " stream list --json", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("{\"id\":1,\"pushed\":200000,\"simulation\":\"pause_square\",\"state\":\"finished\","
+                     "\"stored\":200000}"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{\"id\":2,\"pushed\":1,\"simulation\":\"pause_square\",\"state\":\"open\""),
+            std::string::npos)
+      << out;
+  out = run_command(cli_base + " stream drop 2", code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("stream 2 has not finished"), std::string::npos) << out;
+  out = run_command(cli_base + " stream drop 99", code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("no stream 99 in this node's store"), std::string::npos) << out;
+
+  const auto before = bytes_under(store);
+  out = run_command(cli_base + " stream drop 1", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "dropped stream 1: its results and records are deleted\n");
+  const auto after = bytes_under(store);
+  std::fprintf(stderr, "store: %llu bytes before the drop, %llu after\n",
+               static_cast<unsigned long long>(before), static_cast<unsigned long long>(after));
+  EXPECT_LT(after + (2u << 20), before) << "the dropped stream's space did not come back";
+  out = run_command(cli_base + " results --stream 1 --format count", code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("no stream 1"), std::string::npos) << out;
+  const auto listed = client.streams();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].id, 2u);
+  EXPECT_THROW(client.drop_stream(1), tessera::QueryError);
+  open.close();
+  ASSERT_TRUE(open.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  client.drop_stream(2);
+  EXPECT_TRUE(client.streams().empty());
+  out = run_command(cli_base + " stream list", code);
+  EXPECT_EQ(out, "no streams\n");
+}
+
 // Queries of a stream whose results are vectors: a field as a whole is refused naming an element (never a
 // silent 0); an element answers; the summary gives its histogram's bin edges.
 TEST(ClusterProcessStreams, CliQueriesOfVectorResultsNameAnElement) {

@@ -105,6 +105,11 @@ class Client {
   Stream ensemble(std::string_view generator, std::string_view simulation, EnsembleOptions options);
   // Queries over a stream's stored results (see results.hpp).
   ResultQuery results(std::uint64_t stream);
+  // The streams the cluster's store holds, in id order (`tessera stream list`).
+  std::vector<StreamListing> streams();
+  // Deletes a finished stream: its stored results, its pushes written ahead and its record; the disk space
+  // comes back (`tessera stream drop`). An unknown or unfinished stream is a QueryError naming why.
+  void drop_stream(std::uint64_t stream);
   // Cancels sets of a running stream of this cluster, whoever opened it (as Stream::cancel and
   // cancel_where do). A stream that is not running is a std::invalid_argument naming it.
   CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ids);

@@ -261,6 +261,34 @@ void bind_results(py::module_& m) {
         return PyQuery{owner, owner->client.results(stream), stream};
       },
       py::arg("client"), py::arg("stream"));
+  m.def(
+      "_streams",
+      [](const ClientPtr& owner) {
+        std::vector<StreamListing> listed;
+        {
+          py::gil_scoped_release released;
+          listed = owner->client.streams();
+        }
+        py::list out;
+        for (const auto& s : listed) {
+          py::dict d;
+          d["id"] = s.id;
+          d["simulation"] = s.simulation;
+          d["state"] = s.closed ? "finished" : s.close_requested ? "closing" : "open";
+          d["pushed"] = s.pushed;
+          d["stored"] = s.stored;
+          out.append(std::move(d));
+        }
+        return out;
+      },
+      py::arg("client"));
+  m.def(
+      "_drop_stream",
+      [](const ClientPtr& owner, std::uint64_t stream) {
+        py::gil_scoped_release released;
+        owner->client.drop_stream(stream);
+      },
+      py::arg("client"), py::arg("stream"));
 }
 
 }  // namespace tessera::python

@@ -284,6 +284,18 @@ class Client:
             "results: stream", stream, 0, 2**64 - 1)
         return _tessera._results(self._open(), stream_id)
 
+    def streams(self):
+        """The streams the cluster's store holds, in id order: dicts of id, simulation, state ("open",
+        "closing" or "finished"), pushed and stored (`tessera stream list`)."""
+        return _tessera._streams(self._open())
+
+    def drop_stream(self, stream):
+        """Deletes a finished stream (a Stream or its id): its stored results, its records and the disk
+        space they took (`tessera stream drop`). An unknown or unfinished stream raises QueryError."""
+        stream_id = stream.id if isinstance(stream, _tessera.Stream) else _checks.count(
+            "drop_stream: stream", stream, 1, 2**64 - 1)
+        _tessera._drop_stream(self._open(), stream_id)
+
     # --- arrays ---
     def compute(self, *values):
         """Results of arrays and delayed values (tessera.compute)."""

@@ -2,6 +2,7 @@
 results as counts, summaries, arrays and frames."""
 
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -134,3 +135,19 @@ def test_a_program_declared_from_python_runs_per_set(client, tmp_path):
     assert query.get(2).program["stdout"] == "energy -6\n"
     with pytest.raises(ValueError, match="unknown placeholder"):
         tessera.register_program("py_bad", command=["echo", "{nope}"])
+
+
+def test_streams_are_listed_and_dropped(client):
+    with client.stream("pause_square", config={"pause_us": 0}) as stream:
+        for x in range(50):
+            stream.push(float(x))
+    list(stream)
+    deadline = time.monotonic() + 30  # the store marks it finished right after its last result
+    while (listed := {s["id"]: s for s in client.streams()})[stream.id]["state"] != "finished":
+        assert time.monotonic() < deadline, listed[stream.id]
+        time.sleep(0.01)
+    assert listed[stream.id]["stored"] == 50
+    client.drop_stream(stream)
+    assert stream.id not in {s["id"] for s in client.streams()}
+    with pytest.raises(tessera.QueryError, match=f"no stream {stream.id}"):
+        client.drop_stream(stream.id)
