@@ -14,6 +14,7 @@ namespace tessera {
 namespace {
 
 std::atomic<std::uint64_t> g_instances{0};
+std::atomic<std::uint64_t> g_live_stores{0};  // workers of this process (each has its store)
 // What the limited workers of this process may hold together, and the process's size when the first of
 // them started (what a program held before its cluster started is not charged to its workers).
 std::atomic<std::uint64_t> g_process_limit{0};
@@ -43,6 +44,7 @@ void put_be(std::string& out, std::uint64_t value, int bytes) {
 
 ChunkStore::ChunkStore(MemoryOptions options, std::shared_ptr<ComputePool> pool)
     : options_(std::move(options)), pool_(std::move(pool)), instance_(++g_instances) {
+  g_live_stores += 1;
   if (options_.limit > 0) {
     // glibc's adaptive threshold would otherwise serve large chunks from heaps that never shrink, and RSS
     // would keep the high-water mark of every spilled chunk.
@@ -59,6 +61,7 @@ ChunkStore::ChunkStore(MemoryOptions options, std::shared_ptr<ComputePool> pool)
 }
 
 ChunkStore::~ChunkStore() {
+  g_live_stores -= 1;
   if (options_.limit > 0) g_process_limit -= options_.limit;
 }
 
@@ -533,6 +536,8 @@ WorkerMemory ChunkStore::report() const {
   WorkerMemory out = counters_;
   out.managed_bytes += static_cast<std::uint64_t>(std::max<std::int64_t>(0, inline_bytes_.load()));
   out.rss = process_rss();
+  out.process_rss = resident_bytes();
+  out.process_workers = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, g_live_stores.load()));
   out.spill_error = spill_error_;
   return out;
 }

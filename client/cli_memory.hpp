@@ -17,19 +17,21 @@ inline std::string mebibytes(std::uint64_t bytes) {
   return text;
 }
 
-// One line: "in memory 12.0 MiB, spilled 40.0 MiB, resident 80.1 MiB; 5 spills (210 MB/s), 2 unspills
-// (650 MB/s)", then "; paused" and the spill error when there are.
+// One line: "managed in memory 12.0 MiB, spilled 40.0 MiB; process resident 80.1 MiB; 5 spills (210 MB/s),
+// 2 unspills (650 MB/s)" (the process's resident bytes as the system counts them, "shared by 2 workers"
+// when it runs several), then "; paused" and the spill error when there are.
 inline std::string memory_text(const WorkerMemory& m) {
   char rates[160];
   std::snprintf(rates, sizeof rates, "%llu spills (%.0f MB/s), %llu unspills (%.0f MB/s)",
                 static_cast<unsigned long long>(m.spills), m.spill_mb_per_second(),
                 static_cast<unsigned long long>(m.unspills), m.unspill_mb_per_second());
-  std::string out = "in memory ";
+  std::string out = "managed in memory ";
   out += mebibytes(m.managed_bytes);
   out += ", spilled ";
   out += mebibytes(m.spilled_bytes);
-  out += ", resident ";
-  out += mebibytes(m.rss);
+  out += "; process resident ";
+  out += mebibytes(m.process_rss);
+  if (m.process_workers > 1) out += " (shared by " + std::to_string(m.process_workers) + " workers)";
   out += "; ";
   out += rates;
   if (m.corrupt_records > 0) {

@@ -110,7 +110,9 @@ std::string metrics_text(const Snapshot& snapshot, const monitor::ClusterMonitor
     w.sample("tessera_worker_tasks", label("worker", std::to_string(worker.id)),
              static_cast<double>(worker.tasks_assigned));
   w.family("tessera_worker_memory_bytes", "gauge",
-           "Each worker's memory: results held in memory, on disk, the process's resident bytes, the limit.");
+           "Each worker's memory: results Tessera manages in memory (managed), on disk (spilled), its "
+           "process's resident bytes above its start (rss) and in all (process_rss, shared by the workers "
+           "of one process), the limit.");
   for (const auto& m : s.memory) {
     const std::string id = label("worker", std::to_string(m.worker));
     w.sample("tessera_worker_memory_bytes", id + "," + label("kind", "managed"),
@@ -118,6 +120,8 @@ std::string metrics_text(const Snapshot& snapshot, const monitor::ClusterMonitor
     w.sample("tessera_worker_memory_bytes", id + "," + label("kind", "spilled"),
              static_cast<double>(m.spilled_bytes));
     w.sample("tessera_worker_memory_bytes", id + "," + label("kind", "rss"), static_cast<double>(m.rss));
+    w.sample("tessera_worker_memory_bytes", id + "," + label("kind", "process_rss"),
+             static_cast<double>(m.process_rss));
     w.sample("tessera_worker_memory_bytes", id + "," + label("kind", "limit"), static_cast<double>(m.limit));
   }
   w.family("tessera_worker_paused", "gauge",

@@ -8,6 +8,8 @@ Json memory_json(const WorkerMemory& m) {
               {"managed_bytes", m.managed_bytes},
               {"spilled_bytes", m.spilled_bytes},
               {"rss", m.rss},
+              {"process_rss", m.process_rss},
+              {"process_workers", m.process_workers},
               {"spills", m.spills},
               {"unspills", m.unspills},
               {"spilled_total_bytes", m.spilled_total},

@@ -269,6 +269,8 @@ struct WorkerMemory {
   corruptRecords @11 :UInt64;
   paused @12 :Bool;
   spillError @13 :Text;       # the last spill that failed; empty if none
+  processRss @14 :UInt64;     # its process's resident bytes (VmRSS)
+  processWorkers @15 :UInt32; # workers sharing that process
 }
 
 # Scheduler -> client: what `tessera workers` shows.

@@ -17,6 +17,8 @@ void encode_memory(const ::tessera::WorkerMemory& m, WorkerMemory::Builder out) 
   out.setManagedBytes(m.managed_bytes);
   out.setSpilledBytes(m.spilled_bytes);
   out.setRss(m.rss);
+  out.setProcessRss(m.process_rss);
+  out.setProcessWorkers(m.process_workers);
   out.setSpills(m.spills);
   out.setUnspills(m.unspills);
   out.setSpilledTotal(m.spilled_total);
@@ -35,6 +37,8 @@ void encode_memory(const ::tessera::WorkerMemory& m, WorkerMemory::Builder out) 
   m.managed_bytes = in.getManagedBytes();
   m.spilled_bytes = in.getSpilledBytes();
   m.rss = in.getRss();
+  m.process_rss = in.getProcessRss();
+  m.process_workers = std::max<std::uint32_t>(1, in.getProcessWorkers());
   m.spills = in.getSpills();
   m.unspills = in.getUnspills();
   m.spilled_total = in.getSpilledTotal();

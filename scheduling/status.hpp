@@ -10,13 +10,15 @@ namespace tessera {
 // One worker's memory, as its chunk store last reported it (about every 0.5 s).
 struct WorkerMemory {
   std::uint32_t worker = 0;
-  std::uint64_t limit = 0;          // worker.memory_limit; 0: none
-  std::uint64_t managed_bytes = 0;  // results (and inputs) it holds in memory
-  std::uint64_t spilled_bytes = 0;  // results it holds on disk only
-  std::uint64_t rss = 0;            // its process's resident bytes above the process's start
-  std::uint64_t spills = 0;         // results written to disk
-  std::uint64_t unspills = 0;       // results read back
-  std::uint64_t spilled_total = 0;  // bytes written, over its life
+  std::uint64_t limit = 0;            // worker.memory_limit; 0: none
+  std::uint64_t managed_bytes = 0;    // results (and inputs) it holds in memory
+  std::uint64_t spilled_bytes = 0;    // results it holds on disk only
+  std::uint64_t rss = 0;              // its process's resident bytes above the process's start
+  std::uint64_t process_rss = 0;      // its process's resident bytes, as the system counts them (VmRSS)
+  std::uint32_t process_workers = 1;  // workers sharing that process (and its resident bytes)
+  std::uint64_t spills = 0;           // results written to disk
+  std::uint64_t unspills = 0;         // results read back
+  std::uint64_t spilled_total = 0;    // bytes written, over its life
   std::uint64_t unspilled_total = 0;
   double spill_seconds = 0;  // time spent writing and reading them
   double unspill_seconds = 0;

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -749,6 +750,57 @@ TEST(ClusterProcessStreams, StreamsAreListedAndADroppedOneGivesItsSpaceBack) {
   EXPECT_TRUE(client.streams().empty());
   out = run_command(cli_base + " stream list", code);
   EXPECT_EQ(out, "no streams\n");
+}
+
+// Every value of `key` in a JSON text, in order (numbers only).
+std::vector<std::uint64_t> json_numbers(const std::string& json, const std::string& key) {
+  std::vector<std::uint64_t> out;
+  const std::string needle = "\"" + key + "\":";
+  for (auto at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1))
+    out.push_back(std::stoull(json.substr(at + needle.size())));
+  return out;
+}
+
+// Memory as the machine counts it: each worker shows its process's resident bytes (VmRSS), beside the
+// bytes Tessera manages, and workers of one process say they share it.
+TEST(ClusterProcessMemory, WorkersShowTheirProcessResidentMemoryAndWhoSharesIt) {
+  const auto near = [](std::uint64_t shown, std::uint64_t actual) {
+    const double a = static_cast<double>(actual), d = std::abs(static_cast<double>(shown) - a);
+    return actual > 0 && d <= 0.2 * a + (4 << 20);  // an idle process, read moments apart
+  };
+  {
+    NodeProcess scheduler{scheduler_config()};
+    NodeProcess alpha{worker_config("alpha", scheduler.endpoint())};
+    std::string json;
+    ASSERT_TRUE(tessera::testing::eventually([&] {
+      json = cli(scheduler.endpoint(), "workers --json");
+      const auto shown = json_numbers(json, "process_rss");
+      return shown.size() == 1 && shown[0] > 0;
+    })) << json;
+    const auto shown = json_numbers(json, "process_rss")[0],
+               actual = tessera::testing::resident_bytes(alpha.pid());
+    EXPECT_TRUE(near(shown, actual)) << "shown " << shown << ", VmRSS " << actual;
+    EXPECT_EQ(json_numbers(json, "process_workers"), std::vector<std::uint64_t>{1}) << json;
+    EXPECT_EQ(json_numbers(json, "managed_bytes").size(), 1u) << json;
+  }
+  NodeProcess both(
+      "[node]\nname = \"pair\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
+      "workers = 2\nthreads_per_worker = 1\nmemory_limit = \"512MiB\"\n" +
+      plugins());
+  std::string json;
+  ASSERT_TRUE(tessera::testing::eventually([&] {
+    json = cli(both.endpoint(), "workers --json");
+    const auto shown = json_numbers(json, "process_rss");
+    // Each worker's report counts the workers its process has by then: both, once both have reported again.
+    return shown.size() == 2 && shown[0] > 0 && shown[1] > 0 &&
+           json_numbers(json, "process_workers") == std::vector<std::uint64_t>{2, 2};
+  })) << json;
+  EXPECT_EQ(json_numbers(json, "process_workers"), (std::vector<std::uint64_t>{2, 2})) << json;
+  for (auto shown : json_numbers(json, "process_rss"))
+    EXPECT_TRUE(near(shown, tessera::testing::resident_bytes(both.pid())))
+        << "shown " << shown << ", VmRSS " << tessera::testing::resident_bytes(both.pid());
+  const auto text = cli(both.endpoint(), "workers");
+  EXPECT_NE(text.find("(shared by 2 workers)"), std::string::npos) << text;
 }
 
 // Queries of a stream whose results are vectors: a field as a whole is refused naming an element (never a

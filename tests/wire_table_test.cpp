@@ -248,6 +248,7 @@ TEST(WireTable, EveryKindAClientMaySendDeclaresItsBound) {
       {wire::Envelope::STREAM_ATTACH, wire::Cost::stream},
       {wire::Envelope::RESULTS_QUERY, wire::Cost::query},
       {wire::Envelope::CHECKPOINTS_REQUEST, wire::Cost::query},
+      {wire::Envelope::STREAMS_REQUEST, wire::Cost::query},  // a list of at most 100,000, or one drop
       {wire::Envelope::STREAM_CANCEL, wire::Cost::frame},
       {wire::Envelope::GLM, wire::Cost::frame},
   };

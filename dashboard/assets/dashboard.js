@@ -120,9 +120,11 @@ async function renderStatus() {
   table(list.querySelector(".table"), [
     ["id", "id"], ["name", "name", true], ["threads", "threads"], ["tasks", "tasks", false, integer],
     ["memory_limit", "limit", false, (v) => v ? mib(v) : "none"],
-    ["managed_bytes", "in memory", false, (_, r) => mib(r.mem.managed_bytes)],
+    ["managed_bytes", "managed in memory", false, (_, r) => mib(r.mem.managed_bytes)],
     ["spilled_bytes", "spilled", false, (_, r) => mib(r.mem.spilled_bytes)],
-    ["rss", "resident", false, (_, r) => mib(r.mem.rss)],
+    // The process's resident memory as the system counts it; workers of one process share it.
+    ["process_rss", "process resident", false, (_, r) => mib(r.mem.process_rss) +
+      (r.mem.process_workers > 1 ? ` (shared by ${r.mem.process_workers} workers)` : "")],
     ["spills", "spills", false, (_, r) => integer(r.mem.spills)],
     ["paused", "paused", true, (_, r) => r.mem.paused ? "PAUSED" : ""],
     ["retiring", "retiring", true, (v) => v ? "retiring" : ""],
@@ -132,10 +134,13 @@ async function renderStatus() {
   chart("memory-chart", mem.querySelector(".chart"), {
     type: "bar",
     data: { labels: workers.map((w) => w.name), datasets: [
-      { label: "in memory (MiB)", data: workers.map((w) => w.mem.managed_bytes / 1048576), backgroundColor: colour(0), stack: "held" },
+      { label: "managed in memory (MiB)", data: workers.map((w) => w.mem.managed_bytes / 1048576), backgroundColor: colour(0), stack: "held" },
       { label: "spilled (MiB)", data: workers.map((w) => w.mem.spilled_bytes / 1048576), backgroundColor: colour(4), stack: "held" },
-      { label: "resident (MiB)", data: workers.map((w) => w.mem.rss / 1048576), backgroundColor: colour(8), stack: "rss" },
-      { label: "limit (MiB)", data: workers.map((w) => w.memory_limit / 1048576), backgroundColor: colour(1), stack: "limit" },
+      { label: "process resident (MiB)", data: workers.map((w) => w.mem.process_rss / 1048576), backgroundColor: colour(8), stack: "rss" },
+      // The limit as a mark across each worker's bars, not a bar of its own that dwarfs them.
+      { type: "line", label: "limit (MiB)", data: workers.map((w) => w.memory_limit ? w.memory_limit / 1048576 : null),
+        borderColor: colour(1), backgroundColor: colour(1), showLine: false, pointStyle: "line", pointRadius: 24,
+        pointBorderWidth: 3 },
     ] },
     options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Worker memory against its limit" } },
                scales: { x: { title: { display: true, text: "worker" } },
