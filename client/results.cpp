@@ -13,7 +13,7 @@ ResultQuery ResultQuery::where(std::string_view filter) const {
 }
 
 std::uint64_t ResultQuery::count() const {
-  return source_->summary(stream_, filter_, "result", 0).count;
+  return source_->summary(stream_, filter_, "id", 0).count;  // reads no result: vectors count too
 }
 
 ResultSummary ResultQuery::summary(std::string_view field, std::size_t bins) const {

@@ -44,7 +44,7 @@ ResultsAnswer answer_results(const ResultsQuestion& q, const ResultStore& store,
     out.summary = summarize(store, q.stream, filter, ResultField::parse(q.field, names), q.bins);
     export_summary_json(store, q.stream, q.field, *out.summary, text);
   } else if (q.format == "count") {
-    text << summarize(store, q.stream, filter, {}, 0).count << "\n";
+    text << count_matching(store, q.stream, filter) << "\n";
   } else if (q.format == "timeline") {
     export_timeline_json(store, q.stream, filter, text);
   } else if (q.format == "names") {

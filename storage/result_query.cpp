@@ -599,6 +599,12 @@ ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const Re
   return s;
 }
 
+std::uint64_t count_matching(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter) {
+  ResultField id;
+  id.id = true;
+  return summarize(store, stream, filter, id, 0).count;
+}
+
 ExportProgress export_csv(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                           std::ostream& out, const ExportPage& page) {
   const CsvColumns columns = csv_columns(store, stream);
@@ -771,7 +777,7 @@ std::string LocalResultSource::text(std::uint64_t stream, const std::string& fil
   } else if (format == "json") {
     export_json(*store_, stream, parsed, out);
   } else if (format == "count") {
-    out << summarize(*store_, stream, parsed, {}, 0).count << "\n";
+    out << count_matching(*store_, stream, parsed) << "\n";
   } else if (format == "summary") {
     export_summary_json(*store_, stream, field,
                         summarize(*store_, stream, parsed, ResultField::parse(field, names), bins), out);

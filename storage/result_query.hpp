@@ -90,6 +90,8 @@ class ResultFilter {
 
 ResultSummary summarize(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter,
                         const ResultField& field = {}, std::size_t bins = 10);
+// How many results match: reads no field (a count of vector results needs no element named).
+std::uint64_t count_matching(const ResultStore& store, std::uint64_t stream, const ResultFilter& filter);
 
 // Where an export starts (a parameter set's id; the CSV header comes with the page from 0) and about how
 // many bytes it may write: a node answers a large export in pages of its answer limit.
