@@ -10,7 +10,7 @@ namespace tessera::dashboard {
 ListenAddress parse_listen_address(std::string_view text) {
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos)
-    throw std::invalid_argument("expected \"host:port\", such as \"127.0.0.1:8787\"");
+    throw std::invalid_argument("expected \"host:port\", such as \"127.0.0.1:8790\"");
   std::string host(text.substr(0, colon));
   const std::string_view port_text = text.substr(colon + 1);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {

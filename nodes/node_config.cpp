@@ -441,7 +441,7 @@ const std::vector<KeySpec>& key_specs() {
              n, cx, "streams.isolation", {{"thread", Isolation::thread}, {"process", Isolation::process}});
        }},
       {"dashboard.listen", "string \"HOST:PORT\" (an IPv4 address, localhost or [IPv6]; port 0: any free)",
-       "\"127.0.0.1:8787\"",
+       "\"127.0.0.1:8790\"",
        "with a [dashboard] section, a scheduler (or both) node serves its dashboard over HTTP here: pages "
        "/status, /tasks, /progress, /streams, /glm, their JSON under /api/ and Prometheus metrics at "
        "/metrics. Read-only. No [dashboard] section: no dashboard. A port in use is refused at start",

@@ -97,8 +97,9 @@ struct NodeConfig {
   NodeLimits limits;                                // [limits]
   std::vector<DeclaredProgram> programs;            // [simulations.NAME]: programs run as simulations
   bool dashboard = false;                           // a [dashboard] section is present: serve it
-  std::string dashboard_listen = "127.0.0.1:8787";  // dashboard.listen ("host:port")
-  std::string dashboard_token_file;                 // dashboard.token_file (absolute once parsed)
+  std::string dashboard_listen =
+      "127.0.0.1:8790";              // dashboard.listen ("host:port"): not Dask's 8787 nor Ray's 8265
+  std::string dashboard_token_file;  // dashboard.token_file (absolute once parsed)
 
   // Filled by the parser, not keys of their own:
   std::string curve_public_key, curve_secret_key;  // with curve: the key files' contents (Z85, checked)

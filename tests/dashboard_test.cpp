@@ -41,7 +41,7 @@ using tessera::testing::NodeProcess;
 using tessera::testing::run_command;
 using Clock = std::chrono::steady_clock;
 
-// The port of a link such as "http://127.0.0.1:8787/status".
+// The port of a link such as "http://127.0.0.1:8790/status".
 int port_of(const std::string& link) {
   const std::regex pattern(R"(http://127\.0\.0\.1:(\d+)/status)");
   std::smatch match;

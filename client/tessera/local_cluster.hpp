@@ -32,7 +32,7 @@ class LocalCluster {
   bool wait_for_workers(std::uint32_t workers, std::chrono::milliseconds timeout = std::chrono::seconds(30));
   SchedulerStatus status() const;
   std::uint32_t threads_per_worker() const;
-  // Where its dashboard is served ("http://127.0.0.1:8787/status"); empty without one
+  // Where its dashboard is served ("http://127.0.0.1:8790/status"); empty without one
   // (ClusterOptions::dashboard).
   std::string dashboard_link() const;
 

@@ -26,7 +26,7 @@ struct Options {
   tessera::cli::KeyOptions keys;  // CURVE keys for --scheduler
   std::uint64_t seed = 0;
   std::string params_csv;  // set: only write the parameter sets there (for `tessera stream push`)
-  std::string dashboard;   // set: the embedded cluster serves its dashboard there ("127.0.0.1:8787")
+  std::string dashboard;   // set: the embedded cluster serves its dashboard there ("127.0.0.1:8790")
   bool hold = false;       // with a dashboard: keep it up until Enter is pressed (or stdin closes)
 };
 
@@ -55,7 +55,7 @@ std::variant<Options, int> parse(int argc, char** argv) {
   app.add_option("--scheduler", o.scheduler, "run on this tessera-node, tcp://HOST:PORT");
   app.add_option("--params-csv", o.params_csv, "only write the parameter sets to this CSV file");
   app.add_option("--dashboard", o.dashboard,
-                 "serve the embedded cluster's dashboard at HOST:PORT (e.g. 127.0.0.1:8787; port 0: any free "
+                 "serve the embedded cluster's dashboard at HOST:PORT (e.g. 127.0.0.1:8790; port 0: any free "
                  "one) and print its link");
   app.add_flag("--hold", o.hold,
                "with --dashboard: keep the dashboard up after the run until Enter is pressed");
