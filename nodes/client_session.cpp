@@ -160,10 +160,18 @@ void ClientSession::on(Request<Envelope::SUBMIT>, const Peer& peer, GatewayClien
   auto in = message.envelope().getSubmit();
   const std::uint64_t sink_id = in.getSinkId();
   // Sent again on a resumed session (results of it were lost with the old connection): it replaces what
-  // was held, and its operations are new ones here (the old ones may still feed tables already sent).
+  // was held, and its operations are new ones here (the old ones may still feed tables already sent). The
+  // old table is released only once the new one has gone to the scheduler (on every way out of here): an
+  // earlier table the client let go of, which both read, must not be dropped in between.
+  struct ReleasedLast {
+    std::shared_ptr<RemoteSink> sink;
+    ~ReleasedLast() {
+      if (sink) sink->release_all();
+    }
+  } replaced;
   if (auto old = client.sinks.find(sink_id); in.getAgain() && old != client.sinks.end()) {
-    const std::uint64_t held = old->second->unreleased;
-    old->second->release_all();
+    replaced.sink = std::move(old->second);
+    const std::uint64_t held = replaced.sink->unreleased;
     client.slots_held -= std::min(client.slots_held, held);
     g_.slots_held -= std::min(g_.slots_held, held);
     client.sinks.erase(old);

@@ -41,6 +41,23 @@ void encode(const ResultsAnswer& answer, wire::ResultsAnswer::Builder out, wire:
 
 }  // namespace
 
+void QuerySession::post(GatewayClient& client, const std::function<void(const std::string&)>& refuse,
+                        std::function<void()> answer) {
+  if (client.queries->load() >= g_.options.limits.max_queries_per_client)
+    return refuse("this client already has " + std::to_string(client.queries->load()) +
+                  " queries waiting, the most one client may have");
+  client.queries->fetch_add(1);
+  // Counted down however the answer ends (the executor's threads count them).
+  auto job = [answer = std::move(answer), count = client.queries] {
+    answer();
+    count->fetch_sub(1);
+  };
+  if (!g_.queries->post(std::move(job))) {
+    client.queries->fetch_sub(1);
+    refuse("this node is answering as many queries as it queues; ask again later");
+  }
+}
+
 // Checks a query's cost on the I/O thread (cheap), then answers it on the query executor.
 void QuerySession::on(Request<Envelope::RESULTS_QUERY>, const Peer& peer, GatewayClient& client,
                       Received& message) {
@@ -61,13 +78,8 @@ void QuerySession::on(Request<Envelope::RESULTS_QUERY>, const Peer& peer, Gatewa
     return refuse("bins = " + std::to_string(question.bins) + " exceeds the limit of " +
                   std::to_string(g_.options.limits.max_histogram_bins) + " (limits.max_histogram_bins)");
   if (!g_.options.store) return refuse("this node stores no results");
-  if (client.queries->load() >= g_.options.limits.max_queries_per_client)
-    return refuse("this client already has " + std::to_string(client.queries->load()) +
-                  " queries waiting, the most one client may have");
-  client.queries->fetch_add(1);
   auto job = [question = std::move(question), request_id, store = g_.options.store,
-              limit = g_.options.limits.max_answer_bytes, target = g_.server, peer_id = peer.id,
-              count = client.queries] {
+              limit = g_.options.limits.max_answer_bytes, target = g_.server, peer_id = peer.id] {
     transport::Outgoing answer;
     auto out = answer.envelope().initResultsAnswer();
     out.setRequestId(request_id);
@@ -80,16 +92,11 @@ void QuerySession::on(Request<Envelope::RESULTS_QUERY>, const Peer& peer, Gatewa
       error.setRequestId(request_id);
       error.setError(printable(e.what(), 400));
       if (auto server = target.lock()) server->send(peer_id, failed);
-      count->fetch_sub(1);
       return;
     }
     if (auto server = target.lock()) server->send(peer_id, answer);
-    count->fetch_sub(1);
   };
-  if (!g_.queries->post(std::move(job))) {
-    client.queries->fetch_sub(1);
-    refuse("this node is answering as many queries as it queues; ask again later");
-  }
+  post(client, refuse, std::move(job));
 }
 
 // Lists the store's streams, or drops a finished one, on the query executor (a drop compacts its ranges).
@@ -105,12 +112,7 @@ void QuerySession::on(Request<Envelope::STREAMS_REQUEST>, const Peer& peer, Gate
     g_.send(peer.id, answer);
   };
   if (!g_.options.store) return refuse("this node stores no results");
-  if (client.queries->load() >= g_.options.limits.max_queries_per_client)
-    return refuse("this client already has " + std::to_string(client.queries->load()) +
-                  " queries waiting, the most one client may have");
-  client.queries->fetch_add(1);
-  auto job = [request_id, drop, store = g_.options.store, target = g_.server, peer_id = peer.id,
-              count = client.queries] {
+  auto job = [request_id, drop, store = g_.options.store, target = g_.server, peer_id = peer.id] {
     transport::Outgoing answer;
     auto out = answer.envelope().initStreamsAnswer();
     out.setRequestId(request_id);
@@ -139,16 +141,11 @@ void QuerySession::on(Request<Envelope::STREAMS_REQUEST>, const Peer& peer, Gate
       error.setRequestId(request_id);
       error.setError(printable(e.what(), 400));
       if (auto server = target.lock()) server->send(peer_id, failed);
-      count->fetch_sub(1);
       return;
     }
     if (auto server = target.lock()) server->send(peer_id, answer);
-    count->fetch_sub(1);
   };
-  if (!g_.queries->post(std::move(job))) {
-    client.queries->fetch_sub(1);
-    refuse("this node is answering as many queries as it queues; ask again later");
-  }
+  post(client, refuse, std::move(job));
 }
 
 // Lists or drops checkpoints on the query executor; the request's bounds were checked in decode.
@@ -170,13 +167,8 @@ void QuerySession::on(Request<Envelope::CHECKPOINTS_REQUEST>, const Peer& peer, 
     throw;
   }
   if (!g_.options.checkpoints) return refuse("this node keeps no checkpoints");
-  if (client.queries->load() >= g_.options.limits.max_queries_per_client)
-    return refuse("this client already has " + std::to_string(client.queries->load()) +
-                  " queries waiting, the most one client may have");
-  client.queries->fetch_add(1);
   auto job = [query = std::move(query), store = g_.options.checkpoints,
-              limit = g_.options.limits.max_answer_bytes, target = g_.server, peer_id = peer.id,
-              count = client.queries] {
+              limit = g_.options.limits.max_answer_bytes, target = g_.server, peer_id = peer.id] {
     std::string failure;
     {
       transport::Outgoing answer;
@@ -194,12 +186,8 @@ void QuerySession::on(Request<Envelope::CHECKPOINTS_REQUEST>, const Peer& peer, 
       out.setError(failure);
       if (auto server = target.lock()) server->send(peer_id, error);
     }
-    count->fetch_sub(1);
   };
-  if (!g_.queries->post(std::move(job))) {
-    client.queries->fetch_sub(1);
-    refuse("this node is answering as many queries as it queues; ask again later");
-  }
+  post(client, refuse, std::move(job));
 }
 
 }  // namespace tessera

@@ -4,6 +4,9 @@
 // nodes/client_protocol.hpp).
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "nodes/client_protocol.hpp"
 #include "nodes/gateway_state.hpp"
 
@@ -25,6 +28,11 @@ class QuerySession {
           Received& message);
 
  private:
+  // Runs `answer` on the query executor within the client's budget of waiting queries, or tells the
+  // client why not through `refuse`.
+  void post(GatewayClient& client, const std::function<void(const std::string&)>& refuse,
+            std::function<void()> answer);
+
   GatewayState& g_;
 };
 

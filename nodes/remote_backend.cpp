@@ -337,6 +337,16 @@ class RemoteBackend final : public ClusterBackend {
     reattach_streams(fresh);
   }
 
+  // A submission sent again; `again`: on a resumed session, replacing the table the scheduler holds.
+  static void post_submission(transport::Connection& fresh, std::uint64_t id, const Submitted& entry,
+                              bool again) {
+    transport::Outgoing message;
+    wire::encode(wire::SubmitMessage{id, entry.slots, entry.operations, entry.watches, entry.checkpoint},
+                 message.envelope().initSubmit(), message.attachments());
+    message.envelope().getSubmit().setAgain(again);
+    fresh.post(message);
+  }
+
   static void post_releases(transport::Connection& fresh, std::uint64_t id, const Submitted& entry) {
     if (entry.released.empty()) return;
     transport::Outgoing release;
@@ -367,12 +377,7 @@ class RemoteBackend final : public ClusterBackend {
         entry.sent_epoch = epoch;
         post_releases(fresh, it->first, entry);  // a release lost with the old connection: idempotent
       } else if (!sink->settled()) {
-        transport::Outgoing message;
-        wire::encode(
-            wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches, entry.checkpoint},
-            message.envelope().initSubmit(), message.attachments());
-        message.envelope().getSubmit().setAgain(true);
-        fresh.post(message);
+        post_submission(fresh, it->first, entry, true);
         post_releases(fresh, it->first, entry);
         entry.sent_epoch = epoch;
         entry.received = 0;
@@ -418,11 +423,7 @@ class RemoteBackend final : public ClusterBackend {
           continue;
         }
         sink->reopen_held();
-        transport::Outgoing message;
-        wire::encode(
-            wire::SubmitMessage{it->first, entry.slots, entry.operations, entry.watches, entry.checkpoint},
-            message.envelope().initSubmit(), message.attachments());
-        fresh.post(message);
+        post_submission(fresh, it->first, entry, false);
         post_releases(fresh, it->first, entry);
         entry.sent_epoch = epoch;
         entry.received = 0;

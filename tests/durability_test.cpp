@@ -249,49 +249,64 @@ TEST_F(SchedulerRestart, AGatherWaitingAcrossARestartGetsItsResults) {
   for (std::int64_t i = 0; i < 600; ++i) ASSERT_EQ(values[i], i * i);
 }
 
-// A client that loses its connection while the scheduler lives on (the scheduler stopped longer than the
-// client's heartbeat_timeout, as a network outage would) reconnects into the same session: nothing it
-// holds is sent again and nothing is computed twice. The second layer waits on a gate the test opens
-// after the reconnect, so no result can be lost with the old connection.
-TEST(SessionResume, AClientReconnectingToTheSameSchedulerSendsNothingItHoldsAgain) {
+// Clients that lose their connection while the scheduler lives on. A scheduler whose workers are judged
+// over 10 s (an outage must cost the client its connection, not the workers), two worker processes, and
+// a client that gives a silent scheduler 1 s.
+class SessionResume : public ::testing::Test {
+ protected:
+  static constexpr std::int64_t n = 40;
   ScratchDir scratch{"tessera-resume"};
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
-  // Workers are judged over 10 s here: the stop must cost the client its connection, not the workers.
-  NodeProcess scheduler(
+  const int port = free_port();
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  NodeProcess scheduler{
       "[node]\nname = \"resuming-scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = \"" + endpoint +
           "\"\nheartbeat_interval = 0.1\nheartbeat_timeout = 10.0\n" + plugins(),
-      true);
+      true};
   NodeProcess alpha{worker_config("alpha", endpoint)};
   NodeProcess beta{worker_config("beta", endpoint)};
-  constexpr std::int64_t n = 40;
-  tessera::ConnectOptions options;
-  options.name = "resume-test";
-  options.heartbeat_timeout = std::chrono::milliseconds(1000);
-  options.reconnect_timeout = std::chrono::seconds(30);
-  tessera::Client client(endpoint, options);
-  std::vector<std::int64_t> xs(n);
-  std::iota(xs.begin(), xs.end(), 0);
-  auto first = client.map(plugin_tasks::square, xs);
-  client.gather(first);
   const fs::path gate = scratch.path() / "gate";
-  const std::vector<std::string> gates(n, gate.string());
-  auto second = client.map(plugin_tasks::gated_square, first, gates);  // reads the first layer
-  ASSERT_TRUE(tessera::testing::eventually(
-      [&] {
-        const auto pending = status_field(endpoint, "tasks_pending");
-        return pending != ~std::uint64_t{0} && pending >= 1;
-      },
-      std::chrono::seconds(30)));
+
+  static tessera::ConnectOptions options() {
+    tessera::ConnectOptions options;
+    options.name = "resume-test";
+    options.heartbeat_timeout = std::chrono::milliseconds(1000);
+    options.reconnect_timeout = std::chrono::seconds(30);
+    return options;
+  }
+  // A settled layer of n squares, then a second that reads it and waits on the gate, in the scheduler. The
+  // caller holds both: a table sent again reads the first layer, which the scheduler keeps only while the
+  // client holds it (as after a restart, a table's inputs the client let go of cannot be sent again).
+  auto gated_layers(tessera::Client& client) {
+    std::vector<std::int64_t> xs(n);
+    std::iota(xs.begin(), xs.end(), 0);
+    auto first = client.map(plugin_tasks::square, xs);
+    client.gather(first);
+    auto second = client.map(plugin_tasks::gated_square, first, std::vector<std::string>(n, gate.string()));
+    EXPECT_TRUE(tessera::testing::eventually(
+        [&] {
+          const auto pending = status_field(endpoint, "tasks_pending");
+          return pending != ~std::uint64_t{0} && pending >= 1;
+        },
+        std::chrono::seconds(30)));
+    return std::pair(std::move(first), std::move(second));
+  }
+  bool resumed() const {
+    return scheduler.log().find("client 'resume-test' reconnected and resumed its session") !=
+           std::string::npos;
+  }
+};
+
+// The scheduler stopped longer than the client's heartbeat_timeout, as a network outage would: the client
+// reconnects into the same session, nothing it holds is sent again and nothing is computed twice. The
+// second layer waits on a gate opened after the reconnect, so no result can be lost with the old connection.
+TEST_F(SessionResume, AClientReconnectingToTheSameSchedulerSendsNothingItHoldsAgain) {
+  tessera::Client client(endpoint, options());
+  auto [first, second] = gated_layers(client);
   // The outage: 2.5 s without a byte from the scheduler, against the client's 1 s.
   kill(scheduler.pid(), SIGSTOP);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   kill(scheduler.pid(), SIGCONT);
-  ASSERT_TRUE(tessera::testing::eventually(
-      [&] {
-        return scheduler.log().find("client 'resume-test' reconnected and resumed its session") !=
-               std::string::npos;
-      },
-      std::chrono::seconds(30)))
+  ASSERT_TRUE(tessera::testing::eventually([&] { return resumed(); }, std::chrono::seconds(30)))
       << scheduler.log();
   std::ofstream(gate).put('\n');
   const auto values = client.gather(second);
@@ -304,36 +319,10 @@ TEST(SessionResume, AClientReconnectingToTheSameSchedulerSendsNothingItHoldsAgai
 // Results lost with the old connection (the link swallows what the scheduler sends, as a link failing one
 // way does, until the client gives up on it): the client resumes its session and sends again the table
 // whose deliveries did not all arrive, and only it; the first layer, which it read, is not computed again.
-TEST(SessionResume, ATableWhoseResultsWereLostWithTheOldConnectionIsTheOnlyOneSentAgain) {
-  ScratchDir scratch{"tessera-resume"};
-  const int port = free_port();
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
-  NodeProcess scheduler(
-      "[node]\nname = \"resuming-scheduler\"\nrole = \"scheduler\"\n[scheduler]\nlisten = \"" + endpoint +
-          "\"\nheartbeat_interval = 0.1\nheartbeat_timeout = 10.0\n" + plugins(),
-      true);
-  NodeProcess alpha{worker_config("alpha", endpoint)};
-  NodeProcess beta{worker_config("beta", endpoint)};
+TEST_F(SessionResume, ATableWhoseResultsWereLostWithTheOldConnectionIsTheOnlyOneSentAgain) {
   tessera::testing::TcpProxy link(port);
-  constexpr std::int64_t n = 40;
-  tessera::ConnectOptions options;
-  options.name = "resume-test";
-  options.heartbeat_timeout = std::chrono::milliseconds(1000);
-  options.reconnect_timeout = std::chrono::seconds(30);
-  tessera::Client client("tcp://127.0.0.1:" + std::to_string(link.port()), options);
-  std::vector<std::int64_t> xs(n);
-  std::iota(xs.begin(), xs.end(), 0);
-  auto first = client.map(plugin_tasks::square, xs);
-  client.gather(first);
-  const fs::path gate = scratch.path() / "gate";
-  const std::vector<std::string> gates(n, gate.string());
-  auto second = client.map(plugin_tasks::gated_square, first, gates);
-  ASSERT_TRUE(tessera::testing::eventually(
-      [&] {
-        const auto pending = status_field(endpoint, "tasks_pending");
-        return pending != ~std::uint64_t{0} && pending >= 1;
-      },
-      std::chrono::seconds(30)));
+  tessera::Client client("tcp://127.0.0.1:" + std::to_string(link.port()), options());
+  auto [first, second] = gated_layers(client);
   link.swallow_what_the_server_sends();
   std::ofstream(gate).put('\n');
   // Every result of the second layer went into the swallowing link (the client notices its silence 1 s
@@ -343,9 +332,7 @@ TEST(SessionResume, ATableWhoseResultsWereLostWithTheOldConnectionIsTheOnlyOneSe
   const auto values = client.gather(second);
   for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * i * i * i);
   EXPECT_GT(link.swallowed(), 0u);
-  EXPECT_NE(scheduler.log().find("client 'resume-test' reconnected and resumed its session"),
-            std::string::npos)
-      << scheduler.log();
+  EXPECT_TRUE(resumed()) << scheduler.log();
   EXPECT_EQ(status_field(endpoint, "tasks_done"), std::uint64_t(3 * n))
       << "the second layer should run twice (its results were lost once) and the first once";
 }
