@@ -47,14 +47,24 @@ class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
     std::optional<std::size_t> arity{};
     // A program simulation's declaration, when known here: pushes are checked against it (finite numbers).
     std::shared_ptr<const ProgramSpec> program{};
+    std::uint64_t resume_from = 0;    // a resumed stream: the ids it accepted before; pushes go on from here
+    std::string simulation{};         // a resumed stream's
+    std::uint64_t max_in_flight = 0;  // a resumed stream's own (its sink took it over)
   };
   virtual OpenedStream open_stream(const StreamSettings& settings, std::shared_ptr<StreamSink> sink) = 0;
+  // Resumes stream `id`, incomplete (closed before its input ended, or its client lost), given the same
+  // input (else a SubmissionError naming why not): its results go to `sink` now, and pushes go on from
+  // OpenedStream::resume_from.
+  virtual OpenedStream resume_stream(std::uint64_t id, const StreamInput& input,
+                                     std::shared_ptr<StreamSink> sink) = 0;
   virtual void push(std::uint64_t stream, StreamBatch batch) = 0;
   virtual void close(std::uint64_t stream) = 0;
   // Cancels accepted, unanswered sets of a running stream (StreamCancel's selection) and waits for the
   // answer, at most kCancelDeadline. A stream that is not running, or a bad filter, is a
   // std::invalid_argument naming it.
-  virtual CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) = 0;
+  // `whole`: the stream itself (ranges and where empty): every accepted set, and its pusher is stopped.
+  virtual CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where,
+                                    bool whole) = 0;
   static constexpr std::chrono::seconds kCancelDeadline{60};
   // Where queries over stream results are answered.
   virtual std::shared_ptr<ResultSource> results() = 0;
@@ -93,6 +103,16 @@ class ClusterBackend : public std::enable_shared_from_this<ClusterBackend> {
 };
 
 // The scheduler actor of this process.
+// A stream a client resumed (EmbeddedCluster::reopen_stream): its actor, the ids it had accepted, and
+// its simulation.
+struct ReopenedStream {
+  caf::actor actor;
+  std::uint64_t resume_from = 0;
+  std::string simulation;
+  std::vector<std::uint64_t> unanswered{};  // accepted, not answered: the client's sink took them over
+  std::uint64_t max_in_flight = 0;          // the stream's own
+};
+
 class LocalBackend final : public ClusterBackend {
  public:
   // `streams` opens a stream on the cluster; null when the cluster has none.
@@ -100,17 +120,21 @@ class LocalBackend final : public ClusterBackend {
       std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>;
   // The actor of a running stream, whoever opened it (null when none runs).
   using StreamFinder = std::function<caf::actor(std::uint64_t)>;
+  using StreamReopener =
+      std::function<ReopenedStream(std::uint64_t, const StreamInput&, std::shared_ptr<StreamSink>)>;
   LocalBackend(caf::actor scheduler, std::weak_ptr<const SchedulerLink> link, StreamOpener open_stream = {},
                std::function<std::shared_ptr<ResultStore>()> store = {},
                std::function<std::shared_ptr<CheckpointStore>()> checkpoints = {},
-               StreamFinder find_stream = {}, std::function<bool()> holds_checkpoints = {})
+               StreamFinder find_stream = {}, std::function<bool()> holds_checkpoints = {},
+               StreamReopener reopen_stream = {})
       : scheduler_(std::move(scheduler)),
         link_(std::move(link)),
         open_stream_(std::move(open_stream)),
         store_(std::move(store)),
         checkpoints_(std::move(checkpoints)),
         find_stream_(std::move(find_stream)),
-        holds_checkpoints_(std::move(holds_checkpoints)) {}
+        holds_checkpoints_(std::move(holds_checkpoints)),
+        reopen_stream_(std::move(reopen_stream)) {}
   std::shared_ptr<ResultSink> submit(std::vector<OperationPtr> operations, std::vector<Watch> watches,
                                      std::uint32_t slots, bool checkpoint = false) override {
     auto sink = std::make_shared<ResultSink>(slots, link_, watches);
@@ -150,6 +174,16 @@ class LocalBackend final : public ClusterBackend {
     streams_[id] = actor;
     return OpenedStream{id, type.arity, type.program};
   }
+  OpenedStream resume_stream(std::uint64_t id, const StreamInput& input,
+                             std::shared_ptr<StreamSink> sink) override {
+    if (!reopen_stream_) throw std::logic_error("this cluster runs no streams");
+    auto reopened = reopen_stream_(id, input, std::move(sink));
+    const auto& type = SimulationRegistry::global().get(reopened.simulation);
+    std::lock_guard lock(streams_mutex_);
+    streams_[id] = reopened.actor;
+    return OpenedStream{
+        id, type.arity, type.program, reopened.resume_from, reopened.simulation, reopened.max_in_flight};
+  }
   void push(std::uint64_t stream, StreamBatch batch) override {
     caf::anon_send(stream_actor(stream), stream_push_atom::value, std::move(batch));
   }
@@ -158,7 +192,8 @@ class LocalBackend final : public ClusterBackend {
     std::lock_guard lock(streams_mutex_);
     streams_.erase(stream);
   }
-  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) override {
+  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where,
+                            bool whole) override {
     caf::actor actor = find_stream_ ? find_stream_(stream) : caf::actor{};
     if (!actor) {
       std::lock_guard lock(streams_mutex_);
@@ -176,7 +211,8 @@ class LocalBackend final : public ClusterBackend {
         StreamCancel{std::move(ranges), std::move(where),
                      std::make_shared<CancelReply>([promise](CancelledSets counts, std::string error) {
                        promise->set_value(Answer{counts, std::move(error)});
-                     })});
+                     }),
+                     whole});
     if (answer.wait_for(kCancelDeadline) != std::future_status::ready)
       throw std::runtime_error("stream " + std::to_string(stream) + " did not answer a cancellation within " +
                                std::to_string(kCancelDeadline.count()) + " s");
@@ -231,6 +267,7 @@ class LocalBackend final : public ClusterBackend {
   std::function<std::shared_ptr<CheckpointStore>()> checkpoints_;
   StreamFinder find_stream_;
   std::function<bool()> holds_checkpoints_;
+  StreamReopener reopen_stream_;
   std::mutex streams_mutex_;
   std::unordered_map<std::uint64_t, caf::actor> streams_;
 };

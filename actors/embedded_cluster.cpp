@@ -11,10 +11,12 @@
 
 #include "actors/actor_threads.hpp"
 #include "actors/allocator_policy.hpp"
+#include "actors/protocols/stream.hpp"
 #include "actors/python_modules.hpp"
 #include "actors/worker_actor.hpp"
 #include "generators/builtin.hpp"
 #include "graph/generator.hpp"
+#include "graph/printable.hpp"
 
 namespace tessera {
 
@@ -145,14 +147,16 @@ caf::actor EmbeddedCluster::spawn_stream(std::uint64_t id, StreamSettings settin
                                          std::shared_ptr<StreamSink> sink, bool resumed) {
   std::lock_guard lock(streams_mutex_);
   auto gauge = monitor_->streams.open(id, settings.simulation, settings.generator);
+  gauge->expects(settings.input.sets);
   auto actor = spawn_stream_actor(
-      *system_, StreamActorArgs{id, std::move(settings), store(), std::move(sink), scheduler_, resumed,
-                                [this, id] {
-                                  monitor_->streams.finish(id);
-                                  std::lock_guard lock(streams_mutex_);
-                                  streams_.erase(id);
-                                },
-                                std::move(gauge)});
+      *system_,
+      StreamActorArgs{id, std::move(settings), store(), std::move(sink), scheduler_, resumed,
+                      [this, id] {
+                        monitor_->streams.finish(id);
+                        std::lock_guard lock(streams_mutex_);
+                        streams_.erase(id);
+                      },
+                      std::move(gauge), std::shared_ptr<monitor::TaskStreamLog>(monitor_, &monitor_->tasks)});
   streams_[id] = actor;
   return actor;
 }
@@ -209,6 +213,64 @@ std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_stream
     resumed.emplace_back(info.id, spawn_stream(info.id, info.settings, sink_for(info.id), true));
   }
   return resumed;
+}
+
+ReopenedStream EmbeddedCluster::reopen_stream(std::uint64_t id, const StreamInput& input,
+                                              std::shared_ptr<StreamSink> sink) {
+  const std::string which = "stream " + std::to_string(id);
+  auto info = store()->stream(id);
+  if (!info) throw SubmissionError("no " + which + " on this node to resume");
+  const StreamInput& own = info->settings.input;
+  if (!info->settings.generator.empty())
+    throw SubmissionError(which + " is an ensemble: generator '" + info->settings.generator +
+                          "' proposes its sets, so no input of a client is left to push");
+  if (own.digest.empty())
+    throw SubmissionError(which +
+                          " was opened without saying what its input was (a checked CSV does), so "
+                          "which of its rows are left is unknown; push the rest to a new stream");
+  if (own.digest != input.digest || own.sets != input.sets)
+    throw SubmissionError(printable(input.name, 300) + " (" + std::to_string(input.sets) +
+                          " parameter sets) is not the input " + which + " was pushed from (" +
+                          printable(own.name, 300) + ", " + std::to_string(own.sets) +
+                          " parameter sets): resume it with that file, unchanged");
+  if (info->pushed >= own.sets)
+    throw SubmissionError(which + " has accepted all " + std::to_string(own.sets) +
+                          " parameter sets of its input: nothing is left to push");
+  if (caf::actor actor = stream_actor(id)) {
+    // Still running (closed early, or pushed by a client the node has not yet found gone): it takes the
+    // new sink. One that finished meanwhile answers kNotReopened, having left streams_ already.
+    caf::scoped_actor self{*system_};
+    std::optional<StreamReopened> reopened;
+    bool answered = false;
+    self->request(actor, std::chrono::seconds(5), stream_reopen_atom::value, StreamReopen{sink})
+        .receive(
+            [&](StreamReopened& answer) {
+              answered = true;
+              if (answer.accepted != protocols::kNotReopened) reopened = std::move(answer);
+            },
+            [&](const caf::error&) {});
+    if (reopened)
+      return ReopenedStream{actor, reopened->accepted, info->settings.simulation,
+                            std::move(reopened->unanswered), reopened->max_in_flight};
+    if (!answered && stream_actor(id) == actor)
+      throw SubmissionError(which + " did not answer within 5 s; try the resume again");
+    info = store()->stream(id);  // finished meanwhile: its record says where it ended
+    if (!info) throw SubmissionError("no " + which + " on this node to resume");
+  }
+  info->closed = false;
+  info->close_requested = false;
+  info->ended_early.clear();
+  store()->update_stream(*info);
+  std::cerr << "[tessera] " << which << " resumed by a client from id " << info->pushed << std::endl;
+  // Sets written ahead and not answered (none once it finished): the new client's sink answers for them.
+  std::vector<std::uint64_t> unanswered;
+  for (const auto& push : store()->pending(id))
+    for (const auto& [set, parameters] : push.unanswered) unanswered.push_back(set);
+  const std::uint64_t max_in_flight =
+      info->settings.max_in_flight ? info->settings.max_in_flight : StreamSettings::kDefaultMaxInFlight;
+  sink->take_over(unanswered, max_in_flight);
+  auto actor = spawn_stream(id, info->settings, std::move(sink), true);
+  return ReopenedStream{actor, info->pushed, info->settings.simulation, std::move(unanswered), max_in_flight};
 }
 
 caf::actor EmbeddedCluster::stream_actor(std::uint64_t id) const {
@@ -309,7 +371,10 @@ std::shared_ptr<ClusterBackend> EmbeddedCluster::backend() const {
       },
       [self] { return self->store(); }, [self] { return self->checkpoints(); },
       [self](std::uint64_t stream) { return self->stream_actor(stream); },
-      [self] { return self->may_hold_checkpoints(); });
+      [self] { return self->may_hold_checkpoints(); },
+      [self](std::uint64_t stream, const StreamInput& input, std::shared_ptr<StreamSink> sink) {
+        return self->reopen_stream(stream, input, std::move(sink));
+      });
 }
 
 }  // namespace tessera

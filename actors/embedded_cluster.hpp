@@ -79,6 +79,11 @@ class EmbeddedCluster {
   std::vector<std::pair<std::uint64_t, caf::actor>> resume_streams(
       const std::function<std::shared_ptr<StreamSink>(std::uint64_t)>& sink_for,
       const std::function<std::optional<std::string>(const StreamSettings&)>& refuse = {});
+  // A client resumes stream `id` (tessera stream push --resume): incomplete (closed before its input
+  // ended, or its client lost), pushed from a checked input with `input`'s digest. A stream still
+  // running takes the new sink; a finished one is started again from the store. Throws SubmissionError
+  // naming why it cannot be (no such stream, an ensemble, another input, nothing left to push).
+  ReopenedStream reopen_stream(std::uint64_t id, const StreamInput& input, std::shared_ptr<StreamSink> sink);
   // The actor of a stream that has not finished; null when there is none (finished, or never opened).
   caf::actor stream_actor(std::uint64_t id) const;
 

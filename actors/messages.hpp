@@ -80,10 +80,13 @@ class CancelReply {
 // Client -> stream actor: cancel the sets accepted and not yet answered that are in `ranges` (empty: any
 // id) and match `where` (a ResultFilter over id and parameters; empty: any); one of the two must say
 // something. `reply` gets how many were cancelled, or why none could be.
+// `whole`: the stream itself, its every accepted set and its pusher's further pushes (the pusher is told
+// with the stream's end); ranges and where are then empty.
 struct StreamCancel {
   std::vector<IdRange> ranges;
   std::string where;
   std::shared_ptr<CancelReply> reply;
+  bool whole = false;
 };
 
 // Stream actor -> worker (-> its simulation service and pool): these sets of the stream are answered as
@@ -145,6 +148,21 @@ struct StreamAttach {
   std::uint64_t resend_from = ~std::uint64_t{0};
 };
 
+// Gateway -> stream actor: a client resumes this incomplete stream (tessera stream push --resume): its
+// results go to `sink` now, and it pushes on from the ids the stream has accepted.
+struct StreamReopen {
+  std::shared_ptr<StreamSink> sink;
+};
+
+// Its answer: the ids it accepted (the client pushes on from there), or protocols::kNotReopened when it
+// has finished; the accepted sets not answered yet (the client's sink takes them over) and the stream's
+// max_in_flight.
+struct StreamReopened {
+  std::uint64_t accepted = 0;
+  std::vector<std::uint64_t> unanswered{};
+  std::uint64_t max_in_flight = 0;
+};
+
 // Scheduler -> stream actor: a worker that takes simulation jobs.
 struct StreamWorker {
   std::uint32_t id = 0;
@@ -179,8 +197,11 @@ using workers_atom = caf::atom_constant<caf::atom("workers")>;
 using stream_push_atom = caf::atom_constant<caf::atom("spush")>;
 using stream_close_atom = caf::atom_constant<caf::atom("sclose")>;
 using stream_sync_atom = caf::atom_constant<caf::atom("ssync")>;  // stream -> itself: accept what is written
-using stream_attach_atom = caf::atom_constant<caf::atom("sattach")>;        // -> stream: StreamAttach
-using stream_cancel_atom = caf::atom_constant<caf::atom("scancel")>;        // -> stream: StreamCancel
+using stream_attach_atom = caf::atom_constant<caf::atom("sattach")>;  // -> stream: StreamAttach
+using stream_cancel_atom = caf::atom_constant<caf::atom("scancel")>;  // -> stream: StreamCancel
+// -> stream: closed because its client is gone (why, for its record), not by the client itself
+using stream_abandon_atom = caf::atom_constant<caf::atom("sabandon")>;
+using stream_reopen_atom = caf::atom_constant<caf::atom("sreopen")>;        // -> stream: StreamReopen
 using simulation_cancel_atom = caf::atom_constant<caf::atom("simcancel")>;  // -> worker: SimulationCancel
 using simulate_atom = caf::atom_constant<caf::atom("simulate")>;
 using simulated_atom = caf::atom_constant<caf::atom("simulated")>;
@@ -227,6 +248,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StealRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::CancelRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerRegistration)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamAttach)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamReopen)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::StreamReopened)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::PeerNotice)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerInfo)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tessera::WorkerMemory)

@@ -45,6 +45,12 @@ class PendingSets {
     --size_;
     return set;
   }
+  // Each queued set, in dispatch order.
+  template <class Visit>
+  void for_each(Visit visit) const {
+    for (const auto& [priority, sets] : buckets_)
+      for (const auto& set : sets) visit(set);
+  }
   // Takes out every set `matches` accepts, in dispatch order.
   template <class Matches>
   std::vector<PendingSet> take_if(Matches matches) {

@@ -62,6 +62,7 @@ struct StreamState {
   std::uint64_t durable = 0;       // accepted sets below this are synced to disk, and the client was told
   bool sync_queued = false;        // a stream_sync_atom to itself is on its way
   bool closed = false, finished = false;
+  std::string cancelled;  // set when a client cancelled the stream whole: why it ends, refusing pushes
   // An ensemble's generator, beside the stream: it pushes the sets and is told their results.
   protocols::generator_actor_type generator;
   std::string generator_error;  // set when it failed: the stream ends with it
@@ -116,7 +117,43 @@ void finish_if_done(StreamActor* self) {
     end(self, e.what());
     return;
   }
-  end(self, st.generator_error);
+  end(self, st.cancelled.empty() ? st.generator_error : st.cancelled);
+}
+
+// No more pushes: it finishes once every accepted set is answered. `ended_early` says why, when its
+// client's input had not ended (incomplete: a client may resume it).
+void close_stream(StreamActor* self, std::string ended_early) {
+  auto& st = self->state;
+  if (st.closed || st.finished) return;
+  st.closed = true;
+  if (st.generator) self->send(st.generator, generator_stop_atom::value);
+  st.info.ended_early = std::move(ended_early);
+  if (st.args.gauge) st.args.gauge->closed(st.info.ended_early);
+  if (!st.info.ended_early.empty())
+    std::cerr << "[tessera] stream " << st.args.id << " is incomplete: " << st.info.ended_early << " ("
+              << st.info.pushed << " parameter sets accepted"
+              << (st.info.settings.input.sets
+                      ? " of the " + std::to_string(st.info.settings.input.sets) + " of its input"
+                      : std::string())
+              << "); what it accepted runs and is stored" << std::endl;
+  // Recorded, so that a restart resumes it closed: it finishes once every set is answered.
+  st.info.close_requested = true;
+  try {
+    st.args.store->update_stream(st.info);
+  } catch (const std::exception& e) {
+    std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
+  }
+  finish_if_done(self);
+}
+
+// Why a stream closed now ended before its client's input did; empty when it did not. `lost`: its client
+// is gone (it never closed the stream), so even an input of unknown length may not have ended.
+std::string ended_early(const StreamState& st, const std::string& why, bool lost) {
+  if (!st.info.settings.generator.empty()) return {};
+  const std::uint64_t expected = st.info.settings.input.sets;
+  if (expected > st.info.pushed) return why + " before its input ended";
+  if (expected == 0 && lost) return why + " before it closed the stream";
+  return {};
 }
 
 // Writes a client's push ahead: ids it sent before (again, after a reconnect) are dropped, and what
@@ -368,6 +405,18 @@ void on_outcome(StreamActor* self, SimulationOutcome& outcome) {
   if (!outcome.records.empty()) {
     const double per_set = outcome.busy_seconds / static_cast<double>(outcome.records.size());
     st.seconds_per_set = st.seconds_per_set < 0 ? per_set : 0.7 * st.seconds_per_set + 0.3 * per_set;
+    if (st.args.runs) {
+      // The job as its worker ran it, when its clock says; else as it is heard of here.
+      double finished_at = 0;
+      std::uint32_t failed = 0;
+      for (const auto& r : outcome.records) {
+        finished_at = std::max(finished_at, r.timeline.finished);
+        failed += r.failed ? 1 : 0;
+      }
+      st.args.runs->record_sets(outcome.worker, st.info.settings.simulation,
+                                finished_at > 0 ? finished_at : timeline_now(), outcome.busy_seconds,
+                                static_cast<std::uint32_t>(outcome.records.size()), failed);
+    }
   }
   // A worker that left (retired or lost) may still answer on its way out: what it did not run, or failed
   // to, is out again elsewhere already, and only that rerun answers for it.
@@ -421,7 +470,7 @@ void cancel(StreamActor* self, StreamCancel& request) {
   const auto reply = [&request](CancelledSets counts, std::string error) {
     if (request.reply) (*request.reply)(counts, std::move(error));
   };
-  if (request.ranges.empty() && request.where.empty())
+  if (request.ranges.empty() && request.where.empty() && !request.whole)
     return reply({}, where + "a cancellation selects sets by ids or by a filter; this one gave neither");
   ResultFilter filter;
   try {
@@ -448,7 +497,7 @@ void cancel(StreamActor* self, StreamCancel& request) {
   }
   if (!ranges.empty() && merged.empty()) return reply({}, "");  // only empty ranges: nothing selected
   const auto selected = [&](std::uint64_t id, const Value& parameters) {
-    return (merged.empty() || in_ranges(merged, id)) && filter.matches_set(id, parameters);
+    return request.whole || ((merged.empty() || in_ranges(merged, id)) && filter.matches_set(id, parameters));
   };
   std::vector<StreamResult> results;
   std::vector<StreamRecord> delivered;
@@ -501,6 +550,12 @@ void cancel(StreamActor* self, StreamCancel& request) {
     std::cerr << "[tessera] stream " << st.args.id << ": cancelled " << counts.queued << " queued and "
               << counts.running << " running parameter sets" << std::endl;
   reply(counts, "");
+  if (request.whole) {
+    // Its pusher hears this as the stream's end, and pushes after it are refused.
+    st.cancelled =
+        "stream " + std::to_string(st.args.id) + " was cancelled by a client (tessera stream cancel)";
+    close_stream(self, ended_early(st, "cancelled by a client", false));
+  }
   dispatch(self);
   finish_if_done(self);
 }
@@ -529,11 +584,20 @@ void resume(StreamActor* self) {
   st.closed = st.info.close_requested;
   if (st.args.gauge) {
     st.args.gauge->resumed(st.info.pushed, st.stored);
-    if (st.closed) st.args.gauge->closed();
+    if (st.closed) st.args.gauge->closed(st.info.ended_early);
   }
   std::cerr << "[tessera] stream " << st.args.id << " ('" << st.info.settings.simulation
             << "') resumed: " << st.info.pushed << " parameter sets accepted, " << st.pending.size()
             << " to run again" << (st.closed ? ", closed" : "") << std::endl;
+}
+
+// The accepted sets not answered yet: queued and out on workers.
+std::vector<std::uint64_t> unanswered_ids(StreamState& st) {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(st.in_flight.size() + st.pending.size());
+  for (const auto& [id, set] : st.in_flight) ids.push_back(id);
+  st.pending.for_each([&](const PendingSet& p) { ids.push_back(p.id); });
+  return ids;
 }
 
 // A client that reconnected: what it waits for and the store has goes to it now, the rest as it comes.
@@ -618,6 +682,11 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
   return {
       [=](stream_push_atom, StreamBatch& batch) {
         if (self->state.finished) return;
+        if (!self->state.cancelled.empty()) {
+          self->state.args.sink->refuse(self->state.cancelled + ": the push from id " +
+                                        std::to_string(batch.first_id) + " was refused");
+          return;
+        }
         // An ensemble closed by its client takes no more of its generator's sets.
         if (self->state.closed && self->state.generator) return;
         accept_push(self, batch);
@@ -674,20 +743,31 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         if (st.generator) self->send(st.generator, generator_slots_atom::value, st.slots());
         dispatch(self);
       },
-      [=](stream_close_atom) {
+      [=](stream_close_atom) { close_stream(self, ended_early(self->state, "closed by the client", false)); },
+      [=](stream_abandon_atom, const std::string& why) {
+        close_stream(self, ended_early(self->state, why, true));
+      },
+      [=](stream_reopen_atom, StreamReopen& request) -> StreamReopened {
         auto& st = self->state;
-        if (st.closed || st.finished) return;
-        st.closed = true;
-        if (st.args.gauge) st.args.gauge->closed();
-        if (st.generator) self->send(st.generator, generator_stop_atom::value);
-        // Recorded, so that a restart resumes it closed: it finishes once every set is answered.
-        st.info.close_requested = true;
+        if (st.finished || !st.cancelled.empty() || !st.info.settings.generator.empty())
+          return StreamReopened{protocols::kNotReopened};
+        // The new client's sink answers for what is still out before any of it can come back.
+        StreamReopened reopened{st.info.pushed, unanswered_ids(st), st.max_in_flight()};
+        request.sink->take_over(reopened.unanswered, reopened.max_in_flight);
+        st.args.sink = std::move(request.sink);
+        st.closed = false;
+        st.info.close_requested = false;
+        st.info.ended_early.clear();
+        if (st.args.gauge) st.args.gauge->reopened();
         try {
           st.args.store->update_stream(st.info);
         } catch (const std::exception& e) {
           std::cerr << "[tessera] stream " << st.args.id << ": " << e.what() << std::endl;
         }
-        finish_if_done(self);
+        std::cerr << "[tessera] stream " << st.args.id << " resumed by a client from id " << st.info.pushed
+                  << std::endl;
+        st.args.sink->accept(st.durable);
+        return reopened;
       },
       [=](generator_failed_atom, std::string& error) { self->state.generator_error = std::move(error); },
       // The scheduler decides which worker stalled; the stream only says what it sent where.

@@ -21,6 +21,7 @@
 #include "graph/simulation.hpp"
 #include "graph/stream_settings.hpp"
 #include "monitor/stream_board.hpp"
+#include "monitor/task_stream_log.hpp"
 #include "storage/result_store.hpp"
 
 namespace tessera {
@@ -38,6 +39,8 @@ struct StreamActorArgs {
   std::function<void()> on_finished{};
   // Its figures on the dashboard (none: not shown).
   std::shared_ptr<monitor::StreamGauge> gauge{};
+  // Where its simulation jobs are counted as work (rates, per worker) and drawn in the task stream.
+  std::shared_ptr<monitor::TaskStreamLog> runs{};
 };
 
 caf::actor spawn_stream_actor(caf::actor_system& system, StreamActorArgs args);

@@ -81,10 +81,38 @@ class StreamSink {
   // Client side. Waits for room for one more parameter set, the one with `id` (ids come in order).
   void acquire(std::uint64_t id) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return in_flight_ + 1 <= max_in_flight_ || failed_stream_ || !lost_.empty(); });
+    changed_.wait(lock, [&] {
+      return in_flight_ + 1 <= max_in_flight_ || failed_stream_ || !lost_.empty() || interrupted_;
+    });
     if (!lost_.empty()) throw ConnectionLost(lost_);
+    if (interrupted_)
+      throw StreamInterrupted("pushing was interrupted while parameter set " + std::to_string(id) +
+                              " waited for room (max_in_flight sets unanswered)");
+    if (failed_stream_) return;  // the stream ended: the caller says so, acquiring nothing
     in_flight_ += 1;
     unanswered_.add(id);
+  }
+  // A resumed stream's client takes over the sets it had accepted and not answered (their results come
+  // here, and give credit back) and its max_in_flight (what the stream itself takes). Called before any
+  // result of the stream reaches this sink, and before any push.
+  void take_over(std::vector<std::uint64_t> unanswered, std::size_t max_in_flight) {
+    std::lock_guard lock(mutex_);
+    std::sort(unanswered.begin(), unanswered.end());
+    for (std::uint64_t id : unanswered) unanswered_.add(id);
+    in_flight_ += unanswered.size();
+    if (max_in_flight) max_in_flight_ = max_in_flight;
+  }
+  // Stream::interrupt: a push waiting for room, and every later one, stops with StreamInterrupted.
+  void interrupt() {
+    {
+      std::lock_guard lock(mutex_);
+      interrupted_ = true;
+    }
+    changed_.notify_all();
+  }
+  bool interrupted() const {
+    std::lock_guard lock(mutex_);
+    return interrupted_;
   }
   // Parameter sets the stream has accepted (written ahead where it runs): ids below this.
   std::uint64_t accepted() const {
@@ -179,6 +207,11 @@ class StreamSink {
     std::lock_guard lock(mutex_);
     return delivered_;
   }
+  // Read stream_error() only once this is true: it is written before, never after.
+  bool failed() const {
+    std::lock_guard lock(mutex_);
+    return failed_stream_;
+  }
   const std::string& stream_error() const { return stream_error_; }
 
   // Stream side: parameter sets with ids below `up_to` are written ahead.
@@ -243,7 +276,7 @@ class StreamSink {
   }
 
  private:
-  const std::size_t max_in_flight_;
+  std::size_t max_in_flight_;  // changed only by take_over, before pushes
   const std::size_t keep_whole_;
   Fetch fetch_;
   std::deque<std::uint64_t> spilled_;  // ids of results past the cap, in completion order
@@ -253,7 +286,7 @@ class StreamSink {
   std::uint64_t delivered_ = 0;
   std::deque<StreamRecord> queue_;
   std::function<void(const StreamRecord&)> callback_;
-  bool finished_ = false, failed_stream_ = false;
+  bool finished_ = false, failed_stream_ = false, interrupted_ = false;
   std::string stream_error_;
   std::string lost_;  // set: the connection is gone for good
   std::uint64_t accepted_ = 0;

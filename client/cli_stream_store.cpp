@@ -8,14 +8,6 @@
 #include "graph/printable.hpp"
 
 namespace tessera::cli {
-namespace {
-
-// What a person reads: a stream still taking pushes, one closed whose sets are still answered, or done.
-const char* state_of(const StreamListing& s) {
-  return s.closed ? "finished" : s.close_requested ? "closing" : "open";
-}
-
-}  // namespace
 
 int list_streams(const Target& target, bool json) {
   Client client(target.scheduler, target.connect);
@@ -25,9 +17,11 @@ int list_streams(const Target& target, bool json) {
     for (const auto& s : streams)
       out.push_back({{"id", s.id},
                      {"simulation", s.simulation},
-                     {"state", state_of(s)},
+                     {"state", stream_state(s)},
                      {"pushed", s.pushed},
-                     {"stored", s.stored}});
+                     {"stored", s.stored},
+                     {"input_sets", s.input_sets},
+                     {"ended_early", s.ended_early}});
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -35,13 +29,23 @@ int list_streams(const Target& target, bool json) {
     std::cout << "no streams\n";
     return 0;
   }
-  std::cout << std::left << std::setw(8) << "stream" << std::setw(28) << "simulation" << std::setw(10)
+  std::cout << std::left << std::setw(8) << "stream" << std::setw(28) << "simulation" << std::setw(12)
             << "state" << std::right << std::setw(14) << "stored" << std::setw(14) << "pushed"
+            << std::setw(14) << "input"
             << "\n";
   for (const auto& s : streams)
     std::cout << std::left << std::setw(8) << s.id << std::setw(28) << printable(s.simulation, 26)
-              << std::setw(10) << state_of(s) << std::right << std::setw(14) << s.stored << std::setw(14)
-              << s.pushed << "\n";
+              << std::setw(12) << stream_state(s) << std::right << std::setw(14) << s.stored << std::setw(14)
+              << s.pushed << std::setw(14) << (s.input_sets ? std::to_string(s.input_sets) : std::string("-"))
+              << "\n";
+  // What an incomplete stream is missing, and how to push it.
+  for (const auto& s : streams)
+    if (!s.ended_early.empty())
+      std::cout << "stream " << s.id << ": " << printable(s.ended_early, 200)
+                << (s.input_sets ? "; push the rest with: tessera stream push --resume " +
+                                       std::to_string(s.id) + " --input FILE (the file it was pushed from)"
+                                 : std::string())
+                << "\n";
   return 0;
 }
 

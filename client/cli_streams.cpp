@@ -2,11 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <atomic>
+
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include <tessera/tessera.hpp>
 #include <thread>
 
+#include "cli_interrupt.hpp"
 #include "cli_options.hpp"
 #include "storage/result_query.hpp"
 
@@ -106,8 +110,23 @@ std::vector<IdRange> parse_id_ranges(std::string_view text) {
 }
 
 int stream_cancel(const Target& target, const CancelOptions& options) {
+  if (options.whole) {
+    auto client = connect(target);
+    CancelledSets cancelled;
+    try {
+      cancelled = client.cancel_stream(options.stream);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tessera: " << bounded_message(e.what()) << "\n";
+      return 1;
+    }
+    std::cout << "stream " << options.stream << ": cancelled, with " << cancelled.queued << " queued and "
+              << cancelled.running << " running parameter sets; a client still pushing it is stopped"
+              << std::endl;
+    return 0;
+  }
   if (options.ids.empty() && options.where.empty()) {
-    std::cerr << "tessera: stream cancel needs --ids or --where (which sets to cancel)\n";
+    std::cerr << "tessera: stream cancel needs --ids or --where with something in it (which sets to cancel), "
+                 "or neither to cancel the whole stream\n";
     return 2;
   }
   std::vector<IdRange> ranges;
@@ -163,16 +182,78 @@ bool write_results(Client& client, std::uint64_t stream, const std::string& outp
 
 }  // namespace
 
+namespace {
+
+// FNV-1a over the file's bytes, with its size: enough to tell a resume it was given another file (not a
+// defence against one crafted to collide).
+std::string file_digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CsvError(path + ": cannot be read");
+  std::uint64_t hash = 1469598103934665603ull, bytes = 0;
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    for (std::size_t i = 0; i < got; ++i)
+      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
+    bytes += got;
+  }
+  std::ostringstream text;
+  text << "fnv1a64:" << std::hex << std::setw(16) << std::setfill('0') << hash << ":" << std::dec << bytes;
+  return text.str();
+}
+
+// A word the shell reads as itself: quoted when it holds anything but letters, digits and -_./:=@,+%.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_./:=@,+%") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The command that pushes the rest of an interrupted stream: the same file, read the same way.
+std::string resume_command(const Target& target, const PushOptions& options, std::uint64_t stream) {
+  std::string command = "tessera --scheduler " + shell_word(target.scheduler) + " stream push --resume " +
+                        std::to_string(stream) + " --input " + shell_word(options.input);
+  if (options.header != HeaderRule::automatic)
+    command += std::string(" --header ") + (options.header == HeaderRule::yes ? "yes" : "no");
+  if (!options.priority_column.empty())
+    command += " --priority-column " + shell_word(options.priority_column);
+  return command;
+}
+
+}  // namespace
+
 int stream_push(const Target& target, const PushOptions& options) {
   const std::string& input = options.input;
-  // The file is checked, and its first parameter set read, before anything is opened on the node.
+  Config simulation_config;
+  try {
+    simulation_config = parse_config_entries(options.simulation_config, "--simulation-config");
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tessera: " << bounded_message(e.what()) << "; nothing was pushed\n";
+    return 2;
+  }
+  if (options.resume && options.no_check) {
+    std::cerr << "tessera: --resume checks that " << input
+              << " is the stream's input, which --no-check skips: give one of them\n";
+    return 2;
+  }
+  // The file is checked (whole, unless --no-check), and its first parameter set read, before anything is
+  // opened on the node: a bad file leaves no partial stream.
   std::optional<CsvReader> reader;
   std::optional<std::vector<double>> row;
   std::optional<std::size_t> priority_column;
   std::vector<std::string> names;  // the header's, without the priority column
+  StreamInput checked;
   try {
-    reader.emplace(input, options.header);
-    row = reader->next();
+    const auto open_input = [&] {
+      reader.emplace(input, options.header);
+      row = reader->next();
+    };
+    open_input();
     if (!row && reader->header_line())
       throw CsvError(reader->name() + ": only a header (line " + std::to_string(reader->header_line()) +
                      "), no parameter sets");
@@ -189,6 +270,13 @@ int stream_push(const Target& target, const PushOptions& options) {
     if (names.size() > StreamOptions::kMaxParameterNames)
       throw CsvError(reader->name() + ": " + std::to_string(names.size()) + " columns, over the limit of " +
                      std::to_string(StreamOptions::kMaxParameterNames));
+    if (!options.no_check) {
+      checked.sets = 1;
+      while (reader->next()) checked.sets += 1;
+      checked.name = input;
+      checked.digest = file_digest(input);
+      open_input();  // from the top again, for the push
+    }
   } catch (const CsvError& e) {
     std::cerr << "tessera: " << e.what() << "; nothing was pushed\n";
     return 2;
@@ -196,37 +284,96 @@ int stream_push(const Target& target, const PushOptions& options) {
   auto client = connect(target);
   tessera::StreamOptions stream_options;
   stream_options.max_in_flight = options.max_in_flight;
-  stream_options.pool_size = options.pool_size.value_or(0);
-  stream_options.isolation = options.isolation;
-  stream_options.timeout = std::chrono::duration<double>(options.timeout_seconds);
-  stream_options.retries = options.retries;
-  stream_options.parameter_names = std::move(names);
-  auto stream = client.stream(options.simulation, std::move(stream_options));
+  stream_options.input = checked;
+  std::optional<Stream> opened;
+  if (options.resume) {
+    if (!options.simulation.empty()) {
+      for (const auto& listed : client.streams())
+        if (listed.id == options.resume && listed.simulation != options.simulation) {
+          std::cerr << "tessera: stream " << options.resume << " runs simulation '"
+                    << printable(listed.simulation, 200) << "', not '" << printable(options.simulation, 200)
+                    << "'; nothing was pushed\n";
+          return 2;
+        }
+    }
+    try {
+      opened.emplace(client.resume_stream(options.resume, std::move(stream_options)));
+    } catch (const SubmissionError& e) {
+      std::cerr << "tessera: " << bounded_message(e.what()) << "; nothing was pushed\n";
+      return 1;
+    }
+  } else {
+    stream_options.pool_size = options.pool_size.value_or(0);
+    stream_options.isolation = options.isolation;
+    stream_options.timeout = std::chrono::duration<double>(options.timeout_seconds);
+    stream_options.retries = options.retries;
+    stream_options.parameter_names = std::move(names);
+    stream_options.config = std::move(simulation_config);
+    opened.emplace(client.stream(options.simulation, std::move(stream_options)));
+  }
+  Stream& stream = *opened;
+  // A resumed stream's first sets were accepted before: the rows they came from are skipped.
+  const std::uint64_t first = stream.pushed();
+  try {
+    for (std::uint64_t skipped = 0; skipped < first && row; ++skipped) row = reader->next();
+  } catch (const CsvError& e) {
+    std::cerr << "tessera: " << e.what() << "; nothing was pushed\n";
+    return 2;
+  }
+  if (options.resume)
+    std::cerr << "tessera: stream " << stream.id() << ": " << grouped(first) << " of the "
+              << grouped(checked.sets) << " rows of " << input << " were accepted before; pushing the other "
+              << grouped(checked.sets - std::min(first, checked.sets)) << "\n";
+  // This push's sets (a resumed stream's earlier ones are answered here too, and not counted).
   std::atomic<std::uint64_t> stored{0}, failed{0};
   stream.on_result([&](const StreamRecord& r) {
+    if (r.id < first) return;
     stored += 1;
     if (r.failed) failed += 1;
   });
+  watch_interrupts();
   const bool quiet = options.quiet;
   std::atomic<bool> pushing{true};
-  std::thread progress([&] {
-    auto next = std::chrono::steady_clock::now();
+  // Watches for Ctrl-C (so that a push waiting for room stops too) and draws the progress: the rows of
+  // this push stored, of the file's (or, unchecked, of those pushed so far).
+  std::thread watcher([&] {
+    const std::uint64_t rows = checked.sets > first ? checked.sets - first : 0;
+    detail::ProgressBar progress(
+        rows, ProgressOptions{.label = "stream " + std::to_string(stream.id()), .out = stderr});
+    bool told = false;
     try {
-      while (pushing || stored < stream.pushed()) {
-        if (!quiet && std::chrono::steady_clock::now() >= next) {
-          std::cerr << "\rstream " << stream.id() << ": pushed " << stream.accepted() << ", stored "
-                    << stored.load() << std::flush;
-          next += std::chrono::milliseconds(500);
+      while (pushing || stored < stream.pushed() - first) {
+        if (interrupt_signal() != 0) {
+          if (!told) stream.interrupt();
+          told = true;
+          if (!pushing) break;
+        }
+        if (!quiet) {
+          if (!rows) progress.set_total(stream.pushed() - first);
+          const std::uint64_t bad = failed.load();
+          progress.update(stored.load() - std::min(bad, stored.load()), bad, 0);
         }
         if (!pushing && stream.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(20))) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the progress line's refresh period
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the watcher's period
       }
     } catch (const ConnectionLost&) {
       // The main thread says so.
     }
+    // Its last line only for a push that ran its course: an interrupted one says what it leaves instead.
+    if (!quiet && interrupt_signal() == 0) {
+      const std::uint64_t bad = failed.load(), done = stored.load();
+      if (!rows) progress.set_total(stream.pushed() - first);
+      progress.update(done - std::min(bad, done), bad, 0);
+      progress.finish();
+    }
   });
   std::string problem, lost;
+  bool interrupted = false;
   while (row) {
+    if (interrupt_signal() != 0) {
+      interrupted = true;
+      break;
+    }
     try {
       tessera::SetOptions set;
       if (priority_column) {
@@ -234,6 +381,9 @@ int stream_push(const Target& target, const PushOptions& options) {
         row->erase(row->begin() + static_cast<std::ptrdiff_t>(*priority_column));
       }
       stream.push(*row, set);
+    } catch (const StreamInterrupted&) {
+      interrupted = true;
+      break;
     } catch (const SubmissionError& e) {
       problem = reader->name() + ":" + std::to_string(reader->line()) + ": " + bounded_message(e.what());
       break;
@@ -249,39 +399,77 @@ int stream_push(const Target& target, const PushOptions& options) {
     }
   }
   try {
-    stream.close();
+    stream.close();  // with what is buffered: every set pushed is sent
   } catch (const ConnectionLost& e) {
     if (lost.empty()) lost = e.what();
   }
   pushing = false;
+  const std::uint64_t pushed = stream.pushed() - first;
+  if (interrupted) {
+    watcher.join();
+    const int signal = interrupt_signal();
+    if (!quiet && ::isatty(STDERR_FILENO) == 1) std::cerr << "\n";  // below the progress line
+    std::cerr << "tessera: " << (signal == SIGTERM ? "terminated" : "interrupted") << ": stream "
+              << stream.id() << " has " << grouped(stream.pushed());
+    if (checked.sets) std::cerr << " of the " << grouped(checked.sets) << " rows of " << input;
+    std::cerr << " (" << grouped(stored.load())
+              << " stored so far); the sets it has run on, and are stored, on the node, and it is shown as "
+                 "incomplete\n";
+    if (checked.sets)
+      std::cerr << "tessera: push the other "
+                << grouped(checked.sets - std::min(checked.sets, stream.pushed())) << ": "
+                << resume_command(target, options, stream.id()) << "\n";
+    std::cerr << "tessera: or stop what runs: tessera --scheduler " << shell_word(target.scheduler)
+              << " stream cancel --stream " << stream.id() << "\n";
+    return 128 + (signal != 0 ? signal : SIGINT);
+  }
   if (lost.empty()) {
     try {
-      stream.wait();
+      // Ctrl-C here leaves a stream that has all its input: it runs on, and its results are stored.
+      while (!stream.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)))
+        if (interrupt_signal() != 0) break;
     } catch (const ConnectionLost& e) {
       lost = e.what();
     }
   }
-  progress.join();
-  if (!quiet) std::cerr << "\n";
+  pushing = false;
+  watcher.join();
   // Every result the client was given is durable in the node's store: it is stored first, then sent.
-  const std::uint64_t pushed = stream.pushed(), answered = stream.completed();
+  const std::uint64_t answered = stored.load();
   if (!lost.empty()) {
     std::cerr << "tessera: stream " << stream.id() << ": " << bounded_message(lost) << "\n"
-              << "tessera: stream " << stream.id() << ": " << stream.accepted() << " of the " << pushed
+              << "tessera: stream " << stream.id() << ": " << stream.accepted() << " of the "
+              << stream.pushed()
               << " parameter sets pushed were accepted (they run, and are stored, on the node), " << answered
               << " results received\n";
+    if (checked.sets && stream.pushed() < checked.sets)
+      std::cerr << "tessera: push the rest once the node is back: "
+                << resume_command(target, options, stream.id()) << "\n";
     return 1;
   }
-  std::cout << "stream " << stream.id() << ": " << pushed << " parameter sets, " << answered
-            << " results stored (" << failed.load() << " failed)" << std::endl;
-  if (!stream.error().empty())
+  if (interrupt_signal() != 0) {
+    std::cerr << "tessera: interrupted while waiting: stream " << stream.id() << " has all "
+              << grouped(stream.pushed()) << " parameter sets, which run on and are stored; read them "
+              << "with tessera --scheduler " << shell_word(target.scheduler) << " results --stream "
+              << stream.id() << "\n";
+    return 128 + interrupt_signal();
+  }
+  std::cout << "stream " << stream.id() << ": " << pushed << " parameter sets"
+            << (first ? " (after the " + std::to_string(first) + " accepted before)" : std::string()) << ", "
+            << answered << " results stored (" << failed.load() << " failed)" << std::endl;
+  if (!stream.error().empty()) {
     std::cerr << "tessera: stream " << stream.id() << " failed: " << bounded_message(stream.error()) << "\n";
+    if (checked.sets > stream.accepted())
+      std::cerr << "tessera: stream " << stream.id() << ": pushing stopped: it accepted "
+                << grouped(stream.accepted()) << " of the " << grouped(checked.sets) << " rows of " << input
+                << "\n";
+  }
   const bool missing = answered < pushed;
-  if (missing)
+  if (missing && stream.error().empty())
     std::cerr << "tessera: stream " << stream.id() << ": " << pushed - answered << " of the " << pushed
               << " parameter sets pushed have no stored result\n";
   const bool written = write_results(client, stream.id(), options.output);
-  if (!problem.empty()) {
+  if (!problem.empty() && stream.error().empty()) {
     std::cerr << "tessera: " << problem << "; the " << pushed
               << " parameter sets before it were pushed and their results kept\n";
     return 2;

@@ -29,10 +29,13 @@ struct PushOptions {
   std::optional<std::uint32_t> pool_size;  // unset: one simulation actor per compute thread
   std::size_t max_in_flight = 4096;
   bool quiet = false;
-  double timeout_seconds = 0;          // per set; 0: none
-  std::uint32_t retries = 0;           // attempts after a failure
-  std::optional<Isolation> isolation;  // unset: the node's streams.isolation
-  std::string priority_column;         // a column of the header: each row's priority, not a parameter
+  double timeout_seconds = 0;                  // per set; 0: none
+  std::uint32_t retries = 0;                   // attempts after a failure
+  std::optional<Isolation> isolation;          // unset: the node's streams.isolation
+  std::string priority_column;                 // a column of the header: each row's priority, not a parameter
+  std::vector<std::string> simulation_config;  // KEY=VALUE each, given to the simulation
+  std::uint64_t resume = 0;                    // an incomplete stream to push the rest of the same file into
+  bool no_check = false;                       // push as the file is read, without reading it whole first
 };
 
 // `stream run`: an adaptive ensemble (Client::ensemble).
@@ -49,8 +52,9 @@ struct RunOptions {
 
 struct CancelOptions {
   std::uint64_t stream = 0;
-  std::string ids;    // "10-99", "3,5,7-9" (inclusive ranges)
-  std::string where;  // a filter over id and parameters
+  std::string ids;     // "10-99", "3,5,7-9" (inclusive ranges)
+  std::string where;   // a filter over id and parameters
+  bool whole = false;  // neither flag given: the stream whole
 };
 
 struct ResultsOptions {
@@ -59,10 +63,14 @@ struct ResultsOptions {
   std::size_t bins = 10;
 };
 
-// Pushes every row of the CSV and waits for their results. Exit codes: 0 when every set has a stored
-// result; 2 for an input refused before (empty, header only, a directory, unreadable) or during the push
-// (a malformed row: the sets before it were pushed); 1 when fewer results were stored than sets pushed,
-// the stream failed or --output could not be written.
+// Pushes every row of the CSV and waits for their results. The file is read whole first (unless
+// --no-check), so a malformed one leaves no stream, and the stream knows its input: closed before it
+// has every row (Ctrl-C, SIGTERM, a lost client) it is incomplete, and --resume pushes the rows it had
+// not accepted. On Ctrl-C it stops pushing and prints how to resume or cancel. Exit codes: 0 when every
+// set has a stored result; 2 for an input refused before (empty, header only, a directory, unreadable, a
+// malformed row; with --no-check during the push, after the sets before it); 1 when fewer results were
+// stored than sets pushed, the stream failed or was cancelled, a resume was refused, or --output could
+// not be written; 128 + the signal when interrupted.
 int stream_push(const Target& target, const PushOptions& options);
 // Runs the ensemble until its generator is done or the budget is spent, and prints how many sets it
 // proposed, how many failed and, for numeric results, the least and its parameter set. Exit codes: 0
@@ -75,7 +83,8 @@ int stream_run(const Target& target, const RunOptions& options);
 Config parse_config_entries(const std::vector<std::string>& entries, std::string_view flag);
 // Prints (or writes to --output) the answer; an unknown stream is an error in every format (exit 1).
 int results(const Target& target, const ResultsOptions& options);
-// Cancels the stream's sets that --ids or --where select and prints how many. Exit codes: 0 done (also
+// Cancels the stream's sets that --ids or --where select, or without them the stream whole (its pusher
+// stops), and prints how many. Exit codes: 0 done (also
 // when none was left to cancel); 2 malformed --ids or --where; 1 the node refused (no such stream
 // running, a filter it cannot read).
 int stream_cancel(const Target& target, const CancelOptions& options);

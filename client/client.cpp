@@ -116,6 +116,10 @@ Stream Client::stream(std::string_view simulation, StreamOptions options) {
   return Stream(backend_, std::string(simulation), std::move(options));
 }
 
+Stream Client::resume_stream(std::uint64_t id, StreamOptions options) {
+  return Stream(backend_, {}, std::move(options), {}, {}, 0, id);
+}
+
 Stream Client::ensemble(std::string_view generator, std::string_view simulation, EnsembleOptions options) {
   return Stream(backend_, std::string(simulation), std::move(options.stream), std::string(generator),
                 std::move(options.config), options.budget);
@@ -136,11 +140,15 @@ void Client::drop_stream(std::uint64_t stream) {
 CancelledSets Client::cancel_sets(std::uint64_t stream, std::vector<IdRange> ids) {
   std::erase_if(ids, [](const IdRange& r) { return r.first >= r.last; });
   if (ids.empty()) return {};
-  return backend_->cancel_sets(stream, std::move(ids), {});
+  return backend_->cancel_sets(stream, std::move(ids), {}, false);
 }
 
 CancelledSets Client::cancel_sets_where(std::uint64_t stream, std::string_view filter) {
-  return backend_->cancel_sets(stream, {}, std::string(filter));
+  return backend_->cancel_sets(stream, {}, std::string(filter), false);
+}
+
+CancelledSets Client::cancel_stream(std::uint64_t stream) {
+  return backend_->cancel_sets(stream, {}, {}, true);
 }
 
 std::shared_ptr<ResultSink> Client::send(std::vector<OperationPtr> operations, std::vector<Watch> watches,

@@ -3,14 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <locale>
 #include <sstream>
 
 namespace tessera {
-namespace detail {
-namespace {
 
-// 12345678 -> "12,345,678".
 std::string grouped(std::uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
@@ -18,6 +17,32 @@ std::string grouped(std::uint64_t n) {
     out += digits[i];
   }
   return out;
+}
+
+std::string human_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto whole = static_cast<std::uint64_t>(std::llround(seconds));
+  char text[64];
+  if (whole < 60)
+    std::snprintf(text, sizeof text, "%llu s", static_cast<unsigned long long>(whole));
+  else if (whole < 3600)
+    std::snprintf(text, sizeof text, "%llu min %02llu s", static_cast<unsigned long long>(whole / 60),
+                  static_cast<unsigned long long>(whole % 60));
+  else
+    std::snprintf(text, sizeof text, "%llu h %02llu min", static_cast<unsigned long long>(whole / 3600),
+                  static_cast<unsigned long long>(whole / 60 % 60));
+  return text;
+}
+
+namespace detail {
+namespace {
+
+// Items a second as a person reads them: "1,550/s", "12.5/s", "0.25/s".
+std::string rate_text(double per_second) {
+  char text[64];
+  if (per_second >= 100) return grouped(static_cast<std::uint64_t>(std::llround(per_second))) + "/s";
+  std::snprintf(text, sizeof text, per_second >= 1 ? "%.1f/s" : "%.2f/s", per_second);
+  return text;
 }
 
 }  // namespace
@@ -53,6 +78,27 @@ void ProgressBar::draw(bool last) {
   const double fraction =
       total_ ? std::min(1.0, static_cast<double>(finished) / static_cast<double>(total_)) : 1.0;
   const double seconds = std::chrono::duration<double>(now - started_).count();
+  // The rate over the last ten seconds (the whole run's for the last line), and the rest at that rate.
+  samples_.emplace_back(now, finished);
+  while (samples_.size() > 2 && now - samples_[1].first >= std::chrono::seconds(10)) samples_.pop_front();
+  const double window = std::chrono::duration<double>(now - samples_.front().first).count();
+  double per_second = -1;
+  if (last || window < 0.5) {
+    if (seconds >= 0.5) per_second = static_cast<double>(finished) / seconds;
+  } else {
+    per_second = static_cast<double>(finished - std::min(finished, samples_.front().second)) / window;
+  }
+  std::string pace;  // ", 1,550/s, 3.1 s, about 3 s left" (plain) or its terminal spelling
+  const std::string gap = terminal_ ? "  " : ", ";
+  if (per_second > 0) pace += gap + rate_text(per_second);
+  std::ostringstream elapsed;
+  elapsed.imbue(std::locale::classic());
+  elapsed.setf(std::ios::fixed);
+  elapsed.precision(1);
+  elapsed << seconds << " s";
+  pace += gap + elapsed.str();
+  if (!last && per_second > 0 && total_ > finished)
+    pace += ", about " + human_duration(static_cast<double>(total_ - finished) / per_second) + " left";
   std::ostringstream line;
   line.imbue(std::locale::classic());
   line.setf(std::ios::fixed);
@@ -69,13 +115,13 @@ void ProgressBar::draw(bool last) {
     line << "%  " << grouped(finished) << '/' << grouped(total_);
     if (erred_) line << "  " << grouped(erred_) << " erred";
     if (cancelled_) line << "  " << grouped(cancelled_) << " cancelled";
-    line << "  " << seconds << " s" << (last ? "\n" : "");
+    line << pace << "   " << (last ? "\n" : "");  // blanks over what a longer line left
   } else {
     line << options_.label << (options_.label.empty() ? "" : ": ") << grouped(finished) << '/'
          << grouped(total_) << " done (" << static_cast<int>(fraction * 100) << "%)";
     if (erred_) line << ", " << grouped(erred_) << " erred";
     if (cancelled_) line << ", " << grouped(cancelled_) << " cancelled";
-    line << ", " << seconds << " s\n";
+    line << pace << "\n";
   }
   const std::string text = line.str();
   std::fwrite(text.data(), 1, text.size(), options_.out);

@@ -48,7 +48,7 @@ struct Stream::State {
     }
     // Every set of a finished stream has its answer: there is nothing to cancel, nor anyone to ask.
     if (sink->wait_finished(std::chrono::steady_clock::now())) return {};
-    return backend->cancel_sets(id, std::move(ranges), std::move(where));
+    return backend->cancel_sets(id, std::move(ranges), std::move(where), false);
   }
 };
 
@@ -58,7 +58,7 @@ constexpr std::size_t kMaxBatch = 1024;
 }  // namespace
 
 Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options,
-               std::string generator, Config generator_config, std::uint64_t budget)
+               std::string generator, Config generator_config, std::uint64_t budget, std::uint64_t resume)
     : state_(std::make_unique<State>()) {
   auto& st = *state_;
   st.backend = std::move(backend);
@@ -75,6 +75,7 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   settings.timeout_seconds = options.timeout.count();
   settings.retries = options.retries;
   settings.parameter_names = std::move(options.parameter_names);
+  settings.input = std::move(options.input);
   if (!generator.empty()) {
     st.generator = generator;
     st.sink->set_generated();
@@ -91,8 +92,14 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
         if (stored.empty()) return std::nullopt;
         return stored[0].record();
       });
-  auto opened = st.backend->open_stream(settings, st.sink);
+  auto opened = resume ? st.backend->resume_stream(resume, settings.input, st.sink)
+                       : st.backend->open_stream(settings, st.sink);
   st.id = opened.id;
+  if (resume) {
+    st.simulation = opened.simulation;
+    st.next_id = st.sent = opened.resume_from;
+    if (opened.max_in_flight) st.max_in_flight = static_cast<std::size_t>(opened.max_in_flight);
+  }
   st.shape.name = st.simulation;
   st.shape.arity = opened.arity;
   st.shape.program = opened.program;
@@ -143,6 +150,12 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
     throw std::logic_error("stream " + std::to_string(st.id) + " is an ensemble: generator '" + st.generator +
                            "' proposes its parameter sets");
   if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
+  if (st.sink->interrupted())
+    throw StreamInterrupted("stream " + std::to_string(st.id) + ": pushing was interrupted at set " +
+                            std::to_string(st.next_id));
+  // A stream that ended (a client cancelled it whole, its store failed) takes no more sets.
+  if (st.sink->failed())
+    throw SubmissionError("stream " + std::to_string(st.id) + ": " + st.sink->stream_error());
   if (!std::isfinite(options.priority))
     throw std::invalid_argument("parameter set " + std::to_string(st.next_id) + " of stream " +
                                 std::to_string(st.id) + ": priority " + std::to_string(options.priority) +
@@ -159,6 +172,8 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
   // Before waiting for credit, send what is buffered: its answers are the credit.
   if (st.sink->in_flight() + 1 > st.max_in_flight) st.flush_locked();
   st.sink->acquire(st.next_id);
+  if (st.sink->failed())
+    throw SubmissionError("stream " + std::to_string(st.id) + ": " + st.sink->stream_error());
   const std::uint64_t id = st.next_id++;
   if (options.priority != 0 || !st.priorities.empty()) {
     st.priorities.resize(st.buffer.size(), 0.0);  // the sets buffered before it had priority 0
@@ -172,6 +187,10 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
   // Send now when nothing sent is outstanding (latency), else batch until the batch is full.
   if (st.buffer.size() >= kMaxBatch || st.sink->in_flight() <= st.buffer.size()) st.flush_locked();
   return id;
+}
+
+void Stream::interrupt() {
+  state_->sink->interrupt();
 }
 
 void Stream::flush() {

@@ -18,6 +18,12 @@ class SubmissionError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// A push stopped by Stream::interrupt (tessera stream push on SIGINT): the set was not pushed.
+class StreamInterrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A scheduler node could not be reached, or refused the connection (another protocol version, a CURVE
 // key it does not accept).
 class ConnectionError : public std::runtime_error {
@@ -34,6 +40,10 @@ class ConnectionLost : public ConnectionError {
 // The function a result slot failed by a lost connection names (its TaskFailed); asking the slot for its
 // value throws ConnectionLost instead.
 inline constexpr const char* kLostConnectionFunction = "(connection)";
+// The same for a submission the scheduler refused whole, and for a stream's failed parameter set (its id
+// in place of the key).
+inline constexpr const char* kRefusedSubmissionFunction = "(submission)";
+inline constexpr const char* kSimulationFunction = "(simulation)";
 
 // A task failed (its function threw) or was cancelled because a task it depends on failed.
 class TaskFailed : public std::runtime_error {
@@ -51,11 +61,14 @@ class TaskFailed : public std::runtime_error {
   bool cancelled() const { return cancelled_; }
 
  private:
+  // What a person reads: "task 3a9f.. (square) failed: ...", and for the stand-in names, what happened.
   static std::string render(const std::string& function, const std::string& key, const std::string& message,
                             bool cancelled) {
-    return (cancelled ? "task " + key + " (" + function + ") was cancelled: "
-                      : "task " + key + " (" + function + ") failed: ") +
-           message;
+    if (function == kRefusedSubmissionFunction) return "the scheduler refused the submission: " + message;
+    if (function == kLostConnectionFunction) return "the connection to the scheduler was lost: " + message;
+    if (function == kSimulationFunction) return "parameter set " + key + " failed: " + message;
+    const std::string task = key.empty() ? "a task of " + function : "task " + key + " (" + function + ")";
+    return task + (cancelled ? " was cancelled: " : " failed: ") + message;
   }
   std::string function_, key_, message_;
   bool cancelled_;

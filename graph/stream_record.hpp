@@ -107,7 +107,20 @@ struct StreamListing {
   bool close_requested = false;  // closed by its client, sets still to answer
   std::uint64_t pushed = 0;      // parameter sets accepted
   std::uint64_t stored = 0;      // results stored
+  std::uint64_t input_sets = 0;  // the sets its client said it would push; 0: it did not say
+  std::string ended_early{};     // why it ended before its input did; empty: it did not
 };
+
+// What a person reads: "open" (taking pushes), "closing" (closed, sets still to answer), "finished", or
+// "incomplete" (closed before its input ended, or its client lost: what it accepted runs and is stored,
+// and `tessera stream push --resume` pushes the rest).
+inline const char* stream_state(bool closed, bool close_requested, bool ended_early) {
+  if (ended_early) return "incomplete";
+  return closed ? "finished" : close_requested ? "closing" : "open";
+}
+inline const char* stream_state(const StreamListing& s) {
+  return stream_state(s.closed, s.close_requested, !s.ended_early.empty());
+}
 
 // A query over stored results that cannot be answered (a bad filter or field names the position).
 class QueryError : public std::runtime_error {

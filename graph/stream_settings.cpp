@@ -32,6 +32,14 @@ std::string StreamSettings::check() const {
       return where + "parameter name " + std::to_string(i + 1) + " is " +
              std::to_string(parameter_names[i].size()) + " bytes, over the limit of " +
              std::to_string(kMaxParameterNameBytes);
+  if (input.name.size() > StreamInput::kMaxNameBytes || input.digest.size() > StreamInput::kMaxDigestBytes)
+    return where + "its input's name (" + std::to_string(input.name.size()) + " bytes) or digest (" +
+           std::to_string(input.digest.size()) + " bytes) is over the limit of " +
+           std::to_string(StreamInput::kMaxNameBytes) + " and " +
+           std::to_string(StreamInput::kMaxDigestBytes);
+  if (!generator.empty() && input.sets != 0)
+    return where + "an ensemble's sets come from generator '" + generator +
+           "': its client cannot say how many it will push";
   return {};
 }
 

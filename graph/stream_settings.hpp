@@ -15,6 +15,17 @@
 
 namespace tessera {
 
+// What a client says it will push, when it knows (tessera stream push: a CSV's rows, the file's name, a
+// digest of its bytes). A stream closed before it accepted `sets` of them is incomplete, not finished,
+// and a resume must be given an input with the same digest.
+struct StreamInput {
+  std::uint64_t sets = 0;  // 0: not said
+  std::string name{};
+  std::string digest{};
+  static constexpr std::size_t kMaxNameBytes = 4096;
+  static constexpr std::size_t kMaxDigestBytes = 128;
+};
+
 struct StreamSettings {
   std::string simulation;
   std::shared_ptr<const Config> config = std::make_shared<Config>();
@@ -39,6 +50,7 @@ struct StreamSettings {
   std::shared_ptr<const Config> generator_config = std::make_shared<Config>();
   std::uint64_t budget = 0;
   static constexpr std::uint64_t kMaxBudget = 1'000'000'000;
+  StreamInput input{};  // a client's stream: what it says it will push
 
   // What is wrong with these settings (naming the setting and the stream's simulation), or empty.
   std::string check() const;

@@ -139,6 +139,8 @@ struct Status {
   checkpointsCorrupt @18 :UInt64;
   checkpointError @19 :Text;
   checkpointsStored @20 :UInt64;
+  setsDone @21 :UInt64;            # streams' parameter sets the workers ran, since start
+  setsFailed @22 :UInt64;
 }
 
 # ---- Scheduler <-> worker and worker <-> worker ----
@@ -283,6 +285,7 @@ struct WorkerEntry {
   tasksAssigned @5 :UInt64;
   retiring @6 :Bool;
   memory @7 :WorkerMemory;
+  setsRun @8 :UInt64;      # streams' parameter sets it ran, since it joined
 }
 
 # Scheduler -> client: one simulation a stream may name (tessera simulations).
@@ -331,6 +334,11 @@ struct StreamOpen {
   generatorConfig @10 :List(ConfigEntry);
   budget @11 :UInt64;             # with a generator: the most sets it may propose
   simulationIdentity @12 :Text;   # the client's own definition of `simulation`; empty: it has none
+  inputSets @13 :UInt64;          # the sets the client says it will push (a CSV's rows); 0: it does not say
+  inputName @14 :Text;            # where they come from (a file's name), for people
+  inputDigest @15 :Text;          # a digest of that input's bytes: a resume must be given the same
+  resume @16 :UInt64;             # a stream id: push on into this incomplete stream (its settings are
+                                  # its own; this message's input must match its input); 0: a new stream
 }
 
 # Client -> scheduler, after a reconnect: results of this open stream go to this connection now; the
@@ -359,6 +367,11 @@ struct StreamOpened {
   arity @3 :UInt32;       # parameters per set the simulation takes; 0 when it does not say
   programParameters @4 :List(Text);  # a program simulation's parameter names: the client refuses a set of
                                      # another length or with a non-finite number at the push; empty: none
+  resumeFrom @5 :UInt64;  # a resumed stream: the ids below this are accepted; the client pushes from it
+  simulation @6 :Text;    # a resumed stream's simulation
+  unanswered @7 :List(UInt64);  # a resumed stream's sets accepted and not answered: the client's sink
+                                # takes them over (their results come to it)
+  maxInFlight @8 :UInt64;       # a resumed stream's own max_in_flight: the client pushes no further ahead
 }
 
 # Client -> scheduler: parameter sets with consecutive ids from firstId.
@@ -378,6 +391,7 @@ struct StreamCancel {
   streamId @1 :UInt64;
   ranges @2 :List(IdRange);
   where @3 :Text;           # a results filter over id and parameters ("id >= 100", "parameters[0] > 2")
+  whole @4 :Bool;           # the stream itself: every accepted set, and its pusher's further pushes
 }
 
 struct IdRange {
@@ -532,6 +546,9 @@ struct StreamListing {
   closeRequested @3 :Bool;  # closed by its client, sets still to answer
   pushed @4 :UInt64;
   stored @5 :UInt64;
+  inputSets @6 :UInt64;     # the sets its client said it would push; 0: it did not say
+  endedEarly @7 :Text;      # why it ended before its input did ("closed by the client before its input
+                            # ended"); empty: it did not
 }
 
 struct StreamsAnswer {

@@ -63,6 +63,10 @@ struct StreamInfo {
   budget @15 :UInt64;              # the most sets its generator may propose
   resultNames @16 :List(Text);     # what the result's elements are called (a program's outputs); empty: unnamed
   program @17 :Bool;               # its simulation is a program (records carry a ProgramOutcome)
+  inputSets @18 :UInt64;           # what its client said it would push (StreamSettings::input)
+  inputName @19 :Text;
+  inputDigest @20 :Text;
+  endedEarly @21 :Text;            # (counters) why it was closed before its input ended; empty: it was not
 }
 
 # An ensemble generator's state (key g), written with one of its pushes (at most one a second), so

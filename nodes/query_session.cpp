@@ -133,6 +133,8 @@ void QuerySession::on(Request<Envelope::STREAMS_REQUEST>, const Peer& peer, Gate
           entry.setCloseRequested(listed[i].close_requested);
           entry.setPushed(listed[i].pushed);
           entry.setStored(listed[i].stored);
+          entry.setInputSets(listed[i].input_sets);
+          entry.setEndedEarly(listed[i].ended_early);
         }
       }
     } catch (const std::exception& e) {

@@ -100,6 +100,44 @@ class RemoteBackend final : public ClusterBackend {
                         program_shape(opened.getProgramParameters())};
   }
 
+  OpenedStream resume_stream(std::uint64_t id, const StreamInput& input,
+                             std::shared_ptr<StreamSink> sink) override {
+    const std::uint64_t request = connection_->next_id();
+    auto fill = [&](transport::Outgoing& message) {
+      auto open = message.envelope().initStreamOpen();
+      open.setRequestId(request);
+      open.setResume(id);
+      open.setInputSets(input.sets);
+      open.setInputName(input.name);
+      open.setInputDigest(input.digest);
+    };
+    // On the I/O thread, before any result of the stream: the sink answers for the sets still out.
+    auto register_stream = [this, sink](transport::Received& answer) {
+      auto opened = answer.envelope().getStreamOpened();
+      if (opened.getError().size() != 0) return;
+      std::vector<std::uint64_t> unanswered;
+      unanswered.reserve(opened.getUnanswered().size());
+      for (std::uint64_t id : opened.getUnanswered()) unanswered.push_back(id);
+      sink->take_over(std::move(unanswered), static_cast<std::size_t>(opened.getMaxInFlight()));
+      std::lock_guard lock(streams_mutex_);
+      streams_.insert_or_assign(opened.getStreamId(), OpenStream{sink, {}, false});
+    };
+    auto received =
+        connection_->ask(Envelope::STREAM_OPENED, request, fill, "resuming stream " + std::to_string(id),
+                         std::chrono::seconds(30), register_stream);
+    auto opened = received.envelope().getStreamOpened();
+    if (opened.getError().size()) throw SubmissionError(printable(std::string(opened.getError()), 2000));
+    if (opened.getStreamId() != id)
+      throw ConnectionError("the scheduler at " + connection_->address() + " answered a resume of stream " +
+                            std::to_string(id) + " with stream " + std::to_string(opened.getStreamId()));
+    return OpenedStream{id,
+                        opened.getArity() ? std::optional<std::size_t>(opened.getArity()) : std::nullopt,
+                        program_shape(opened.getProgramParameters()),
+                        opened.getResumeFrom(),
+                        printable(std::string(opened.getSimulation()), 200),
+                        opened.getMaxInFlight()};
+  }
+
   GlmFitted fit_glm(GlmFitRequest request) override {
     const std::uint64_t id = connection_->next_id();
     auto fill = [&](transport::Outgoing& message) {
@@ -175,13 +213,15 @@ class RemoteBackend final : public ClusterBackend {
     return received.envelope().getCheckpointsAnswer().getDropped();
   }
 
-  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where) override {
+  CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ranges, std::string where,
+                            bool whole) override {
     const std::uint64_t request = connection_->next_id();
     auto fill = [&](transport::Outgoing& message) {
       auto out = message.envelope().initStreamCancel();
       out.setRequestId(request);
       out.setStreamId(stream);
       out.setWhere(where);
+      out.setWhole(whole);
       auto list = out.initRanges(static_cast<unsigned>(ranges.size()));
       for (std::size_t i = 0; i < ranges.size(); ++i) {
         list[static_cast<unsigned>(i)].setFirst(ranges[i].first);
@@ -538,8 +578,8 @@ class RemoteBackend final : public ClusterBackend {
     std::vector<Delivery> deliveries;
     if (results.getRefused().size()) {
       // The whole submission was refused: each of its slots fails with the one reason.
-      auto error =
-          std::make_shared<const TaskFailed>("(submission)", "", std::string(results.getRefused()), false);
+      auto error = std::make_shared<const TaskFailed>(kRefusedSubmissionFunction, "",
+                                                      std::string(results.getRefused()), false);
       deliveries.reserve(sink->size());
       for (std::uint32_t slot = 0; slot < sink->size(); ++slot)
         deliveries.push_back(Delivery{slot, TaskState::erred, Value{}, error});

@@ -72,7 +72,8 @@ class RemoteResultSource final : public ResultSource {
     std::vector<StreamListing> out;
     for (auto s : received.envelope().getStreamsAnswer().getStreams())
       out.push_back(StreamListing{s.getId(), printable(std::string(s.getSimulation()), 200), s.getClosed(),
-                                  s.getCloseRequested(), s.getPushed(), s.getStored()});
+                                  s.getCloseRequested(), s.getPushed(), s.getStored(), s.getInputSets(),
+                                  printable(std::string(s.getEndedEarly()), 400)});
     return out;
   }
 

@@ -22,7 +22,9 @@ void GatewayState::let_go(GatewayClient& client) {
   // What the scheduler held for it is freed as it handles the releases; the allocator gives the pages
   // back to the system a moment later, rather than keep them for ever.
   if (had_slots) trim_soon();
-  for (auto& [id, actor] : client.streams) caf::anon_send(actor, stream_close_atom::value);
+  // Not the client's own close: a stream whose input had not ended is kept as incomplete.
+  for (auto& [id, actor] : client.streams)
+    caf::anon_send(actor, stream_abandon_atom::value, std::string("its client was lost"));
   client.streams.clear();
 }
 
@@ -73,7 +75,8 @@ struct SchedulerGateway::State : GatewayState {
       log("stream " + std::to_string(it->first) + " was resumed but no client attached within " +
           std::to_string(options.client_grace.count()) +
           " ms: it is closed; what it accepted still runs and is stored");
-      caf::anon_send(it->second.first, stream_close_atom::value);
+      caf::anon_send(it->second.first, stream_abandon_atom::value,
+                     std::string("no client attached after the node restarted"));
       it = orphans.erase(it);
     }
     // Off the I/O thread: trimming a large heap takes a while. A full executor tries again later; later

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/cluster_backend.hpp"
 #include "actors/result_sink.hpp"
 #include "actors/stream_actor.hpp"
 #include "nodes/transport.hpp"
@@ -49,6 +50,9 @@ struct GatewayOptions {
   // Streams of parameter sets: opens one on this process's cluster (null: streams are refused).
   std::function<std::pair<std::uint64_t, caf::actor>(const StreamSettings&, std::shared_ptr<StreamSink>)>
       open_stream{};
+  // A client resumes an incomplete stream (EmbeddedCluster::reopen_stream; null: resumes are refused).
+  std::function<ReopenedStream(std::uint64_t, const StreamInput&, std::shared_ptr<StreamSink>)>
+      reopen_stream{};
   // The store that stream results are written to, for queries.
   std::function<std::shared_ptr<ResultStore>()> store{};
   // The node's checkpoints, for `tessera checkpoints list|drop` (null: the node keeps none).

@@ -43,6 +43,9 @@ void encode(const StreamSettings& settings, StreamOpen::Builder out, Attachments
     names.set(count(i), settings.parameter_names[i]);
   if (settings.config)
     encode(*settings.config, out.initConfig(count(settings.config->entries().size())), attachments);
+  out.setInputSets(settings.input.sets);
+  out.setInputName(settings.input.name);
+  out.setInputDigest(settings.input.digest);
   if (!settings.generator.empty()) {
     out.setGenerator(settings.generator);
     out.setBudget(settings.budget);
@@ -73,6 +76,9 @@ StreamSettings decode(StreamOpen::Reader in, const Frames& frames) {
   settings.generator = in.getGenerator();
   settings.budget = in.getBudget();
   if (!settings.generator.empty()) settings.generator_config = decode(in.getGeneratorConfig(), frames);
+  settings.input.sets = in.getInputSets();
+  settings.input.name = in.getInputName();
+  settings.input.digest = in.getInputDigest();
   return settings;
 }
 

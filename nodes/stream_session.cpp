@@ -13,13 +13,22 @@ namespace tessera {
 using wire::Envelope;
 
 void StreamSession::answer_open(const Peer& peer, std::uint64_t request, std::uint64_t stream,
-                                const std::string& error, std::uint32_t arity, const ProgramSpec* program) {
+                                const std::string& error, std::uint32_t arity, const ProgramSpec* program,
+                                const ReopenedStream* resumed) {
   transport::Outgoing answer;
   auto out = answer.envelope().initStreamOpened();
   out.setRequestId(request);
   out.setStreamId(stream);
   out.setError(error);
   out.setArity(arity);
+  if (resumed) {
+    out.setResumeFrom(resumed->resume_from);
+    out.setSimulation(resumed->simulation);
+    out.setMaxInFlight(resumed->max_in_flight);
+    auto ids = out.initUnanswered(static_cast<unsigned>(resumed->unanswered.size()));
+    for (std::size_t i = 0; i < resumed->unanswered.size(); ++i)
+      ids.set(static_cast<unsigned>(i), resumed->unanswered[i]);
+  }
   if (program) {
     auto names = out.initProgramParameters(static_cast<unsigned>(program->parameters.size()));
     for (std::size_t i = 0; i < program->parameters.size(); ++i)
@@ -35,6 +44,7 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
   const std::string simulation = open.getSimulation();
   if (!g_.options.open_stream)
     return answer_open(peer, open.getRequestId(), 0, "this node runs no streams", 0);
+  if (open.getResume() != 0) return resume(peer, client, open);
   // First: a node that runs no client code has not even registered what would run it.
   if (!g_.options.limits.client_code_refused.empty() &&
       (simulation == kClientClassSimulation ||
@@ -96,6 +106,46 @@ void StreamSession::on(Request<Envelope::STREAM_OPEN>, const Peer& peer, Gateway
   } catch (const std::exception& e) {
     answer_open(peer, open.getRequestId(), 0, e.what(), 0);
   }
+}
+
+void StreamSession::resume(const Peer& peer, GatewayClient& client, wire::StreamOpen::Reader open) {
+  const std::uint64_t id = open.getResume(), request = open.getRequestId();
+  if (!g_.options.reopen_stream) return answer_open(peer, request, 0, "this node resumes no streams", 0);
+  if (open.getInputName().size() > StreamInput::kMaxNameBytes ||
+      open.getInputDigest().size() > StreamInput::kMaxDigestBytes)
+    return answer_open(peer, request, 0,
+                       "a resume of stream " + std::to_string(id) + " names an input over the limit of " +
+                           std::to_string(StreamInput::kMaxNameBytes) + " bytes, or a digest over " +
+                           std::to_string(StreamInput::kMaxDigestBytes),
+                       0);
+  if (!client.streams.count(id) && client.streams.size() >= g_.options.limits.max_streams_per_client)
+    return answer_open(peer, request, 0,
+                       "this client has " + std::to_string(client.streams.size()) +
+                           " streams open, the most one client may have (limits.max_streams_per_client)",
+                       0);
+  const StreamInput input{open.getInputSets(), open.getInputName(), open.getInputDigest()};
+  auto sink = std::make_shared<RemoteStreamSink>(g_.server, peer.id);
+  sink->set_stream(id);
+  ReopenedStream reopened;
+  try {
+    reopened = g_.options.reopen_stream(id, input, sink);
+  } catch (const std::exception& e) {
+    return answer_open(peer, request, 0, printable(e.what(), 2000), 0);
+  }
+  // A client that pushed it before (gone, or about to be found gone) has no say in it any more.
+  for (auto& [other_id, other] : g_.clients)
+    if (&other != &client) {
+      other.streams.erase(id);
+      other.pushed.erase(id);
+    }
+  g_.orphans.erase(id);
+  client.streams[id] = reopened.actor;
+  client.pushed[id] = GatewayClient::Pushed{sink, 0};
+  g_.streams[id] = reopened.actor;
+  const SimulationType* type = SimulationRegistry::global().find(reopened.simulation);
+  answer_open(peer, request, id, "", type ? static_cast<std::uint32_t>(type->arity.value_or(0)) : 0,
+              type ? type->program.get() : nullptr, &reopened);
+  sink->opened();
 }
 
 // A client that reconnected takes its stream back: the stream's results go to this connection now, and
@@ -212,7 +262,10 @@ void StreamSession::on(Request<Envelope::STREAM_CANCEL>, const Peer& peer, Gatew
     return answer({}, "stream " + std::to_string(id) +
                           " is not running on this node (it finished, or there is no such stream): "
                           "nothing to cancel");
-  StreamCancel cancel{{}, in.getWhere(), std::make_shared<CancelReply>(std::move(answer))};
+  StreamCancel cancel{{}, in.getWhere(), std::make_shared<CancelReply>(std::move(answer)), in.getWhole()};
+  if (cancel.whole && (in.getRanges().size() != 0 || in.getWhere().size() != 0))
+    return (*cancel.reply)({}, "stream " + std::to_string(id) +
+                                   ": a cancellation of the whole stream selects no sets by ids or filter");
   cancel.ranges.reserve(in.getRanges().size());
   for (auto r : in.getRanges()) cancel.ranges.push_back(IdRange{r.getFirst(), r.getLast()});
   caf::anon_send(actor, stream_cancel_atom::value, std::move(cancel));

@@ -25,7 +25,10 @@ class StreamSession {
 
  private:
   void answer_open(const Peer& peer, std::uint64_t request, std::uint64_t stream, const std::string& error,
-                   std::uint32_t arity, const ProgramSpec* program = nullptr);
+                   std::uint32_t arity, const ProgramSpec* program = nullptr,
+                   const ReopenedStream* resumed = nullptr);
+  // A StreamOpen that resumes an incomplete stream (tessera stream push --resume).
+  void resume(const Peer& peer, GatewayClient& client, wire::StreamOpen::Reader open);
   GatewayState& g_;
 };
 

@@ -684,6 +684,10 @@ void export_summary_json(const ResultStore& store, std::uint64_t stream, std::st
   out << json_line(Json{{"stream", stream},
                         {"simulation", info.settings.simulation},
                         {"closed", info.closed},
+                        {"state", stream_state(info.closed, info.close_requested, !info.ended_early.empty())},
+                        {"accepted", info.pushed},
+                        {"input_sets", info.settings.input.sets},
+                        {"ended_early", info.ended_early},
                         {"count", s.count},
                         {"failed", s.failed},
                         {"field", std::string(field)},
@@ -750,7 +754,8 @@ std::vector<StreamListing> list_streams(const ResultStore& store) {
   std::vector<StreamListing> out;
   for (const auto& info : store.streams())
     out.push_back(StreamListing{info.id, info.settings.simulation, info.closed, info.close_requested,
-                                info.pushed, store.count(info.id)});
+                                info.pushed, store.count(info.id), info.settings.input.sets,
+                                info.ended_early});
   return out;
 }
 

@@ -270,6 +270,7 @@ std::string encode_counters(const StreamInfo& info) {
   out.setClosed(info.closed);
   out.setPushed(info.pushed);
   out.setCloseRequested(info.close_requested);
+  out.setEndedEarly(info.ended_early);
   return flat(builder);
 }
 
@@ -284,6 +285,9 @@ std::string encode_settings(const StreamInfo& info) {
   out.setTimeoutSeconds(settings.timeout_seconds);
   out.setRetries(settings.retries);
   out.setProgram(info.program);
+  out.setInputSets(settings.input.sets);
+  out.setInputName(settings.input.name);
+  out.setInputDigest(settings.input.digest);
   if (!info.result_names.empty()) {
     auto names = out.initResultNames(static_cast<unsigned>(info.result_names.size()));
     for (std::size_t i = 0; i < info.result_names.size(); ++i)
@@ -324,6 +328,9 @@ void decode_settings(std::uint64_t id, wire::StreamInfo::Reader in, StreamInfo& 
   settings.budget = in.getBudget();
   settings.generator_config =
       decode_config(id, "generator config", in.getGeneratorConfigKeys(), in.getGeneratorConfigValues());
+  settings.input.sets = in.getInputSets();
+  settings.input.name = in.getInputName();
+  settings.input.digest = in.getInputDigest();
 }
 
 wire::HeaderReader reader_of(const rocksdb::Slice& bytes) {
@@ -337,6 +344,7 @@ StreamInfo decode_info(std::uint64_t id, const rocksdb::Slice& counters, const s
   auto in = reader.root<wire::StreamInfo>();
   StreamInfo info{id, {}, in.getClosed(), in.getPushed()};
   info.close_requested = in.getCloseRequested();
+  info.ended_early = in.getEndedEarly();
   if (settings) {
     auto own = reader_of(*settings);
     decode_settings(id, own.root<wire::StreamInfo>(), info);

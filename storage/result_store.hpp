@@ -33,6 +33,9 @@ struct StreamInfo {
   bool closed = false;       // finished: closed and every accepted set answered
   std::uint64_t pushed = 0;  // parameter sets accepted: ids below this
   bool close_requested = false;
+  // Why it was closed before its client's input ended (StreamSettings::input), or lost its client: it
+  // is incomplete, and may be resumed. Empty: it was not.
+  std::string ended_early{};
   // A program simulation's stream: its records carry a ProgramOutcome, and its result's elements may be
   // named (the declaration's `outputs`; empty: unnamed).
   bool program = false;

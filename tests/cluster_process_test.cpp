@@ -632,7 +632,7 @@ TEST_F(ClusterProcess, StreamSurvivesAKilledWorkerExactlyOnce) {
   EXPECT_THROW(stored.where("result >> 1"), tessera::QueryError);
 }
 
-TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
+TEST(ClusterProcessStreams, CliPushRefusesAMalformedFileWholeOrWithNoCheckKeepsTheRowsBefore) {
   NodeProcess node(
       "[node]\nname = \"streams\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n[worker]\n"
       "workers = 1\nthreads_per_worker = 2\n" +
@@ -643,7 +643,16 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
   std::ofstream(input) << "x\n1\n2\n3\nfour\n5\n";
   int code = 0;
   const std::string cli_base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
+  // Read whole first: the bad row leaves no stream.
   auto out = run_command(cli_base + " stream push --simulation pause_square --quiet --input " + input, code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("params.csv:5: cell 1 'four' is not a number; nothing was pushed"), std::string::npos)
+      << out;
+  out = run_command(cli_base + " stream list", code);
+  EXPECT_EQ(out, "no streams\n");
+  // With --no-check it pushes as it reads, up to the bad row.
+  out = run_command(cli_base + " stream push --simulation pause_square --quiet --no-check --input " + input,
+                    code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("params.csv:5: cell 1 'four' is not a number"), std::string::npos) << out;
   EXPECT_NE(out.find("the 3 parameter sets before it were pushed"), std::string::npos) << out;
@@ -652,6 +661,7 @@ TEST(ClusterProcessStreams, CliPushStopsAtAMalformedRowAndKeepsTheRowsBefore) {
   EXPECT_EQ(out, "3\n");
   out = run_command(cli_base + " results --stream 1 --where 'result > 3'", code);
   EXPECT_NE(out.find("\"count\":2"), std::string::npos) << out;
+  std::ofstream(input) << "x\n1\n2\n";
   out = run_command(cli_base + " stream push --simulation no_such_sim --quiet --input " + input, code);
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("unknown simulation 'no_such_sim'"), std::string::npos) << out;
@@ -715,11 +725,12 @@ TEST(ClusterProcessStreams, StreamsAreListedAndADroppedOneGivesItsSpaceBack) {
   const std::string cli_base = std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint();
   auto out = run_command(cli_base + " stream list --json", code);
   EXPECT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("{\"id\":1,\"pushed\":200000,\"simulation\":\"pause_square\",\"state\":\"finished\","
-                     "\"stored\":200000}"),
+  EXPECT_NE(out.find("{\"ended_early\":\"\",\"id\":1,\"input_sets\":0,\"pushed\":200000,\"simulation\":"
+                     "\"pause_square\",\"state\":\"finished\",\"stored\":200000}"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("{\"id\":2,\"pushed\":1,\"simulation\":\"pause_square\",\"state\":\"open\""),
+  EXPECT_NE(out.find("{\"ended_early\":\"\",\"id\":2,\"input_sets\":0,\"pushed\":1,\"simulation\":"
+                     "\"pause_square\",\"state\":\"open\""),
             std::string::npos)
       << out;
   out = run_command(cli_base + " stream drop 2", code);
@@ -874,8 +885,11 @@ TEST(ClusterProcessStreams, CliPushWritesTheStoredResultsAsCsv) {
   std::ifstream summary_file(dir / "summary.json");
   std::string summary;
   std::getline(summary_file, summary);
-  EXPECT_EQ(summary.rfind("{\"stream\":1,\"simulation\":\"pause_square\",\"closed\":true,\"count\":16,", 0),
-            0u)
+  EXPECT_EQ(
+      summary.rfind("{\"stream\":1,\"simulation\":\"pause_square\",\"closed\":true,\"state\":\"finished\","
+                    "\"accepted\":16,\"input_sets\":16,\"ended_early\":\"\",\"count\":16,",
+                    0),
+      0u)
       << summary;
   out = run_command(cli_base + " results --stream 7 --format csv", code);
   EXPECT_EQ(code, 1) << out;

@@ -521,7 +521,6 @@ TEST(StreamControlsProcess, CliCancelAndPrioritiesAcrossANode) {
            {"--stream 1 --where 'bogus > 1'", 1, "filter 'bogus > 1': expected"},
            {"--stream 1 --where ok", 2, "has no clause on id or parameters"},
            {"--stream 1 --ids ''", 2, "needs --ids or --where"},
-           {"--stream 1", 2, "needs --ids or --where"},
            {"--stream 1 --ids 1 --where 'id > 1'", 2, "excludes"},
            {"--stream 99 --ids 1", 1, "stream 99 is not running on this node"}}) {
     int code = 0;

@@ -11,8 +11,16 @@
 
 namespace tessera::protocols {
 
+inline constexpr std::uint64_t kNotReopened = ~std::uint64_t{0};
+
 using stream_actor_type = caf::typed_actor<
     caf::reacts_to<stream_push_atom, StreamBatch>, caf::reacts_to<stream_close_atom>,
+    // Closed because its client is gone (why, kept in its record when its input had not ended).
+    caf::reacts_to<stream_abandon_atom, std::string>,
+    // A client resumes it (it was closed before its input ended): the ids it accepted, from which the
+    // client pushes on, and the sets the client's sink takes over; kNotReopened when it has finished or
+    // was cancelled (then it is resumed from the store).
+    caf::replies_to<stream_reopen_atom, StreamReopen>::with<StreamReopened>,
     // Its own: what was written ahead since the last sync is made durable, then accepted.
     caf::reacts_to<stream_sync_atom>,
     // A client that reconnected; true once its stored results were sent again.

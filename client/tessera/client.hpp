@@ -105,6 +105,12 @@ class Client {
   Stream ensemble(std::string_view generator, std::string_view simulation, EnsembleOptions options);
   // Queries over a stream's stored results (see results.hpp).
   ResultQuery results(std::uint64_t stream);
+  // Pushes on into stream `id`, which was closed before its input ended or lost its client (incomplete:
+  // `tessera stream push --resume`). `options.input` must be the stream's own (the same digest); the
+  // stream runs by its own settings, so only options.max_in_flight counts of the rest. The Stream's
+  // first push gets the first id the stream had not accepted (Stream::pushed()). A stream that is not
+  // incomplete, or another input, is a SubmissionError naming why.
+  Stream resume_stream(std::uint64_t id, StreamOptions options);
   // The streams the cluster's store holds, in id order (`tessera stream list`).
   std::vector<StreamListing> streams();
   // Deletes a finished stream: its stored results, its pushes written ahead and its record; the disk space
@@ -114,6 +120,10 @@ class Client {
   // cancel_where do). A stream that is not running is a std::invalid_argument naming it.
   CancelledSets cancel_sets(std::uint64_t stream, std::vector<IdRange> ids);
   CancelledSets cancel_sets_where(std::uint64_t stream, std::string_view filter);
+  // Cancels a running stream whole: every set it accepted and has not answered, and its pusher, whose
+  // next push (or wait for credit) is a SubmissionError saying the stream was cancelled. A stream cut so
+  // before its input ended is incomplete (resume_stream pushes on).
+  CancelledSets cancel_stream(std::uint64_t stream);
 
   // A client of the same cluster whose submit, map, compute and persist calls take `options`, e.g.
   // client.with({.checkpoint = true}).map(fn, inputs) for checkpointed futures.

@@ -1,16 +1,19 @@
 // tessera::progress(futures) and progress(stream): a progress bar while work completes, as the seed
 // notebook's `progress` draws one. On a terminal it redraws one line:
-//   squares [##############--------------]  48%  4,800/10,000  2 erred  3.1 s
+//   squares [##############--------------]  48%  4,800/10,000  2 erred  1,550/s  3.1 s, about 3 s left
 // and otherwise (a file, a pipe, CI's log) prints a plain line at each tenth and at most every 5 s:
-//   squares: 4,800/10,000 done (48%), 2 erred, 3.1 s
+//   squares: 4,800/10,000 done (48%), 2 erred, 1,550/s, 3.1 s, about 3 s left
 // Both end with a line of the totals. They only watch: the futures and the stream are left as they were.
+// The rate is over the last ten seconds; the time left is the rest at that rate.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/as_completed.hpp"
@@ -25,6 +28,11 @@ struct ProgressOptions {
   std::chrono::milliseconds redraw{100};        // on a terminal, at most this often
   std::chrono::milliseconds plain_every{5000};  // otherwise, at most this often
 };
+
+// 12345678 as "12,345,678": counts as progress lines print them.
+std::string grouped(std::uint64_t n);
+// Seconds as a person reads a duration: "45 s", "3 min 05 s", "2 h 07 min".
+std::string human_duration(double seconds);
 
 namespace detail {
 
@@ -45,6 +53,8 @@ class ProgressBar {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now(), drawn_{};
   std::uint64_t tenths_drawn_ = 0;
   bool finished_ = false;
+  // (when, items finished) at each drawing over the last ten seconds: the recent rate.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> samples_;
 
   void draw(bool last);
 };

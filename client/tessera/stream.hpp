@@ -65,6 +65,10 @@ struct StreamOptions {
   // What the parameters are called (tessera stream push passes its CSV's header): the CSV export's header
   // names its parameter columns so. At most kMaxParameterNames names of at most kMaxParameterNameBytes.
   std::vector<std::string> parameter_names{};
+  // What this client will push, when it knows (tessera stream push: the CSV's rows, its name and a digest
+  // of its bytes). A stream closed before it accepted input.sets sets is incomplete, not finished; a
+  // resume (Client::resume_stream) must give the same digest.
+  StreamInput input{};
   static constexpr std::size_t kMaxParameterNames = StreamSettings::kMaxParameterNames;
   static constexpr std::size_t kMaxParameterNameBytes = StreamSettings::kMaxParameterNameBytes;
 };
@@ -157,8 +161,11 @@ class Stream {
   // even if that node is killed and restarted. Ids below this.
   std::uint64_t accepted() const;
   std::uint64_t completed() const;
-  // Set when the stream failed as a whole (its store could not be written).
+  // Set when the stream failed as a whole (its store could not be written, or a client cancelled it).
   const std::string& error() const;
+  // From another thread (a signal's watcher): a push waiting for credit, and every later push, throws
+  // StreamInterrupted; what was pushed before stays pushed. close() still closes the stream.
+  void interrupt();
 
   class Results {
    public:
@@ -197,8 +204,10 @@ class Stream {
   friend class Client;  // Client::stream opens streams
   // Opens the stream; `simulation` is checked where the stream runs (a SubmissionError if unknown). With a
   // generator, an ensemble (checked there too).
+  // `resume`: not 0, push on into that incomplete stream (Client::resume_stream).
   Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, StreamOptions options,
-         std::string generator = {}, Config generator_config = {}, std::uint64_t budget = 0);
+         std::string generator = {}, Config generator_config = {}, std::uint64_t budget = 0,
+         std::uint64_t resume = 0);
   struct State;
   std::unique_ptr<State> state_;
 };
@@ -206,7 +215,7 @@ class Stream {
 // StreamRecord's value as a C++ type.
 template <class T>
 T result_as(const StreamRecord& record) {
-  if (record.failed) throw TaskFailed("(simulation)", std::to_string(record.id), record.error, false);
+  if (record.failed) throw TaskFailed(kSimulationFunction, std::to_string(record.id), record.error, false);
   return from_value<T>(record.value);
 }
 

@@ -274,9 +274,11 @@ void bind_results(py::module_& m) {
           py::dict d;
           d["id"] = s.id;
           d["simulation"] = s.simulation;
-          d["state"] = s.closed ? "finished" : s.close_requested ? "closing" : "open";
+          d["state"] = stream_state(s);
           d["pushed"] = s.pushed;
           d["stored"] = s.stored;
+          d["input_sets"] = s.input_sets;
+          if (!s.ended_early.empty()) d["ended_early"] = s.ended_early;
           out.append(std::move(d));
         }
         return out;

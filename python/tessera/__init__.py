@@ -55,6 +55,7 @@ from ._cluster import (
     zeros,
 )
 from ._delayed import Delayed, delayed
+from ._progress import progress
 from ._registry import generator, simulation, task
 from . import _bag as bag
 from . import _glm as glm
@@ -67,6 +68,6 @@ __all__ = [
     "LocalCluster", "PluginError", "QueryError", "Record", "ResultQuery", "StoredResult", "Stream",
     "SubmissionError", "TaskFailed", "ValueTypeError", "as_completed", "bag", "compute", "concatenate",
     "current_client", "curve_keypair", "delayed", "from_npy", "from_numpy", "full", "functions", "glm", "linalg", "load_plugin",
-    "generator", "ones", "persist", "random", "register_program", "simulation", "simulations", "task", "to_npy",
+    "generator", "ones", "persist", "progress", "random", "register_program", "simulation", "simulations", "task", "to_npy",
     "where", "zeros",
 ]

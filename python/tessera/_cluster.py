@@ -236,10 +236,18 @@ class Client:
         return self._open().simulations()
 
     def gather(self, futures, timeout=None):
-        """The results of a future, or of a list of them (the first failure, in order, is raised)."""
-        if isinstance(futures, _tessera.Future):
-            return futures.result(timeout)
-        return [f.result(timeout) for f in futures]
+        """The results of futures, in the shape they come in, as dask.distributed's gather gives them: a
+        Future's result, a list's (or tuple's) results in a list (tuple), a dict's by its keys, nested as
+        deep as they go; anything else is returned as it is. The first failure, in order, is raised."""
+        def results_of(x):
+            if isinstance(x, _tessera.Future):
+                return x.result(timeout)
+            if isinstance(x, dict):
+                return {key: results_of(value) for key, value in x.items()}
+            if isinstance(x, (list, tuple)):
+                return type(x)(results_of(item) for item in x)
+            return x
+        return results_of(futures)
 
     def cancel(self, futures):
         if isinstance(futures, _tessera.Future):
@@ -286,7 +294,9 @@ class Client:
 
     def streams(self):
         """The streams the cluster's store holds, in id order: dicts of id, simulation, state ("open",
-        "closing" or "finished"), pushed and stored (`tessera stream list`)."""
+        "closing", "finished", or "incomplete": closed before its input ended, or its client lost, with
+        "ended_early" saying why), pushed (sets accepted), stored, and input_sets (the sets its client
+        said it would push; 0 when it did not say) (`tessera stream list`)."""
         return _tessera._streams(self._open())
 
     def drop_stream(self, stream):

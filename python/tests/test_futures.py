@@ -187,3 +187,82 @@ def test_cluster_arguments_are_checked():
         tessera.LocalCluster(memory_limit="lots")
     with pytest.raises(ValueError, match="memory_limit"):
         tessera.LocalCluster(memory_limit=float("inf"))
+
+
+def test_gather_keeps_the_shape_it_is_given(client):
+    a, b, c = client.submit("square", 2), client.submit("square", 3), client.submit("square", 4)
+    assert client.gather({"a": a, "rest": [b, (c, 7)], "none": None}) == {"a": 4, "rest": [9, (16, 7)], "none": None}
+    assert client.gather((a, [b, [c]])) == (4, [9, [16]])
+    assert client.gather([]) == []
+
+
+def _progress_lines(text):
+    return [line for line in text.split("\n") if line]
+
+
+def test_progress_over_futures_prints_plain_lines_ending_with_the_totals(client):
+    import io
+    futures = {"squares": client.map("square", range(2000)), "one": client.submit("square", 5)}
+    out = io.StringIO()
+    assert tessera.progress(futures, label="squares", out=out) is futures
+    assert all(f.done() for f in futures["squares"])
+    lines = _progress_lines(out.getvalue())
+    assert "\r" not in out.getvalue()
+    assert 1 <= len(lines) <= 12, lines
+    assert all(line.startswith("squares: ") for line in lines), lines
+    assert lines[-1].startswith("squares: 2,001/2,001 done (100%), "), lines[-1]
+    with pytest.raises(TypeError, match="progress: int is neither a Stream nor futures"):
+        tessera.progress(3)
+    with pytest.raises(ValueError, match="display 'fancy'"):
+        tessera.progress([], display="fancy")
+
+
+def test_progress_on_a_terminal_is_one_redrawn_line_with_rate_and_time_left(client):
+    import os
+    controller, terminal = os.openpty()
+    with os.fdopen(terminal, "w") as out:
+        futures = client.map("slow_square", range(1000))  # 10 ms each: about 2.5 s on the 4 threads
+        tessera.progress(futures, label="naps", out=out)
+    drawn = b""
+    os.set_blocking(controller, False)
+    try:
+        while chunk := os.read(controller, 65536):
+            drawn += chunk
+    except (BlockingIOError, OSError):
+        pass
+    os.close(controller)
+    text = drawn.decode()
+    assert "\rnaps [" in text, text
+    assert "] 100%  1,000/1,000" in text, text
+    assert "/s" in text and " left" in text, text  # the rate, and the time left while it ran
+    assert text.count("\n") == 1 and text.endswith("\n"), text
+
+
+def test_progress_over_a_stream_follows_it_until_it_finishes(client):
+    import io
+    out = io.StringIO()
+    stream = client.stream("pause_square", max_in_flight=64, config={"pause_us": 100})
+    pusher = threading.Thread(target=lambda: (stream.push_many([[float(i)] for i in range(1500)]), stream.close()))
+    pusher.start()
+    tessera.progress(stream, out=out)
+    pusher.join()
+    assert stream.completed == 1500
+    assert _progress_lines(out.getvalue())[-1].startswith(f"stream {stream.id}: 1,500/1,500 done (100%)")
+
+
+def test_progress_in_jupyter_updates_one_html_bar(client):
+    pytest.importorskip("IPython", reason="IPython (python3-ipython) is not installed: no Jupyter display to test")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.displaypub import CapturingDisplayPublisher
+    shell = InteractiveShell.instance()
+    shell.display_pub = CapturingDisplayPublisher()
+    try:
+        tessera.progress(client.map("square", range(500)), label="squares", display="jupyter")
+        outputs = shell.display_pub.outputs
+    finally:
+        InteractiveShell.clear_instance()
+    assert len(outputs) >= 2  # the bar shown, then updated in place
+    last = outputs[-1]
+    assert last["update"] is True
+    assert '<progress value="500" max="500"' in last["data"]["text/html"]
+    assert "squares: 100%  500/500" in last["data"]["text/plain"]

@@ -104,3 +104,32 @@ def test_an_unreachable_scheduler_is_an_error_naming_it():
         client.submit("square", 1).result(timeout=10)
     with pytest.raises(tessera.ConnectionError, match="address"):
         tessera.Client("not an address")
+
+
+def test_a_push_cut_by_ctrl_c_is_an_incomplete_stream_in_python(start_node, test_plugin, tmp_path):
+    import signal
+    import subprocess
+    import time
+    node = start_node(node_config(test_plugin))
+    gate = tmp_path / "gate"
+    gate.write_text("closed")
+    params = tmp_path / "params.csv"
+    params.write_text("x\n" + "-1\n" * 100)  # every set waits at the gate: the push fills its four and waits
+    push = subprocess.Popen([os.environ["TESSERA_CLI_BINARY"], "--scheduler", node.endpoint, "stream", "push",
+                             "--simulation", "gated", "--input", str(params), "--max-in-flight", "4", "--pool-size",
+                             "1", "--simulation-config", f"gate={gate}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    with tessera.Client(node.endpoint) as client:
+        deadline = time.monotonic() + 30
+        while not any(s["pushed"] == 4 for s in client.streams()):
+            assert time.monotonic() < deadline, "the push never filled its four sets in flight"
+            time.sleep(0.05)
+        push.send_signal(signal.SIGINT)
+        out, err = push.communicate(timeout=30)
+        assert push.returncode == 130, err
+        assert "stream push --resume 1 --input" in err
+        (listed,) = client.streams()
+        assert listed["state"] == "incomplete", listed
+        assert listed["ended_early"] == "closed by the client before its input ended"
+        assert listed["pushed"] == 4 and listed["input_sets"] == 100
+        gate.unlink()
