@@ -6,7 +6,7 @@
 //   tessera --scheduler ADDR functions [--json]   the task functions it can run, with signatures
 //   tessera --scheduler ADDR map FUNCTION --input FILE.csv [--output FILE.csv]   one task per row
 //   tessera --scheduler ADDR stream push --simulation NAME --input FILE.csv [--output FILE.csv]
-//   tessera --scheduler ADDR stream cancel --stream ID (--ids 10-99 | --where 'id >= 100')
+//   tessera --scheduler ADDR stream cancel --stream ID [--ids 10-99 | --where 'id >= 100']
 //   tessera --scheduler ADDR results --stream ID [--where FILTER] [--format summary|count|csv|json]
 // With CURVE on the node: --public-key FILE --secret-key FILE --scheduler-key KEY_OR_FILE, or
 // --client-config FILE.toml. Exit codes: 0 done, 1 the command failed, 2 bad usage or a refused input.
@@ -89,11 +89,28 @@ int workers(const tessera::cli::Target& target, bool json) {
   return 0;
 }
 
+// "3: a, b, c", at most kShown names, then how many more and the command that lists them all.
+std::string name_list(const std::vector<std::string>& names, const char* command) {
+  constexpr std::size_t kShown = 12;
+  std::string text = std::to_string(names.size());
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) text += (i ? ", " : ": ") + shown(names[i]);
+  if (names.size() > kShown)
+    text += ", and " + std::to_string(names.size() - kShown) + " more (" + command + " lists them)";
+  return text;
+}
+
 int status(const tessera::cli::Target& target, bool json) {
   auto client = tessera::cli::connect(target);
   const auto status = client.status();
+  // What clients may call and stream by name here.
+  std::vector<std::string> functions, simulations;
+  for (const auto& f : client.functions()) functions.push_back(f.name);
+  for (const auto& s : client.simulations()) simulations.push_back(s.name);
   if (json) {
-    print_json(tessera::dashboard::cluster_status_json(status));
+    auto out = tessera::dashboard::cluster_status_json(status);
+    out["functions"] = functions;
+    out["simulations"] = simulations;
+    print_json(out);
     return 0;
   }
   const auto& s = status.scheduler;
@@ -113,6 +130,8 @@ int status(const tessera::cli::Target& target, bool json) {
   for (const auto& memory : s.memory)
     std::cout << "  worker " << memory.worker << " memory (limit " << bytes_text(memory.limit)
               << "): " << tessera::cli::memory_text(memory) << "\n";
+  std::cout << "  functions       " << name_list(functions, "tessera functions") << "\n"
+            << "  simulations     " << name_list(simulations, "tessera simulations") << "\n";
   return 0;
 }
 
@@ -194,9 +213,9 @@ int main(int argc, char** argv) {
   std::uint32_t pool_size = 0;
   auto* push_command = stream_command->add_subcommand(
       "push", "push each row of a CSV file as a parameter set into a simulation, and wait for the results");
-  push_command->add_option("--simulation", push.simulation, "the simulation's registered name")
-      ->required()
-      ->check(tessera::cli::text_at_most(256));
+  auto* simulation_option =
+      push_command->add_option("--simulation", push.simulation, "the simulation's registered name")
+          ->check(tessera::cli::text_at_most(256));
   push_command->add_option("--input", push.input, "the CSV file, one parameter set per row")->required();
   push_command->add_option("--header", header, kHeaderHelp)->check(CLI::IsMember({"auto", "yes", "no"}));
   auto* pool_option = push_command
@@ -231,7 +250,26 @@ int main(int argc, char** argv) {
       ->check(tessera::cli::text_at_most(256));
   push_command->add_option("--output", push.output, "also write the stored results there as CSV");
   push_command->add_flag("--quiet", push.quiet, "no progress line");
-
+  auto* push_config_option =
+      push_command
+          ->add_option("--simulation-config", push.simulation_config,
+                       "KEY=VALUE given to the simulation (repeatable); VALUE a number, a comma-separated "
+                       "list of numbers, true/false or text")
+          ->check(tessera::cli::text_at_most(65536));
+  auto* resume_option =
+      push_command
+          ->add_option("--resume", push.resume,
+                       "STREAM: push the rows of --input that this incomplete stream (stopped by Ctrl-C, "
+                       "SIGTERM or a lost client) did not accept; the same file, read the same way")
+          ->check(tessera::cli::unsigned_in(1, std::numeric_limits<std::uint64_t>::max()));
+  push_command->add_flag("--no-check", push.no_check,
+                         "push rows as the file is read, without reading it whole first (a malformed row "
+                         "then stops the push midway, and the stream cannot be resumed)");
+  resume_option->excludes(pool_option);
+  resume_option->excludes(isolation_option);
+  resume_option->excludes("--timeout");
+  resume_option->excludes("--retries");
+  resume_option->excludes(push_config_option);
   tessera::cli::RunOptions run;
   std::uint32_t run_pool_size = 0;
   std::string run_isolation;
@@ -275,7 +313,8 @@ int main(int argc, char** argv) {
   tessera::cli::CancelOptions cancel;
   auto* cancel_command = stream_command->add_subcommand(
       "cancel",
-      "cancel a running stream's parameter sets that have no result yet: queued ones never run, running "
+      "cancel a running stream's parameter sets that have no result yet (those --ids or --where select; "
+      "neither: the whole stream, and a client still pushing it is stopped): queued ones never run, running "
       "ones are stopped (process isolation) or abandoned (thread isolation); each is stored as cancelled");
   cancel_command->add_option("--stream", cancel.stream, "the stream's id")
       ->required()
@@ -383,6 +422,41 @@ int main(int argc, char** argv) {
   step_command->add_option("--startup-timeout", step.startup_timeout_seconds)
       ->check(tessera::cli::real_in(1, 86400));
 
+  // Each command's --help ends with an example of it (the scheduler from TESSERA_SCHEDULER or --scheduler).
+  const std::vector<std::pair<CLI::App*, std::string>> examples{
+      {keygen_command, "tessera keygen --out client    # client.key, client.pub"},
+      {status_command, "tessera --scheduler tcp://127.0.0.1:7070 status --json"},
+      {workers_command, "tessera --scheduler tcp://127.0.0.1:7070 workers"},
+      {simulations_command, "tessera --scheduler tcp://127.0.0.1:7070 simulations"},
+      {functions_command, "tessera --scheduler tcp://127.0.0.1:7070 functions --json"},
+      {map_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 map square --input numbers.csv --output squares.csv"},
+      {stream_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 stream push --simulation costly_simulation "
+       "--input params.csv"},
+      {push_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 stream push --simulation costly_simulation "
+       "--input params.csv --output results.csv\n  tessera --scheduler tcp://127.0.0.1:7070 stream "
+       "push --resume 3 --input params.csv    # the rows stream 3 had not accepted"},
+      {run_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 stream run --generator aposmm --simulation "
+       "six_hump_camel --budget 400 --config lower=-3,-2 --config upper=3,2"},
+      {cancel_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 stream cancel --stream 3 --where 'id >= 1000'\n"
+       "  tessera --scheduler tcp://127.0.0.1:7070 stream cancel --stream 3    # the whole stream"},
+      {list_command, "tessera --scheduler tcp://127.0.0.1:7070 stream list --json"},
+      {drop_command, "tessera --scheduler tcp://127.0.0.1:7070 stream drop 3"},
+      {results_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 results --stream 3 --where 'result > 20' "
+       "--format csv --output big.csv"},
+      {checkpoints_command, "tessera --scheduler tcp://127.0.0.1:7070 checkpoints list --function square"},
+      {list_checkpoints_command, "tessera --scheduler tcp://127.0.0.1:7070 checkpoints list --json"},
+      {drop_checkpoints_command,
+       "tessera --scheduler tcp://127.0.0.1:7070 checkpoints drop --function square"},
+      {slurm_command, "tessera slurm --config node.toml -- python3 analysis.py    # inside sbatch"},
+  };
+  for (const auto& [command, example] : examples) command->footer("Example:\n  " + example);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -468,6 +542,11 @@ int main(int argc, char** argv) {
       if (status_command->parsed()) return status(target, json);
       if (workers_command->parsed()) return workers(target, json);
       if (push_command->parsed()) {
+        if (!simulation_option->count() && !resume_option->count()) {
+          std::cerr
+              << "tessera: stream push needs --simulation NAME (or --resume STREAM, which has its own)\n";
+          return 2;
+        }
         push.header = header == "yes"  ? tessera::cli::HeaderRule::yes
                       : header == "no" ? tessera::cli::HeaderRule::no
                                        : tessera::cli::HeaderRule::automatic;
@@ -484,10 +563,7 @@ int main(int argc, char** argv) {
         return tessera::cli::stream_run(target, run);
       }
       if (cancel_command->parsed()) {
-        if (!ids_option->count() && !where_option->count()) {
-          std::cerr << "tessera: stream cancel needs --ids or --where (which sets to cancel)\n";
-          return 2;
-        }
+        cancel.whole = !ids_option->count() && !where_option->count();
         return tessera::cli::stream_cancel(target, cancel);
       }
       if (list_command->parsed()) return tessera::cli::list_streams(target, list_json);
@@ -497,7 +573,8 @@ int main(int argc, char** argv) {
       return tessera::cli::results(target, results);
     } catch (const tessera::ConnectionError& e) {
       std::cerr << "tessera: " << tessera::cli::bounded_message(e.what()) << "\n";
-      if (!keys.given() && !dynamic_cast<const tessera::ConnectionLost*>(&e))
+      // Only where CURVE may be why: a node that took the connection and never answered.
+      if (!keys.given() && std::string_view(e.what()).find("CURVE") != std::string_view::npos)
         std::cerr << "tessera: if the node has CURVE on, give --public-key, --secret-key and --scheduler-key "
                      "(or --client-config)\n";
       return 1;

@@ -29,6 +29,7 @@
 #include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
 #include "dashboard/dashboard_server.hpp"
+#include "graph/generator.hpp"
 #include "nodes/atomic_file.hpp"
 #include "nodes/node_config.hpp"
 #include "nodes/scheduler_gateway.hpp"
@@ -252,6 +253,16 @@ int main(int argc, char** argv) {
               << " loaded, " << config.python_modules.size() << " Python module"
               << (config.python_modules.size() == 1 ? "" : "s") << " imported, " << config.programs.size()
               << " program" << (config.programs.size() == 1 ? "" : "s") << " declared)" << std::endl;
+    // What clients of this node may call and stream by name.
+    const auto listed = [](const std::vector<std::string>& names) {
+      std::string text = std::to_string(names.size());
+      for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", " : ": ") + names[i];
+      return text;
+    };
+    std::cout << "  functions registered:   " << listed(tessera::Registry::global().names()) << "\n"
+              << "  simulations registered: " << listed(tessera::SimulationRegistry::global().names()) << "\n"
+              << "  generators registered:  " << listed(tessera::GeneratorRegistry::global().names())
+              << std::endl;
     return 0;
   }
 
@@ -380,6 +391,11 @@ int main(int argc, char** argv) {
                     [&cluster](const tessera::StreamSettings& settings,
                                std::shared_ptr<tessera::StreamSink> sink) {
                       return cluster->open_stream(settings, std::move(sink));
+                    },
+                .reopen_stream =
+                    [&cluster](std::uint64_t id, const tessera::StreamInput& input,
+                               std::shared_ptr<tessera::StreamSink> sink) {
+                      return cluster->reopen_stream(id, input, std::move(sink));
                     },
                 .store = [&cluster] { return cluster->store(); },
                 .checkpoints = [&cluster] { return cluster->checkpoints(); },

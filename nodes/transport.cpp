@@ -522,10 +522,21 @@ Connection::Connection(ConnectionOptions options)
         kj::arrayPtr(reinterpret_cast<const kj::byte*>(options.resume.data()), options.resume.size()));
   send(hello);
   auto answer = receive(options.handshake_timeout);
-  if (!answer)
-    throw ConnectionRefused("no answer from " + options.address + " within " +
-                            std::to_string(options.handshake_timeout.count()) +
-                            " ms: is a node listening there, and does it accept this CURVE key?");
+  if (!answer) {
+    // A link that came up and stayed silent is a peer that would not speak to this client (a node with
+    // CURVE on, to a client without its key, or one that does not accept this key); none at all is no
+    // node there.
+    (void)since_bytes_arrived();  // reads the link's events
+    const std::string waited = " within " + std::to_string(options.handshake_timeout.count()) + " ms";
+    if (!tcp_ever_connected_)
+      throw ConnectionRefused("no answer from " + options.address + waited +
+                              ": nothing accepted a connection there (is a node listening at that address?)");
+    throw ConnectionRefused("no answer from " + options.address + waited +
+                            ": a connection was made but the peer did not answer " +
+                            (options.curve
+                                 ? "(does it accept this client's CURVE key?)"
+                                 : "(if the node has CURVE on, this client needs keys to speak to it)"));
+  }
   auto envelope = answer->envelope();
   if (envelope.isRefuse())
     throw ConnectionRefused(options.address +
@@ -578,7 +589,10 @@ std::optional<std::chrono::milliseconds> Connection::since_bytes_arrived() {
     std::int32_t value = 0;
     std::memcpy(&kind, event.data(), sizeof kind);
     std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof kind, sizeof value);
-    if (kind == ZMQ_EVENT_CONNECTED) tcp_socket_ = value;
+    if (kind == ZMQ_EVENT_CONNECTED) {
+      tcp_socket_ = value;
+      tcp_ever_connected_ = true;
+    }
     if (kind == ZMQ_EVENT_DISCONNECTED) tcp_socket_ = -1;
   }
   if (tcp_socket_ < 0) return std::nullopt;

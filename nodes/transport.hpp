@@ -251,7 +251,8 @@ class Connection {
   wire::Direction from_server_ = wire::kSchedulerToClient;  // the direction of what it receives
   zmq::socket_t dealer_, outbox_pull_, outbox_push_;
   zmq::socket_t monitor_;  // the dealer's connect and disconnect events: which TCP socket is its own
-  int tcp_socket_ = -1;    // the dealer's TCP connection (owned by ZeroMQ), -1 while none is up
+  bool tcp_ever_connected_ = false;  // a TCP connection came up at some point (the link's events say)
+  int tcp_socket_ = -1;              // the dealer's TCP connection (owned by ZeroMQ), -1 while none is up
   std::mutex outbox_mutex_;
   std::uint32_t peer_number_ = 0;
   std::string session_;

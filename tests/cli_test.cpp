@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 
 #include "support/commands.hpp"
 #include "support/files.hpp"
+#include "support/free_port.hpp"
 #include "support/node_process.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -79,11 +81,17 @@ TEST(CliHelp, EveryProgramAnswersHelpWithExitZero) {
     EXPECT_EQ(unknown.code, 2) << program << ": " << unknown.out << unknown.err;
     EXPECT_NE(unknown.err.find("--no-such-flag"), std::string::npos) << program << ": " << unknown.err;
   }
-  for (const std::string command : {"stream push", "results", "status", "keygen", "checkpoints list",
-                                    "checkpoints drop", "functions", "map"}) {
+  // Every command's help ends with an example of that command.
+  for (const std::string command :
+       {"stream push", "stream run", "stream cancel", "stream list", "stream drop", "stream", "results",
+        "status", "workers", "simulations", "keygen", "checkpoints", "checkpoints list", "checkpoints drop",
+        "functions", "map", "slurm"}) {
     const auto outcome = run(tessera_cli(command + " --help"));
     EXPECT_EQ(outcome.code, 0) << command;
     EXPECT_NE(outcome.out.find("Usage: tessera " + command), std::string::npos) << outcome.out;
+    const auto example = outcome.out.find("Example:\n  tessera ");
+    ASSERT_NE(example, std::string::npos) << command << ":\n" << outcome.out;
+    EXPECT_NE(outcome.out.find(" " + command, example), std::string::npos) << command << ":\n" << outcome.out;
   }
   // glm_example's output file is a positional argument: --help is not taken for one.
   EXPECT_TRUE(fs::is_empty(scratch.path()));
@@ -247,7 +255,7 @@ TEST_F(CliStreams, EchoedCellsAreCutToABoundedExcerpt) {
   EXPECT_EQ(outcome.code, 2);
   EXPECT_TRUE(mentions(
       outcome, "long.csv:2: cell 1 '" + std::string(80, 'z') + "... (1048576 bytes)' is not a number"));
-  EXPECT_TRUE(mentions(outcome, "the 1 parameter sets before it were pushed"));
+  EXPECT_TRUE(mentions(outcome, "nothing was pushed"));  // the file is read whole first
   EXPECT_LT(outcome.err.size(), 600u);
 }
 
@@ -296,6 +304,27 @@ TEST(CliFunctions, TheCliListsTheNodesFunctionsAndMapsOneOverTheRowsOfACsv) {
     }
   EXPECT_TRUE(found) << outcome.out;
   EXPECT_TRUE(mentions(run(tessera_cli(base + "functions")), "node_only_cube"));
+  // The status, and a check of the node's config, name what may be called and streamed.
+  outcome = run(tessera_cli(base + "status"));
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(mentions(outcome, "  functions       "));
+  EXPECT_TRUE(mentions(outcome, "node_only_cube"));
+  EXPECT_TRUE(mentions(outcome, "  simulations     "));
+  EXPECT_TRUE(mentions(outcome, "node_only_sum"));
+  const auto status = nlohmann::json::parse(run(tessera_cli(base + "status --json")).out);
+  EXPECT_NE(std::find(status["simulations"].begin(), status["simulations"].end(), "node_only_sum"),
+            status["simulations"].end())
+      << status;
+  const auto checked =
+      scratch.write("checked.toml",
+                    "[node]\nname = \"cli\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+                    "[plugins]\npaths = [\"" TESSERA_NODE_ONLY_PLUGIN "\"]\n");
+  outcome = run(std::string(TESSERA_NODE_BINARY) + " --check-config --config " + checked.string());
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(mentions(outcome, "functions registered:"));
+  EXPECT_TRUE(mentions(outcome, "node_only_cube"));
+  EXPECT_TRUE(mentions(outcome, "simulations registered: "));
+  EXPECT_TRUE(mentions(outcome, "node_only_sum"));
 
   const auto output = scratch.path() / "cubes.csv";
   outcome = run(tessera_cli(base + "map node_only_cube --input '" +
@@ -381,6 +410,13 @@ TEST(CliCurve, KeysFromFlagsOrAClientConfigReachACurveNodeAndNoKeysAreRefused) {
                             " status"));
   EXPECT_EQ(outcome.code, 1) << outcome.out;
   EXPECT_LT(outcome.seconds, 4.0);
+  // Nothing listening: said so, and no word of CURVE, which is not why.
+  outcome = run(tessera_cli("--scheduler tcp://127.0.0.1:" + std::to_string(tessera::testing::free_port()) +
+                            " --timeout 1 status"));
+  EXPECT_EQ(outcome.code, 1) << outcome.out;
+  EXPECT_TRUE(
+      mentions(outcome, "nothing accepted a connection there (is a node listening at that address?)"));
+  EXPECT_EQ(outcome.err.find("CURVE"), std::string::npos) << outcome.err;
 
   // Bad key options are usage errors naming the flag, found before anything connects.
   const auto garbage = scratch.write("garbage.pub", std::string(5000, '\x01'));

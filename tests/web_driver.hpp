@@ -23,6 +23,8 @@
 #include <string>
 #include <thread>
 
+#include "support/free_port.hpp"
+
 namespace tessera::testing {
 
 inline constexpr const char* kChromium = "/usr/bin/chromium";
@@ -68,7 +70,7 @@ class WebDriver {
 
   // Starts chromedriver and a headless Chromium session with a window of width x height.
   WebDriver(int width = 1400, int height = 1000) {
-    port_ = free_port();
+    port_ = tessera::testing::free_port();  // chromedriver binds it next
     pid_ = fork();
     if (pid_ == 0) {
       const std::string port_flag = "--port=" + std::to_string(port_);
@@ -149,19 +151,6 @@ class WebDriver {
   pid_t pid_ = -1;
   int port_ = 0;
   std::string session_;
-
-  static int free_port() {
-    const int probe = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-      throw std::runtime_error("no free port for chromedriver");
-    close(probe);  // chromedriver binds it next
-    return ntohs(address.sin_port);
-  }
 
   std::string path(const std::string& rest) const { return "/session/" + session_ + rest; }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <variant>
 
+#include "../example_output.hpp"
 #include "cli_options.hpp"
 #include "simulation.hpp"
 
@@ -21,7 +22,7 @@ struct Options {
   std::size_t sets = 500;
   double max_sleep = 0.05;
   std::uint32_t workers = 10, threads = 4;
-  std::string output = "results.csv";
+  std::string output;             // empty: example::default_output("results.csv")
   std::string scheduler;          // empty: an embedded local cluster
   tessera::cli::KeyOptions keys;  // CURVE keys for --scheduler
   std::uint64_t seed = 0;
@@ -49,7 +50,9 @@ std::variant<Options, int> parse(int argc, char** argv) {
   app.add_option("--workers", o.workers, "embedded workers (default 10)")->check(unsigned_in(1, 1024));
   app.add_option("--threads", o.threads, "threads per embedded worker (default 4)")
       ->check(unsigned_in(1, 1024));
-  app.add_option("--output", o.output, "the results' CSV file (default results.csv)");
+  app.add_option("--output", o.output,
+                 "the results' CSV file (default: results.csv in TMPDIR/tessera-examples, outside the source "
+                 "tree)");
   app.add_option("--seed", o.seed, "the parameter sets' seed (default 0)")
       ->check(unsigned_in(0, std::numeric_limits<std::uint64_t>::max()));
   app.add_option("--scheduler", o.scheduler, "run on this tessera-node, tcp://HOST:PORT");
@@ -65,6 +68,7 @@ std::variant<Options, int> parse(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return tessera::cli::parse_failure(app, e);
   }
+  if (o.output.empty()) o.output = example::default_output("results.csv");
   if (o.keys.given() && o.scheduler.empty()) {
     std::cerr << "embarrassingly_parallel: the CURVE key options need --scheduler\n";
     return 2;
@@ -94,7 +98,8 @@ int main(int argc, char** argv) try {
       }
       out << "\n";
     }
-    std::cout << params.size() << " parameter sets written to " << o.params_csv << std::endl;
+    std::cout << tessera::grouped(params.size()) << " parameter sets written to " << o.params_csv
+              << std::endl;
     return 0;
   }
 
@@ -149,14 +154,16 @@ int main(int argc, char** argv) try {
   const double mean = std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(a.size());
   const auto above = std::count_if(a.begin(), a.end(), [](double r) { return r > 2; });
   if (o.scheduler.empty()) {
-    std::printf("%zu simulations on %u workers x %u threads (max sleep %.3f s)\n", a.size(), o.workers,
-                o.threads, o.max_sleep);
+    std::printf("%s simulations on %u workers x %u threads (max sleep %.3f s)\n",
+                tessera::grouped(a.size()).c_str(), o.workers, o.threads, o.max_sleep);
   } else {
-    std::printf("%zu simulations on the node at %s\n", a.size(), o.scheduler.c_str());
+    std::printf("%s simulations on the node at %s\n", tessera::grouped(a.size()).c_str(),
+                o.scheduler.c_str());
   }
   std::printf("delayed %.3f s, futures %.3f s, bag %.3f s: all three agree\n", t_delayed, t_futures, t_bag);
-  std::printf("mean %.6f, results > 2: %ld, written to %s\n", mean, static_cast<long>(above),
-              o.output.c_str());
+  std::printf("mean %.6f; results > 2: %s of %s (%.1f%%)\nwritten to %s\n", mean,
+              tessera::grouped(static_cast<std::uint64_t>(above)).c_str(), tessera::grouped(a.size()).c_str(),
+              100.0 * static_cast<double>(above) / static_cast<double>(a.size()), o.output.c_str());
   if (o.hold && cluster && !cluster->dashboard_link().empty()) {
     std::printf("the dashboard stays at %s; press Enter to stop\n", cluster->dashboard_link().c_str());
     std::fflush(stdout);

@@ -1,7 +1,7 @@
 // The seed's scikit-learn example, written with Tessera: 40000 points y = 0.5 x + 1 + noise, a linear
 // regression fitted with L-BFGS on the cluster, predictions on a linspace, and a PNG of the data and the
 // line.
-//   build/bin/glm_example [out.png]
+//   build/bin/glm_example [out.png]    (default: TMPDIR/tessera-examples/glm_example.png)
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -11,23 +11,25 @@
 #include <tessera/glm.hpp>
 #include <tessera/tessera.hpp>
 
+#include "../example_output.hpp"
 #include "cli_options.hpp"
 #include "plots/figure.hpp"
 
 int main(int argc, char** argv) try {
   using namespace tessera;
-  std::string out = "glm_example.png";
+  std::string out;  // empty: example::default_output("glm_example.png")
   CLI::App app{
       "The scikit-learn example with Tessera: 40000 points y = 0.5 x + 1 + noise, a linear regression fitted "
       "with L-BFGS on an embedded cluster, predictions on a linspace, and a PNG of the data and the line.",
       "glm_example"};
-  app.add_option("out", out, "the PNG to write (default glm_example.png)")
+  app.add_option("out", out, "the PNG to write (default: glm_example.png in TMPDIR/tessera-examples)")
       ->check(tessera::cli::text_at_most(4096));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return tessera::cli::parse_failure(app, e);
   }
+  if (out.empty()) out = example::default_output("glm_example.png");
   LocalCluster cluster;
   Client client{cluster};
 

@@ -9,8 +9,10 @@ random-restart local search, written below) steering an ensemble of that class t
 """
 
 import argparse
+import pathlib
 import random
 import sys
+import tempfile
 import time
 
 import matplotlib
@@ -85,8 +87,12 @@ def main():
     parser.add_argument("--sets", type=int, default=500)
     parser.add_argument("--max-sleep", type=float, default=1.0)
     parser.add_argument("--workers", type=int, default=10, help="what cluster.scale asks for")
-    parser.add_argument("--plot", default="results.png")
+    parser.add_argument("--plot", help="the histogram's PNG (default: results.png in TMPDIR/tessera-examples)")
     args = parser.parse_args()
+    if args.plot is None:
+        folder = pathlib.Path(tempfile.gettempdir()) / "tessera-examples"
+        folder.mkdir(exist_ok=True)
+        args.plot = str(folder / "results.png")
     MAX_SLEEP = args.max_sleep
 
     # [1] The client and its own cluster, sized as Dask's is; this file is the module its workers import
@@ -122,7 +128,9 @@ def main():
     # [20-23] Analysis with pandas.
     output = input_params.copy()
     output["result"] = pd.Series(results, index=output.index)
-    print(f"mean {output['result'].mean():.4f}; results > 2: {len(output[output['result'] > 2])}")
+    above = len(output[output['result'] > 2])
+    print(f"mean {output['result'].mean():.4f}; results > 2: {above:,} of {len(output):,} "
+          f"({100 * above / len(output):.1f}%)")
 
     # A bag of 100 partitions.
     bag = tessera.bag.from_sequence(input_params.values.tolist(), npartitions=100)
@@ -136,7 +144,8 @@ def main():
     streamed = {record.id: record.value for record in stream}
     print(f"stream {stream.id}: {len(streamed)} results")
     stored = client.results(stream)
-    print(f"results > 2: {stored.where('result > 2').count()} of {stored.count()}")
+    above, count = stored.where('result > 2').count(), stored.count()
+    print(f"results > 2: {above:,} of {count:,} ({100 * above / max(count, 1):.1f}%)")
     frame = stored.to_pandas()
     np.testing.assert_allclose(frame.sort_values("id")["result"], expected)
 
