@@ -323,13 +323,21 @@ protocols::scheduler_actor_type::behavior_type scheduler_actor(
       },
       [=](workers_atom) -> std::vector<WorkerInfo> {
         auto out = self->state.core->workers();
-        for (auto& w : out) w.memory = memory_of(self->state, w);
+        for (auto& w : out) {
+          w.memory = memory_of(self->state, w);
+          if (self->state.monitor) w.sets_run = self->state.monitor->tasks.sets_run_by(w.id);
+        }
         return out;
       },
       [=](progress_atom) -> std::vector<FunctionProgress> { return self->state.core->progress(); },
       [=](status_atom) -> SchedulerStatus {
         auto status = self->state.core->status();
         self->state.checkpoints->report(status);
+        if (self->state.monitor) {
+          const auto sets = self->state.monitor->tasks.set_totals();
+          status.sets_done = sets.sets;
+          status.sets_failed = sets.failed;
+        }
         for (const auto& w : self->state.core->workers()) status.memory.push_back(memory_of(self->state, w));
         return status;
       },

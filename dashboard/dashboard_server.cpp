@@ -154,9 +154,9 @@ struct DashboardServer::Impl {
                  const auto snapshot = sampler.latest();
                  answer_json(res, workers_json(*snapshot, timeline_now()));
                }));
-    server.Get("/api/progress.json", data([this](const httplib::Request&, httplib::Response& res) {
+    server.Get("/api/progress.json", data([this, &monitor](const httplib::Request&, httplib::Response& res) {
                  const auto snapshot = sampler.latest();
-                 answer_json(res, progress_json(*snapshot, timeline_now()));
+                 answer_json(res, progress_json(*snapshot, monitor, timeline_now()));
                }));
     server.Get(
         "/api/task-stream.json", data([&monitor](const httplib::Request& req, httplib::Response& res) {

@@ -97,6 +97,12 @@ std::string metrics_text(const Snapshot& snapshot, const monitor::ClusterMonitor
            static_cast<double>(s.tasks_from_checkpoint));
   w.family("tessera_tasks_per_second", "gauge", "Tasks run per second, over the last 10 whole seconds.");
   w.sample("tessera_tasks_per_second", "", monitor.tasks.recent_rate(now));
+  w.family("tessera_sets_total", "counter", "Streams' parameter sets the workers ran, since start.");
+  w.sample("tessera_sets_total", label("state", "done"), static_cast<double>(s.sets_done));
+  w.sample("tessera_sets_total", label("state", "failed"), static_cast<double>(s.sets_failed));
+  w.family("tessera_sets_per_second", "gauge",
+           "Streams' parameter sets run per second, over the last 10 whole seconds.");
+  w.sample("tessera_sets_per_second", "", monitor.tasks.recent_set_rate(now));
   const auto totals = monitor.tasks.totals();
   w.family("tessera_task_duration_seconds", "histogram", "Each task's share of its job's compute time.");
   w.histogram("tessera_task_duration_seconds", "", totals.task_seconds);
@@ -109,6 +115,11 @@ std::string metrics_text(const Snapshot& snapshot, const monitor::ClusterMonitor
   for (const auto& worker : snapshot.workers)
     w.sample("tessera_worker_tasks", label("worker", std::to_string(worker.id)),
              static_cast<double>(worker.tasks_assigned));
+  w.family("tessera_worker_sets_total", "counter",
+           "Streams' parameter sets each worker ran, since it joined.");
+  for (const auto& worker : snapshot.workers)
+    w.sample("tessera_worker_sets_total", label("worker", std::to_string(worker.id)),
+             static_cast<double>(worker.sets_run));
   w.family("tessera_worker_memory_bytes", "gauge",
            "Each worker's memory: results Tessera manages in memory (managed), on disk (spilled), its "
            "process's resident bytes above its start (rss) and in all (process_rss, shared by the workers "

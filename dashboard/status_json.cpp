@@ -28,6 +28,7 @@ Json worker_json(const WorkerInfo& w) {
               {"threads", w.threads},
               {"memory_limit", w.memory_limit},
               {"tasks", w.tasks_assigned},
+              {"sets", w.sets_run},
               {"retiring", w.retiring},
               {"memory", memory_json(w.memory)}};
 }
@@ -53,6 +54,8 @@ Json scheduler_json(const SchedulerStatus& s, std::uint32_t clients) {
               {"clients", clients},
               {"workers_lost", s.workers_lost},
               {"tasks_recomputed", s.tasks_recomputed},
+              {"sets_done", s.sets_done},
+              {"sets_failed", s.sets_failed},
               {"tasks_from_checkpoint", s.tasks_from_checkpoint},
               {"checkpoints_stored", s.checkpoints_stored},
               {"checkpoints_written", s.checkpoints_written},

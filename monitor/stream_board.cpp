@@ -5,7 +5,7 @@
 
 namespace tessera::monitor {
 
-StreamGauge::StreamGauge(std::uint64_t id, std::string simulation, std::string generator) {
+StreamGauge::StreamGauge(std::uint64_t id, std::string simulation, std::string generator) : id_(id) {
   figures_.id = id;
   figures_.simulation = std::move(simulation);
   figures_.generator = std::move(generator);
@@ -34,6 +34,8 @@ void StreamGauge::stored(const std::vector<StreamResult>& results) {
     }
     if (r.timeline.pushed > 0 && r.timeline.stored >= r.timeline.pushed)
       figures_.latency.add(r.timeline.stored - r.timeline.pushed);
+    if (r.timeline.started > 0 && r.timeline.finished >= r.timeline.started)
+      figures_.run.add(r.timeline.finished - r.timeline.started);
   }
   figures_.stored += results.size();
   if (figures_.stored > figures_.accepted) figures_.accepted = figures_.stored;
@@ -43,9 +45,21 @@ void StreamGauge::stored(const std::vector<StreamResult>& results) {
   bucket.sets += results.size();
 }
 
-void StreamGauge::closed() {
+void StreamGauge::expects(std::uint64_t input_sets) {
+  std::lock_guard lock(mutex_);
+  figures_.input_sets = input_sets;
+}
+
+void StreamGauge::closed(std::string ended_early) {
   std::lock_guard lock(mutex_);
   figures_.closed = true;
+  figures_.ended_early = std::move(ended_early);
+}
+
+void StreamGauge::reopened() {
+  std::lock_guard lock(mutex_);
+  figures_.closed = false;
+  figures_.ended_early.clear();
 }
 
 void StreamGauge::finished(const std::string& error) {
@@ -65,6 +79,15 @@ StreamFigures StreamGauge::figures() const {
     if (bucket.second < now && bucket.second >= now - static_cast<std::int64_t>(StreamFigures::kRateSeconds))
       sets += bucket.sets;
   out.sets_per_second = static_cast<double>(sets) / StreamFigures::kRateSeconds;
+  // The history ends where the stream did, so a finished one keeps the shape of its run.
+  const std::int64_t last =
+      figures_.finished_at > 0 ? static_cast<std::int64_t>(std::floor(figures_.finished_at)) : now;
+  out.rate_history.assign(StreamFigures::kHistorySeconds, 0);
+  for (const auto& bucket : seconds_) {
+    const std::int64_t ago = last - bucket.second;
+    if (bucket.second >= 0 && ago >= 0 && ago < static_cast<std::int64_t>(StreamFigures::kHistorySeconds))
+      out.rate_history[StreamFigures::kHistorySeconds - 1 - static_cast<std::size_t>(ago)] = bucket.sets;
+  }
   return out;
 }
 
@@ -73,6 +96,7 @@ std::shared_ptr<StreamGauge> StreamBoard::open(std::uint64_t id, std::string sim
   auto gauge = std::make_shared<StreamGauge>(id, std::move(simulation), std::move(generator));
   std::lock_guard lock(mutex_);
   open_[id] = gauge;
+  std::erase_if(finished_, [id](const auto& finished) { return finished->id() == id; });
   return gauge;
 }
 

@@ -1,5 +1,6 @@
 #include "monitor/task_stream_log.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::monitor {
@@ -24,15 +25,53 @@ void TaskStreamLog::record(std::uint32_t worker, std::string_view function, doub
   std::lock_guard lock(mutex_);
   ring_[written_ % kRuns] = TaskRun{worker, index_of(function), tasks, failed, finished_at, seconds};
   ++written_;
-  const auto second = static_cast<std::int64_t>(std::floor(finished_at));
-  auto& bucket = seconds_[static_cast<std::size_t>(second % static_cast<std::int64_t>(kSeconds))];
-  if (bucket.second != second) bucket = Second{second, 0};
-  bucket.tasks += tasks;
+  bucket_of(finished_at).tasks += tasks;
   totals_.tasks += tasks;
   totals_.failed += failed;
   totals_.runs += 1;
   totals_.busy_seconds += seconds;
   totals_.task_seconds.add(seconds / tasks, tasks);
+}
+
+TaskStreamLog::Second& TaskStreamLog::bucket_of(double finished_at) {
+  const auto second = static_cast<std::int64_t>(std::floor(std::max(0.0, finished_at)));
+  auto& bucket = seconds_[static_cast<std::size_t>(second % static_cast<std::int64_t>(kSeconds))];
+  if (bucket.second != second) bucket = Second{second, 0, 0};
+  return bucket;
+}
+
+void TaskStreamLog::record_sets(std::uint32_t worker, std::string_view simulation, double finished_at,
+                                double seconds, std::uint32_t sets, std::uint32_t failed) {
+  if (sets == 0 || !std::isfinite(finished_at) || !std::isfinite(seconds) || seconds < 0) return;
+  std::lock_guard lock(mutex_);
+  bucket_of(finished_at).sets += sets;
+  set_totals_.sets += sets;
+  set_totals_.failed += failed;
+  sets_by_worker_[worker] += sets;
+  if (!enabled()) return;
+  ring_[written_ % kRuns] = TaskRun{worker, index_of(simulation), sets, failed, finished_at, seconds, true};
+  ++written_;
+}
+
+std::vector<std::uint64_t> TaskStreamLog::sets_per_second(double now, std::size_t count) const {
+  return series(now, count, &Second::sets);
+}
+
+double TaskStreamLog::recent_set_rate(double now) const {
+  std::uint64_t total = 0;
+  for (auto n : sets_per_second(now - 1, 10)) total += n;
+  return static_cast<double>(total) / 10;
+}
+
+SetTotals TaskStreamLog::set_totals() const {
+  std::lock_guard lock(mutex_);
+  return set_totals_;
+}
+
+std::uint64_t TaskStreamLog::sets_run_by(std::uint32_t worker) const {
+  std::lock_guard lock(mutex_);
+  auto it = sets_by_worker_.find(worker);
+  return it == sets_by_worker_.end() ? 0 : it->second;
 }
 
 TaskStreamSnapshot TaskStreamLog::runs_since(double since) const {
@@ -51,6 +90,11 @@ TaskStreamSnapshot TaskStreamLog::runs_since(double since) const {
 }
 
 std::vector<std::uint64_t> TaskStreamLog::per_second(double now, std::size_t count) const {
+  return series(now, count, &Second::tasks);
+}
+
+std::vector<std::uint64_t> TaskStreamLog::series(double now, std::size_t count,
+                                                 std::uint64_t Second::*field) const {
   if (count > kSeconds) count = kSeconds;
   std::lock_guard lock(mutex_);
   std::vector<std::uint64_t> out(count, 0);
@@ -59,7 +103,7 @@ std::vector<std::uint64_t> TaskStreamLog::per_second(double now, std::size_t cou
     const std::int64_t second = current - static_cast<std::int64_t>(count) + 1 + static_cast<std::int64_t>(k);
     if (second < 0) continue;
     const auto& bucket = seconds_[static_cast<std::size_t>(second % static_cast<std::int64_t>(kSeconds))];
-    if (bucket.second == second) out[k] = bucket.tasks;
+    if (bucket.second == second) out[k] = bucket.*field;
   }
   return out;
 }

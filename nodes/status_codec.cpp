@@ -43,6 +43,8 @@ void encode(const ClusterStatus& status, Status::Builder out) {
   out.setCheckpointsCorrupt(s.checkpoints_corrupt);
   out.setCheckpointError(s.checkpoint_error);
   out.setCheckpointsStored(s.checkpoints_stored);
+  out.setSetsDone(s.sets_done);
+  out.setSetsFailed(s.sets_failed);
   auto memory = out.initMemory(static_cast<unsigned>(s.memory.size()));
   for (std::size_t i = 0; i < s.memory.size(); ++i)
     encode_memory(s.memory[i], memory[static_cast<unsigned>(i)]);
@@ -72,6 +74,8 @@ ClusterStatus decode(Status::Reader in) {
   s.checkpoints_corrupt = in.getCheckpointsCorrupt();
   s.checkpoint_error = text(in.getCheckpointError(), kErrorBytes);
   s.checkpoints_stored = in.getCheckpointsStored();
+  s.sets_done = in.getSetsDone();
+  s.sets_failed = in.getSetsFailed();
   s.memory.reserve(in.getMemory().size());
   for (auto m : in.getMemory()) s.memory.push_back(decode_memory(m));
   return status;
@@ -88,6 +92,7 @@ void encode(const std::vector<WorkerInfo>& workers, capnp::List<WorkerEntry>::Bu
     entry.setMemoryLimit(w.memory_limit);
     entry.setTasksAssigned(w.tasks_assigned);
     entry.setRetiring(w.retiring);
+    entry.setSetsRun(w.sets_run);
     encode_memory(w.memory, entry.initMemory());
   }
 }
@@ -105,6 +110,7 @@ std::vector<WorkerInfo> decode(capnp::List<WorkerEntry>::Reader in) {
     w.memory_limit = entry.getMemoryLimit();
     w.tasks_assigned = entry.getTasksAssigned();
     w.retiring = entry.getRetiring();
+    w.sets_run = entry.getSetsRun();
     w.memory = decode_memory(entry.getMemory());
     out.push_back(std::move(w));
   }

@@ -56,7 +56,10 @@ struct SchedulerStatus {
   std::uint64_t checkpoints_corrupt = 0;
   std::string checkpoint_error{};
   std::uint64_t checkpoints_stored = 0;  // records in the store now
-  std::vector<WorkerMemory> memory{};    // one per live worker that has reported
+  // Streams' parameter sets the workers ran (simulation jobs, counted beside tasks), since start.
+  std::uint64_t sets_done = 0;
+  std::uint64_t sets_failed = 0;
+  std::vector<WorkerMemory> memory{};  // one per live worker that has reported
 };
 
 // Tasks of one function by state, over the operations of it that are live and those already forgotten
@@ -80,6 +83,7 @@ struct WorkerInfo {
   std::uint32_t threads = 0;
   std::uint64_t memory_limit = 0;
   std::uint64_t tasks_assigned = 0;  // placed on it, not finished
+  std::uint64_t sets_run = 0;        // streams' parameter sets it ran, since it joined
   bool retiring = false;
   WorkerMemory memory{};
 };

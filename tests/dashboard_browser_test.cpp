@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 // clang-format on
 
+#include <algorithm>
 #include <numeric>
 #include <regex>
 #include <tessera/glm.hpp>
@@ -138,8 +139,12 @@ TEST_F(DashboardBrowser, EachPageShowsWhatTheCliSaysWhileAWorkloadRuns) {
       "const c = Chart.getChart('stream-chart'); return Boolean(c) && "
       "c.data.datasets.some(d => d.label === 'slow_square' && d.data.length > 0);",
       "slow_square runs in the task stream");
-  const auto task_workers = browser.run("return Chart.getChart('stream-chart').data.labels;");
-  EXPECT_EQ(task_workers.size(), 2u) << task_workers.dump();
+  // One lane per compute thread in use: at most the 2 x 2 threads, each named by worker and thread.
+  const auto lanes = browser.run("return Chart.getChart('stream-chart').data.labels;");
+  EXPECT_GE(lanes.size(), 2u) << lanes.dump();
+  for (const auto& lane : lanes)
+    EXPECT_TRUE(std::regex_match(lane.get<std::string>(), std::regex(R"(worker \d+ · thread [12])")))
+        << lanes.dump();
   EXPECT_GT(number_of(browser.run(kReadField, {"#task-cards", "run_count"})), 0u);
   browser.screenshot(kArtifacts / "tasks.png");
 
@@ -188,6 +193,107 @@ TEST_F(DashboardBrowser, EachPageShowsWhatTheCliSaysWhileAWorkloadRuns) {
   EXPECT_EQ(squares[5999], 5999LL * 5999);
   ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
   EXPECT_EQ(stored_count(scheduler, stream.id()), 3000u);
+}
+
+// A stream alone, as a user watching the dashboard during `tessera stream push` sees it: every page shows
+// the sets as work (rates, per worker, lanes per thread, progress), agreeing with `tessera status --json`,
+// `tessera workers --json` and `tessera results`; screenshots of each page during the stream.
+TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
+  NodeProcess node{
+      "[node]\nname = \"stream-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
+      "[worker]\nworkers = 2\nthreads_per_worker = 2\n"
+      "[dashboard]\nlisten = \"127.0.0.1:0\"\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n"};
+  const auto link_line = node.next_line();
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(link_line, match, std::regex(R"(http://127\.0\.0\.1:\d+)"))) << link_line;
+  const std::string base = match[0];
+  const std::string scheduler = node.endpoint();
+  WebDriver browser;
+  // Opened first, so the task stream records the simulation jobs from the stream's start.
+  browser.open(base + "/tasks");
+  browser.wait_until("return document.body.dataset.ready === '1';", "its first update of /tasks");
+
+  tessera::Client client(scheduler);
+  // 4,000 sets of 5 ms on 4 threads: about 5 s of work.
+  tessera::StreamOptions options;
+  options.config.set("pause_us", tessera::to_value(std::int64_t{5000}));
+  auto stream = client.stream("pause_square", options);
+  for (int i = 0; i < 4000; ++i) stream.push(double(100 + i));
+  stream.flush();
+
+  // Task stream: the simulation's jobs, in one lane per compute thread of each worker.
+  browser.wait_until(
+      "const c = Chart.getChart('stream-chart'); return Boolean(c) && c.data.labels.length >= 4 && "
+      "c.data.datasets.some(d => d.label === 'pause_square (parameter sets)' && d.data.length > 0);",
+      "the stream's jobs on four lanes of the task stream");
+  const auto lanes = browser.run("return Chart.getChart('stream-chart').data.labels;");
+  for (const std::string expected :
+       {"worker 0 · thread 1", "worker 0 · thread 2", "worker 1 · thread 1", "worker 1 · thread 2"})
+    EXPECT_NE(std::find(lanes.begin(), lanes.end(), expected), lanes.end()) << lanes.dump();
+  EXPECT_GT(number_of(browser.run(kReadField, {"#task-cards", "sets_per_second"})), 0u);
+  browser.screenshot(kArtifacts / "stream-tasks.png");
+
+  // Status: sets done and sets/s beside the tasks, and each worker's sets, against the CLI's.
+  browser.open(base + "/status");
+  browser.wait_until("return document.body.dataset.ready === '1';", "its first update of /status");
+  const auto before = cli_json(scheduler, "status --json");
+  wait_for_fresh_figures(browser, "/status");
+  const auto sets_shown = number_of(browser.run(kReadField, {"#status-cards", "sets_done"}));
+  const auto rate_shown = number_of(browser.run(kReadField, {"#status-cards", "sets_per_second"}));
+  const auto running_shown = number_of(browser.run(kReadField, {"#status-cards", "streams_running"}));
+  const auto worker_sets = browser.run(R"(
+    return [...document.querySelectorAll('tr[data-worker-id]')].map(r => Number(
+      r.querySelector('[data-field="sets"]').textContent.replace(/,/g, '')));)");
+  const auto after = cli_json(scheduler, "status --json");
+  const auto workers = cli_json(scheduler, "workers --json");
+  EXPECT_LE(before["sets_done"].get<std::uint64_t>(), sets_shown);
+  EXPECT_LE(sets_shown, after["sets_done"].get<std::uint64_t>());
+  EXPECT_GT(sets_shown, 0u) << "the stream's sets count as work";
+  EXPECT_LT(after["sets_done"].get<std::uint64_t>(), 4000u) << "the stream still runs";
+  EXPECT_GT(rate_shown, 0u);
+  EXPECT_EQ(running_shown, 1u);
+  ASSERT_EQ(worker_sets.size(), workers.size());
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    EXPECT_GT(worker_sets[i].get<std::uint64_t>(), 0u) << "worker " << workers[i]["id"] << " runs sets too";
+    EXPECT_LE(worker_sets[i].get<std::uint64_t>(), workers[i]["sets"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(browser.run("return Chart.getChart('rate-chart').data.datasets[1].data.some(v => v > 0);"), true);
+  browser.screenshot(kArtifacts / "stream-status.png");
+
+  // Progress: the running stream, its stored sets between two `tessera results` counts.
+  browser.open(base + "/progress");
+  const std::string row = "tr[data-stream-id=\"" + std::to_string(stream.id()) + "\"]";
+  browser.wait_until("return Boolean(document.querySelector('#progress-streams " + row + "'));",
+                     "the running stream on /progress");
+  const auto stored_before = stored_count(scheduler, stream.id());
+  wait_for_fresh_figures(browser, "/progress");
+  const auto stored_shown = number_of(browser.run(kReadField, {"#progress-streams " + row, "stored"}));
+  const auto stored_after = stored_count(scheduler, stream.id());
+  EXPECT_LE(stored_before, stored_shown);
+  EXPECT_LE(stored_shown, stored_after);
+  browser.screenshot(kArtifacts / "stream-progress.png");
+
+  // Streams: a set's run time apart from push-to-store latency; the rate history kept once it finished.
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
+  browser.open(base + "/streams");
+  browser.wait_until("return Boolean(document.querySelector('" + row + "'));", "a row for the stream");
+  wait_for_fresh_figures(browser, "/streams");
+  EXPECT_EQ(browser.run(kReadField, {row, "state"}), "finished");
+  const auto run_p50 = browser.run(kReadField, {row, "run_p50"}).get<std::string>();
+  EXPECT_TRUE(std::regex_match(run_p50, std::regex(R"([0-9.]+ ms)"))) << run_p50;  // about 5 ms
+  EXPECT_EQ(browser.run("return Chart.getChart('stream-rates').data.datasets[0].data.some(v => v > 0);"),
+            true)
+      << "a finished stream keeps its rate history";
+  browser.screenshot(kArtifacts / "stream-streams.png");
+
+  // Finished: every figure equals the store's count.
+  const auto done = cli_json(scheduler, "status --json");
+  EXPECT_EQ(done["sets_done"], 4000);
+  EXPECT_EQ(stored_count(scheduler, stream.id()), 4000u);
+  std::uint64_t by_workers = 0;
+  for (const auto& w : cli_json(scheduler, "workers --json")) by_workers += w["sets"].get<std::uint64_t>();
+  EXPECT_EQ(by_workers, 4000u);
 }
 
 }  // namespace

@@ -247,6 +247,62 @@ TEST(DashboardHttp, EndpointsAgreeWithTheClusterAfterAMap) {
   EXPECT_EQ(get(port, "/api/task-stream.json?window=-1").status, 400);
 }
 
+// A stream's parameter sets are work on every panel: counted beside tasks in the status (in all, per
+// second, per worker), drawn in the task stream in one lane per compute thread, listed in progress while
+// they run, with a set's run time apart from its push-to-store latency.
+TEST(DashboardHttp, AStreamsSetsAreWorkOnEveryPanel) {
+  tessera::LocalCluster cluster{with_dashboard()};
+  const int port = port_of(cluster.dashboard_link());
+  (void)get_json(port, "/api/task-stream.json");  // a dashboard that shows the task stream records runs
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.config.set("pause_us", tessera::to_value(std::int64_t{2000}));
+  auto stream = client.stream("pause_square", options);
+  for (int i = 0; i < 400; ++i) stream.push(double(100 + i));
+  stream.flush();
+  Json progress;
+  ASSERT_TRUE(eventually([&] {
+    progress = get_json(port, "/api/progress.json");
+    return !progress["streams"].empty();
+  })) << progress.dump();
+  EXPECT_EQ(progress["streams"][0]["id"], stream.id());
+  EXPECT_EQ(progress["streams"][0]["simulation"], "pause_square");
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+
+  Json status;
+  ASSERT_TRUE(eventually([&] {
+    status = get_json(port, "/api/status.json");
+    return status["sets_done"] == 400;
+  })) << status.dump();
+  std::uint64_t per_second = 0, by_workers = 0;
+  for (const auto& n : status["sets_per_second_series"]) per_second += n.get<std::uint64_t>();
+  for (const auto& w : status["worker_list"]) by_workers += w["sets"].get<std::uint64_t>();
+  EXPECT_EQ(per_second, 400u) << "every set in the last minute's series";
+  EXPECT_EQ(by_workers, 400u);
+  EXPECT_EQ(status["streams_running"], 0);
+
+  const auto runs = get_json(port, "/api/task-stream.json?window=600");
+  std::uint64_t sets = 0;
+  for (const auto& run : runs["runs"]) {
+    if (run[7] != 1) continue;
+    EXPECT_EQ(runs["functions"][run[1].get<std::size_t>()], "pause_square");
+    EXPECT_LT(run[6].get<std::uint32_t>(), 2u) << "lanes are the worker's two compute threads";
+    sets += run[4].get<std::uint64_t>();
+  }
+  EXPECT_EQ(sets, 400u);
+  for (const auto& [worker, lanes] : runs["lanes"].get<std::vector<std::pair<int, int>>>())
+    EXPECT_LE(lanes, 2) << "worker " << worker;
+
+  const auto streams = get_json(port, "/api/streams.json");
+  const auto& figures = streams["streams"][0];
+  EXPECT_GT(figures["run_seconds"]["p50"].get<double>(), 0.0015);
+  EXPECT_GE(figures["latency_seconds"]["p50"].get<double>(), figures["run_seconds"]["p50"].get<double>());
+  std::uint64_t history = 0;
+  for (const auto& n : figures["rate_history"]) history += n.get<std::uint64_t>();
+  EXPECT_EQ(history, 400u) << "a finished stream keeps its rate history";
+}
+
 TEST(DashboardHttp, FailedAndCancelledTasksShowInProgress) {
   tessera::LocalCluster cluster{with_dashboard()};
   const int port = port_of(cluster.dashboard_link());

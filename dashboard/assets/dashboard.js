@@ -10,6 +10,9 @@ const main = document.getElementById("main");
 const charts = {};
 const palette = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777",
                  "#4b5563", "#65a30d", "#7c3aed", "#0d9488"];
+// Functions and simulations in the task stream: no red nor orange, which read as errors.
+const runPalette = ["#2563eb", "#16a34a", "#9333ea", "#0891b2", "#ca8a04", "#4b5563", "#65a30d", "#7c3aed",
+                    "#0d9488", "#1e40af", "#15803d", "#6b21a8"];
 
 if (window.Chart) {
   Chart.defaults.animation = false;
@@ -100,25 +103,33 @@ async function renderStatus() {
     ["tasks_erred", "tasks erred", integer(s.tasks_erred)],
     ["tasks_cancelled", "tasks cancelled", integer(s.tasks_cancelled)],
     ["tasks_per_second", "tasks/s (last 10 s)", integer(Math.round(s.tasks_per_second))],
+    // A stream's parameter sets are work too: counted apart from tasks.
+    ["sets_done", "sets done", integer(s.sets_done)],
+    ["sets_per_second", "sets/s (last 10 s)", integer(Math.round(s.sets_per_second))],
+    ["streams_running", "streams running", integer(s.streams_running)],
     ["results_held", "results held", integer(s.results_held)],
     ["workers_lost", "workers lost", s.workers_lost],
   ]);
-  const rate = section("status-rate", (n) => n.append(el("h3", {}, "Tasks per second, last 60 s"),
+  const rate = section("status-rate", (n) => n.append(el("h3", {}, "Work per second, last 60 s"),
                                                       el("div", { class: "chart medium" })));
   const series = s.tasks_per_second_series;
   chart("rate-chart", rate.querySelector(".chart"), {
     type: "line",
-    data: { labels: series.map((_, i) => i - series.length), datasets: [{
-      label: "tasks/s", data: series, borderColor: colour(0), backgroundColor: colour(0), pointRadius: 0 }] },
-    options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Tasks finished per second" } },
+    data: { labels: series.map((_, i) => i - series.length), datasets: [
+      { label: "tasks/s", data: series, borderColor: colour(0), backgroundColor: colour(0), pointRadius: 0 },
+      { label: "parameter sets/s", data: s.sets_per_second_series, borderColor: colour(2),
+        backgroundColor: colour(2), pointRadius: 0 }] },
+    options: { maintainAspectRatio: false,
+               plugins: { title: { display: true, text: "Tasks and parameter sets finished per second" } },
                scales: { x: { title: { display: true, text: "seconds ago" } },
-                         y: { beginAtZero: true, title: { display: true, text: "tasks/s" } } } },
+                         y: { beginAtZero: true, title: { display: true, text: "per second" } } } },
   });
   const memoryOf = new Map(s.memory.map((m) => [m.worker, m]));
   const workers = s.worker_list.map((w) => Object.assign({}, w, { mem: memoryOf.get(w.id) || w.memory }));
   const list = section("status-workers", (n) => n.append(el("h3", {}, "Workers"), el("div", { class: "table" })));
   table(list.querySelector(".table"), [
     ["id", "id"], ["name", "name", true], ["threads", "threads"], ["tasks", "tasks", false, integer],
+    ["sets", "sets run", false, integer],
     ["memory_limit", "limit", false, (v) => v ? mib(v) : "none"],
     ["managed_bytes", "managed in memory", false, (_, r) => mib(r.mem.managed_bytes)],
     ["spilled_bytes", "spilled", false, (_, r) => mib(r.mem.spilled_bytes)],
@@ -156,28 +167,38 @@ async function renderTasks() {
   cards(top.firstChild, [
     ["run_count", "jobs in the last 10 s", integer(t.run_count)],
     ["tasks_per_second", "tasks/s (last 10 s)", integer(Math.round(t.tasks_per_second))],
+    ["sets_per_second", "sets/s (last 10 s)", integer(Math.round(t.sets_per_second))],
     ["shown", "rectangles drawn", integer(t.runs.length)],
     ["aggregated", "aggregated", t.aggregated ? "yes" : "no"],
   ]);
   const holder = section("task-chart", (n) => n.append(el("div", { class: "chart tall" }),
-    el("p", { class: "note" }, "Each rectangle is one job (a run of tasks of one function) on a worker's " +
-      "compute threads; with many, runs of one function on one worker are drawn per time bin.")));
+    el("p", { class: "note" }, "Each rectangle is one job on one of a worker's compute threads: a run of " +
+      "tasks of one function, or of a stream's parameter sets through its simulation; with many, runs of " +
+      "one function on one worker are drawn per time bin.")));
+  // One lane per compute thread of each worker (runs that overlap in time go to different lanes), so that
+  // jobs on one worker never merge into one solid bar.
+  const laneName = (worker, lane) => "worker " + worker + " · thread " + (lane + 1);
+  const lanes = [];
+  for (const [worker, count] of t.lanes) for (let lane = 0; lane < count; ++lane) lanes.push(laneName(worker, lane));
   const byFunction = new Map();
-  for (const [worker, fn, start, end, tasks] of t.runs) {
-    if (!byFunction.has(fn)) byFunction.set(fn, []);
-    byFunction.get(fn).push({ x: [start - t.now, end - t.now], y: "worker " + worker, tasks });
+  for (const [worker, fn, start, end, tasks, failed, lane, kind] of t.runs) {
+    if (!byFunction.has(fn)) byFunction.set(fn, { kind, data: [] });
+    byFunction.get(fn).data.push({ x: [start - t.now, end - t.now], y: laneName(worker, lane), tasks });
   }
-  const datasets = [...byFunction.entries()].map(([fn, data]) => ({
-    label: t.functions[fn], data, backgroundColor: colour(fn), borderColor: colour(fn), borderWidth: 1,
-    borderSkipped: false, barPercentage: 0.8, categoryPercentage: 1.0 }));
+  const datasets = [...byFunction.entries()].map(([fn, { kind, data }]) => ({
+    label: t.functions[fn] + (kind === 1 ? " (parameter sets)" : ""), data,
+    // A job of a few milliseconds is under a pixel wide in a 10 s window: drawn at least 2 px.
+    backgroundColor: runPalette[fn % runPalette.length], borderWidth: 0, minBarLength: 2,
+    borderSkipped: false, barPercentage: 0.9, categoryPercentage: 1.0 }));
   chart("stream-chart", holder.querySelector(".chart"), {
     type: "bar",
-    data: { labels: t.workers.map((w) => "worker " + w), datasets },
+    data: { labels: lanes, datasets },
     options: { indexAxis: "y", maintainAspectRatio: false, grouped: false,
-               plugins: { title: { display: true, text: "Task stream, last 10 s" } },
+               plugins: { title: { display: true, text: "Task stream (tasks and simulation jobs), last 10 s" } },
                scales: { x: { min: -t.window, max: 0, title: { display: true, text: "seconds before now" } },
-                         y: { stacked: true, title: { display: true, text: "worker" } } } },
+                         y: { stacked: true, title: { display: true, text: "worker · compute thread" } } } },
   });
+  holder.dataset.lanes = JSON.stringify(lanes);  // what a reader (or a test) sees on the y axis
   return t;
 }
 
@@ -210,11 +231,21 @@ async function renderProgress() {
     ["waiting", "waiting", false, integer], ["erred", "erred", false, integer],
     ["cancelled", "cancelled", false, integer],
   ], p.functions, (f) => ({ "data-function": f.function }));
+  // Streams are work in progress too: each running one, its sets stored of those accepted (and of its
+  // input, when its client said how many).
+  const streams = section("progress-streams", (n) => n.append(el("h3", {}, "Streams running"),
+                                                             el("div", { class: "table" })));
+  table(streams.querySelector(".table"), [
+    ["id", "stream"], ["simulation", "simulation", true], ["accepted", "accepted", false, integer],
+    ["stored", "stored", false, integer], ["failed", "failed", false, integer],
+    ["input_sets", "of input", false, (v) => (v ? integer(v) : "")],
+    ["done", "done", false, (_, r) => r.input_sets ? (100 * r.stored / r.input_sets).toFixed(1) + "%" : ""],
+    ["sets_per_second", "sets/s", false, (v) => v.toFixed(1)],
+  ], p.streams, (x) => ({ "data-stream-id": x.id }));
   return p;
 }
 
 // ---- streams --------------------------------------------------------------------------------------
-const rateHistory = new Map();  // stream id -> sets/s seen by this page, newest last
 async function renderStreams() {
   const s = await getJson("/api/streams.json");
   const top = section("stream-cards", (n) => n.append(el("div", { class: "cards" })));
@@ -227,34 +258,38 @@ async function renderStreams() {
   ]);
   const rows = s.streams.map((x) => Object.assign({}, x, {
     p50: x.latency_seconds.p50, p90: x.latency_seconds.p90, p99: x.latency_seconds.p99,
-    state: x.finished ? (x.error ? "failed" : "finished") : (x.closed ? "closing" : "running") }));
+    run_p50: x.run_seconds.p50, run_p99: x.run_seconds.p99,
+    // Closed before its input ended (Ctrl-C, a lost client): incomplete, never "finished".
+    state: x.ended_early ? "incomplete" : x.finished ? (x.error ? "failed" : "finished")
+                                                     : (x.closed ? "closing" : "running"),
+    input: x.input_sets || null,
+    note: x.error || (x.ended_early ? x.ended_early + (x.input_sets ? " (accepted " + integer(x.accepted) +
+                                                       " of " + integer(x.input_sets) + ")" : "") : "") }));
   const list = section("stream-table", (n) => n.append(el("div", { class: "table" })));
   table(list.firstChild, [
     ["id", "stream"], ["simulation", "simulation", true], ["generator", "generator", true],
-    ["state", "state", true], ["accepted", "accepted", false, integer], ["stored", "stored", false, integer],
+    ["state", "state", true], ["accepted", "accepted", false, integer],
+    ["input", "of input", false, (v) => (v === null ? "" : integer(v))], ["stored", "stored", false, integer],
     ["failed", "failed", false, integer], ["in_flight", "in flight", false, integer],
     ["sets_per_second", "sets/s", false, (v) => v.toFixed(1)],
-    ["p50", "latency p50", false, seconds], ["p90", "p90", false, seconds], ["p99", "p99", false, seconds],
-    ["error", "error", true],
-  ], rows, (x) => ({ "data-stream-id": x.id }));
-  // Every stream shown since this page opened, finished ones too (their rate falls to 0).
-  for (const x of s.streams) {
-    if (x.finished && !rateHistory.has(x.id)) continue;
-    const history = rateHistory.get(x.id) || [];
-    history.push(x.sets_per_second);
-    if (history.length > 120) history.shift();
-    rateHistory.set(x.id, history);
-  }
+    // A set's own run, apart from the time from its push to its stored result (queueing included).
+    ["run_p50", "run p50", false, seconds], ["run_p99", "run p99", false, seconds],
+    ["p50", "push to store p50", false, seconds], ["p90", "p90", false, seconds], ["p99", "p99", false, seconds],
+    ["note", "note", true],
+  ], rows, (x) => ({ "data-stream-id": x.id, "data-state": x.state }));
+  // Each stream's sets stored per second over its last s.history_seconds, kept by the node, finished
+  // streams too (whenever this page was opened).
   const holder = section("stream-chart", (n) => n.append(el("div", { class: "chart medium" })));
-  const longest = Math.max(0, ...[...rateHistory.values()].map((h) => h.length));
+  const shownStreams = s.streams.slice(0, 12);
   chart("stream-rates", holder.querySelector(".chart"), {
     type: "line",
-    data: { labels: Array.from({ length: longest }, (_, i) => i - longest + 1),
-            datasets: [...rateHistory.entries()].map(([id, h], i) => ({
-              label: "stream " + id, data: Array(longest - h.length).fill(null).concat(h),
-              borderColor: colour(i), backgroundColor: colour(i), pointRadius: 0 })) },
+    data: { labels: Array.from({ length: s.history_seconds }, (_, i) => i - s.history_seconds + 1),
+            datasets: shownStreams.map((x, i) => ({
+              label: "stream " + x.id, data: x.rate_history.map((v) => (v === null ? null : v)),
+              borderColor: runPalette[i % runPalette.length], backgroundColor: runPalette[i % runPalette.length],
+              pointRadius: 0 })) },
     options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Sets stored per second" } },
-               scales: { x: { title: { display: true, text: "polls ago (1 s each)" } },
+               scales: { x: { title: { display: true, text: "seconds before now (a finished stream: before its end)" } },
                          y: { beginAtZero: true, title: { display: true, text: "sets/s" } } } },
   });
   return s;
