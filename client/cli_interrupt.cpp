@@ -1,20 +1,27 @@
 #include "cli_interrupt.hpp"
 
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 
 namespace tessera::cli {
 namespace {
 
-volatile std::sig_atomic_t received = 0;
+// Written by the handler, read by the command's threads: a lock-free atomic is both signal-safe and
+// race-free (a volatile sig_atomic_t is only the first).
+std::atomic<int> received{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void note_signal(int signal) {
-  received = signal;
+  const int saved = errno;  // a handler leaves errno as it found it
+  received.store(signal, std::memory_order_relaxed);
+  errno = saved;
 }
 
 }  // namespace
 
 void watch_interrupts() {
-  received = 0;
+  received.store(0, std::memory_order_relaxed);
   struct sigaction action {};
   action.sa_handler = note_signal;
   sigemptyset(&action.sa_mask);
@@ -25,7 +32,7 @@ void watch_interrupts() {
 }
 
 int interrupt_signal() {
-  return received;
+  return received.load(std::memory_order_relaxed);
 }
 
 }  // namespace tessera::cli

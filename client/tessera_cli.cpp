@@ -30,6 +30,7 @@
 #include "cli_stream_store.hpp"
 #include "cli_streams.hpp"
 #include "dashboard/status_json.hpp"
+#include "graph/builtin_names.hpp"
 #include "graph/printable.hpp"
 #include "nodes/transport.hpp"
 
@@ -89,16 +90,6 @@ int workers(const tessera::cli::Target& target, bool json) {
   return 0;
 }
 
-// "3: a, b, c", at most kShown names, then how many more and the command that lists them all.
-std::string name_list(const std::vector<std::string>& names, const char* command) {
-  constexpr std::size_t kShown = 12;
-  std::string text = std::to_string(names.size());
-  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) text += (i ? ", " : ": ") + shown(names[i]);
-  if (names.size() > kShown)
-    text += ", and " + std::to_string(names.size() - kShown) + " more (" + command + " lists them)";
-  return text;
-}
-
 int status(const tessera::cli::Target& target, bool json) {
   auto client = tessera::cli::connect(target);
   const auto status = client.status();
@@ -130,8 +121,11 @@ int status(const tessera::cli::Target& target, bool json) {
   for (const auto& memory : s.memory)
     std::cout << "  worker " << memory.worker << " memory (limit " << bytes_text(memory.limit)
               << "): " << tessera::cli::memory_text(memory) << "\n";
-  std::cout << "  functions       " << name_list(functions, "tessera functions") << "\n"
-            << "  simulations     " << name_list(simulations, "tessera simulations") << "\n";
+  // A node's own, by name; Tessera's own counted (tessera functions and simulations list them all).
+  std::cout << "  functions       " << tessera::printable(tessera::own_and_builtin(functions, 24), 2000)
+            << "\n"
+            << "  simulations     " << tessera::printable(tessera::own_and_builtin(simulations, 24), 2000)
+            << "\n";
   return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "actors/worker_actor.hpp"
 #include "backends/dispatch.hpp"
 #include "dashboard/dashboard_server.hpp"
+#include "graph/builtin_names.hpp"
 #include "graph/generator.hpp"
 #include "nodes/atomic_file.hpp"
 #include "nodes/node_config.hpp"
@@ -254,15 +255,12 @@ int main(int argc, char** argv) {
               << (config.python_modules.size() == 1 ? "" : "s") << " imported, " << config.programs.size()
               << " program" << (config.programs.size() == 1 ? "" : "s") << " declared)" << std::endl;
     // What clients of this node may call and stream by name.
-    const auto listed = [](const std::vector<std::string>& names) {
-      std::string text = std::to_string(names.size());
-      for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", " : ": ") + names[i];
-      return text;
-    };
-    std::cout << "  functions registered:   " << listed(tessera::Registry::global().names()) << "\n"
-              << "  simulations registered: " << listed(tessera::SimulationRegistry::global().names()) << "\n"
-              << "  generators registered:  " << listed(tessera::GeneratorRegistry::global().names())
-              << std::endl;
+    std::cout << "  functions registered:   " << tessera::own_and_builtin(tessera::Registry::global().names())
+              << "\n"
+              << "  simulations registered: "
+              << tessera::own_and_builtin(tessera::SimulationRegistry::global().names()) << "\n"
+              << "  generators registered:  "
+              << tessera::own_and_builtin(tessera::GeneratorRegistry::global().names()) << std::endl;
     return 0;
   }
 

@@ -214,11 +214,13 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
   browser.wait_until("return document.body.dataset.ready === '1';", "its first update of /tasks");
 
   tessera::Client client(scheduler);
-  // 4,000 sets of 5 ms on 4 threads: about 5 s of work.
+  // 8,000 sets of 10 ms on 4 threads: about 20 s of work, its input's size said as the CLI says it.
+  constexpr int kSets = 8000;
   tessera::StreamOptions options;
-  options.config.set("pause_us", tessera::to_value(std::int64_t{5000}));
+  options.config.set("pause_us", tessera::to_value(std::int64_t{10000}));
+  options.input.sets = kSets;
   auto stream = client.stream("pause_square", options);
-  for (int i = 0; i < 4000; ++i) stream.push(double(100 + i));
+  for (int i = 0; i < kSets; ++i) stream.push(double(100 + i));
   stream.flush();
 
   // Task stream: the simulation's jobs, in one lane per compute thread of each worker.
@@ -232,6 +234,21 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
     EXPECT_NE(std::find(lanes.begin(), lanes.end(), expected), lanes.end()) << lanes.dump();
   EXPECT_GT(number_of(browser.run(kReadField, {"#task-cards", "sets_per_second"})), 0u);
   browser.screenshot(kArtifacts / "stream-tasks.png");
+
+  // Progress: the running stream, its stored sets between two `tessera results` counts.
+  browser.open(base + "/progress");
+  const std::string row = "tr[data-stream-id=\"" + std::to_string(stream.id()) + "\"]";
+  browser.wait_until("return Boolean(document.querySelector('#progress-streams " + row + "'));",
+                     "the running stream on /progress");
+  const auto stored_before = stored_count(scheduler, stream.id());
+  wait_for_fresh_figures(browser, "/progress");
+  const auto stored_shown = number_of(browser.run(kReadField, {"#progress-streams " + row, "stored"}));
+  const auto stored_after = stored_count(scheduler, stream.id());
+  EXPECT_LE(stored_before, stored_shown);
+  EXPECT_LE(stored_shown, stored_after);
+  EXPECT_EQ(number_of(browser.run(kReadField, {"#progress-streams " + row, "input_sets"})),
+            std::uint64_t{kSets});
+  browser.screenshot(kArtifacts / "stream-progress.png");
 
   // Status: sets done and sets/s beside the tasks, and each worker's sets, against the CLI's.
   browser.open(base + "/status");
@@ -249,7 +266,7 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
   EXPECT_LE(before["sets_done"].get<std::uint64_t>(), sets_shown);
   EXPECT_LE(sets_shown, after["sets_done"].get<std::uint64_t>());
   EXPECT_GT(sets_shown, 0u) << "the stream's sets count as work";
-  EXPECT_LT(after["sets_done"].get<std::uint64_t>(), 4000u) << "the stream still runs";
+  EXPECT_LT(after["sets_done"].get<std::uint64_t>(), std::uint64_t{kSets}) << "the stream still runs";
   EXPECT_GT(rate_shown, 0u);
   EXPECT_EQ(running_shown, 1u);
   ASSERT_EQ(worker_sets.size(), workers.size());
@@ -260,19 +277,6 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
   EXPECT_EQ(browser.run("return Chart.getChart('rate-chart').data.datasets[1].data.some(v => v > 0);"), true);
   browser.screenshot(kArtifacts / "stream-status.png");
 
-  // Progress: the running stream, its stored sets between two `tessera results` counts.
-  browser.open(base + "/progress");
-  const std::string row = "tr[data-stream-id=\"" + std::to_string(stream.id()) + "\"]";
-  browser.wait_until("return Boolean(document.querySelector('#progress-streams " + row + "'));",
-                     "the running stream on /progress");
-  const auto stored_before = stored_count(scheduler, stream.id());
-  wait_for_fresh_figures(browser, "/progress");
-  const auto stored_shown = number_of(browser.run(kReadField, {"#progress-streams " + row, "stored"}));
-  const auto stored_after = stored_count(scheduler, stream.id());
-  EXPECT_LE(stored_before, stored_shown);
-  EXPECT_LE(stored_shown, stored_after);
-  browser.screenshot(kArtifacts / "stream-progress.png");
-
   // Streams: a set's run time apart from push-to-store latency; the rate history kept once it finished.
   stream.close();
   ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(120)));
@@ -281,7 +285,7 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
   wait_for_fresh_figures(browser, "/streams");
   EXPECT_EQ(browser.run(kReadField, {row, "state"}), "finished");
   const auto run_p50 = browser.run(kReadField, {row, "run_p50"}).get<std::string>();
-  EXPECT_TRUE(std::regex_match(run_p50, std::regex(R"([0-9.]+ ms)"))) << run_p50;  // about 5 ms
+  EXPECT_TRUE(std::regex_match(run_p50, std::regex(R"([0-9.]+ ms)"))) << run_p50;  // about 10 ms
   EXPECT_EQ(browser.run("return Chart.getChart('stream-rates').data.datasets[0].data.some(v => v > 0);"),
             true)
       << "a finished stream keeps its rate history";
@@ -289,11 +293,11 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
 
   // Finished: every figure equals the store's count.
   const auto done = cli_json(scheduler, "status --json");
-  EXPECT_EQ(done["sets_done"], 4000);
-  EXPECT_EQ(stored_count(scheduler, stream.id()), 4000u);
+  EXPECT_EQ(done["sets_done"], kSets);
+  EXPECT_EQ(stored_count(scheduler, stream.id()), std::uint64_t{kSets});
   std::uint64_t by_workers = 0;
   for (const auto& w : cli_json(scheduler, "workers --json")) by_workers += w["sets"].get<std::uint64_t>();
-  EXPECT_EQ(by_workers, 4000u);
+  EXPECT_EQ(by_workers, std::uint64_t{kSets});
 }
 
 }  // namespace
