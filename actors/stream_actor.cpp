@@ -749,8 +749,12 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
       },
       [=](stream_reopen_atom, StreamReopen& request) -> StreamReopened {
         auto& st = self->state;
-        if (st.finished || !st.cancelled.empty() || !st.info.settings.generator.empty())
+        // Only a stream that has ended answers kNotReopened (it has left the cluster's map then, so a
+        // new actor may take its id); one cancelled whole and still answering goes on with the new
+        // client (what was cancelled stays cancelled).
+        if (st.finished || !st.info.settings.generator.empty())
           return StreamReopened{protocols::kNotReopened};
+        st.cancelled.clear();
         // The new client's sink answers for what is still out before any of it can come back.
         StreamReopened reopened{st.info.pushed, unanswered_ids(st), st.max_in_flight()};
         request.sink->take_over(reopened.unanswered, reopened.max_in_flight);

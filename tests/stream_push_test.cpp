@@ -239,6 +239,14 @@ TEST(StreamPush, CancellingAStreamWhileItIsPushedStopsThePusher) {
   EXPECT_EQ(listed["ended_early"], "cancelled by a client before its input ended") << listed;
   EXPECT_EQ(cli(f.node.endpoint(), "results --stream 1 --where failed --format count"), "8\n");
   fs::remove(f.gate);
+  // Cancelled is incomplete too: a resume pushes the rest, and what was cancelled stays so.
+  const auto resumed = f.run_cli("stream push --quiet --resume 1 --input " + f.input.string());
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out,
+            "stream 1: 92 parameter sets (after the 8 accepted before), 92 results stored (0 failed)\n");
+  expect_every_row_once(f.stored(1), 100);
+  EXPECT_EQ(cli(f.node.endpoint(), "results --stream 1 --where failed --format count"), "8\n");
+  EXPECT_EQ(f.listing(1)["state"], "finished");
 }
 
 TEST(StreamPush, AFileWithABadRowIsRefusedBeforeAnyRowIsPushed) {

@@ -18,8 +18,8 @@ using stream_actor_type = caf::typed_actor<
     // Closed because its client is gone (why, kept in its record when its input had not ended).
     caf::reacts_to<stream_abandon_atom, std::string>,
     // A client resumes it (it was closed before its input ended): the ids it accepted, from which the
-    // client pushes on, and the sets the client's sink takes over; kNotReopened when it has finished or
-    // was cancelled (then it is resumed from the store).
+    // client pushes on, and the sets the client's sink takes over; kNotReopened once it has finished
+    // (then it is resumed from the store).
     caf::replies_to<stream_reopen_atom, StreamReopen>::with<StreamReopened>,
     // Its own: what was written ahead since the last sync is made durable, then accepted.
     caf::reacts_to<stream_sync_atom>,
