@@ -59,6 +59,8 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t erred, std::uint64_t 
   const auto now = std::chrono::steady_clock::now();
   const std::uint64_t finished = done_ + erred_ + cancelled_;
   const std::uint64_t tenths = total_ ? std::min<std::uint64_t>(10, finished * 10 / total_) : 0;
+  // Plainly, the line of the totals is finish()'s: a log gets it once.
+  if (!terminal_ && total_ && finished >= total_) return;
   if (terminal_ ? now - drawn_ >= options_.redraw
                 : (tenths > tenths_drawn_ || now - drawn_ >= options_.plain_every))
     draw(false);

@@ -4,6 +4,7 @@
 #include <pty.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -70,6 +71,12 @@ TEST(Progress, FuturesInALogGetPlainLinesEndingWithTheTotals) {
   EXPECT_LE(lines.size(), 12u) << "one line a tenth (and every 5 s), not one a task:\n" << text;
   for (const auto& line : lines) EXPECT_EQ(line.rfind("picky_square: ", 0), 0u) << line;
   EXPECT_NE(lines.back().find("2,000/2,000 done (100%), 200 erred"), std::string::npos) << lines.back();
+  EXPECT_EQ(
+      std::count_if(lines.begin(), lines.end(),
+                    [](const std::string& line) { return line.find("2,000/2,000") != std::string::npos; }),
+      1)
+      << "the totals once:\n"
+      << text;
 }
 
 TEST(Progress, ATerminalGetsOneRedrawnBar) {

@@ -327,6 +327,9 @@ TEST(StreamPush, TheProgressLineOnATerminalAndAsPlainLines) {
   EXPECT_EQ(plain.err.find('\r'), std::string::npos) << plain.err;
   EXPECT_EQ(plain.err.rfind("stream 2: ", 0), 0u) << plain.err;
   EXPECT_NE(plain.err.find("stream 2: 3,000/3,000 done (100%)"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("3,000/3,000", plain.err.find("3,000/3,000") + 1), std::string::npos)
+      << "the totals once:\n"
+      << plain.err;
   EXPECT_EQ(plain.err.back(), '\n') << plain.err;
 }
 

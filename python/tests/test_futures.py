@@ -211,6 +211,7 @@ def test_progress_over_futures_prints_plain_lines_ending_with_the_totals(client)
     assert 1 <= len(lines) <= 12, lines
     assert all(line.startswith("squares: ") for line in lines), lines
     assert lines[-1].startswith("squares: 2,001/2,001 done (100%), "), lines[-1]
+    assert sum("2,001/2,001" in line for line in lines) == 1, lines  # the totals once
     with pytest.raises(TypeError, match="progress: int is neither a Stream nor futures"):
         tessera.progress(3)
     with pytest.raises(ValueError, match="display 'fancy'"):
