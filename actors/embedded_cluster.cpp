@@ -217,6 +217,9 @@ std::vector<std::pair<std::uint64_t, caf::actor>> EmbeddedCluster::resume_stream
 
 ReopenedStream EmbeddedCluster::reopen_stream(std::uint64_t id, const StreamInput& input,
                                               std::shared_ptr<StreamSink> sink) {
+  // One at a time: two resumes of one stream must not both find it stopped and both start it.
+  static std::mutex reopening;
+  std::lock_guard one_at_a_time(reopening);
   const std::string which = "stream " + std::to_string(id);
   auto info = store()->stream(id);
   if (!info) throw SubmissionError("no " + which + " on this node to resume");
@@ -242,7 +245,9 @@ ReopenedStream EmbeddedCluster::reopen_stream(std::uint64_t id, const StreamInpu
     caf::scoped_actor self{*system_};
     std::optional<StreamReopened> reopened;
     bool answered = false;
-    self->request(actor, std::chrono::seconds(5), stream_reopen_atom::value, StreamReopen{sink})
+    StreamReopen request{sink};
+    const auto given_up = request.given_up;
+    self->request(actor, std::chrono::seconds(5), stream_reopen_atom::value, std::move(request))
         .receive(
             [&](StreamReopened& answer) {
               answered = true;
@@ -252,10 +257,15 @@ ReopenedStream EmbeddedCluster::reopen_stream(std::uint64_t id, const StreamInpu
     if (reopened)
       return ReopenedStream{actor, reopened->accepted, info->settings.simulation,
                             std::move(reopened->unanswered), reopened->max_in_flight};
-    if (!answered && stream_actor(id) == actor)
+    if (!answered && stream_actor(id) == actor) {
+      given_up->store(true);
       throw SubmissionError(which + " did not answer within 5 s; try the resume again");
+    }
     info = store()->stream(id);  // finished meanwhile: its record says where it ended
     if (!info) throw SubmissionError("no " + which + " on this node to resume");
+    if (info->pushed >= own.sets)
+      throw SubmissionError(which + " has accepted all " + std::to_string(own.sets) +
+                            " parameter sets of its input: nothing is left to push");
   }
   info->closed = false;
   info->close_requested = false;

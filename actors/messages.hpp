@@ -152,6 +152,9 @@ struct StreamAttach {
 // results go to `sink` now, and it pushes on from the ids the stream has accepted.
 struct StreamReopen {
   std::shared_ptr<StreamSink> sink;
+  // Set by the asker when it stopped waiting: the stream then ignores the request (a late reopen would
+  // hand the stream to a client that was told it failed).
+  std::shared_ptr<std::atomic<bool>> given_up = std::make_shared<std::atomic<bool>>(false);
 };
 
 // Its answer: the ids it accepted (the client pushes on from there), or protocols::kNotReopened when it

@@ -752,12 +752,14 @@ protocols::stream_actor_type::behavior_type stream_actor(StreamActor* self, Stre
         // Only a stream that has ended answers kNotReopened (it has left the cluster's map then, so a
         // new actor may take its id); one cancelled whole and still answering goes on with the new
         // client (what was cancelled stays cancelled).
-        if (st.finished || !st.info.settings.generator.empty())
+        if (st.finished || !st.info.settings.generator.empty() || request.given_up->load())
           return StreamReopened{protocols::kNotReopened};
         st.cancelled.clear();
         // The new client's sink answers for what is still out before any of it can come back.
         StreamReopened reopened{st.info.pushed, unanswered_ids(st), st.max_in_flight()};
         request.sink->take_over(reopened.unanswered, reopened.max_in_flight);
+        // A client still pushing it hears that another took it over (its pushes and waits end).
+        st.args.sink->finish("stream " + std::to_string(st.args.id) + " was resumed by another client");
         st.args.sink = std::move(request.sink);
         st.closed = false;
         st.info.close_requested = false;

@@ -410,17 +410,20 @@ int stream_push(const Target& target, const PushOptions& options) {
     const int signal = interrupt_signal();
     if (!quiet && ::isatty(STDERR_FILENO) == 1) std::cerr << "\n";  // below the progress line
     std::cerr << "tessera: " << (signal == SIGTERM ? "terminated" : "interrupted") << ": stream "
-              << stream.id() << " has " << grouped(stream.pushed());
+              << stream.id() << ": pushed " << grouped(stream.pushed());
     if (checked.sets) std::cerr << " of the " << grouped(checked.sets) << " rows of " << input;
     std::cerr << " (" << grouped(stored.load())
-              << " stored so far); the sets it has run on, and are stored, on the node, and it is shown as "
-                 "incomplete\n";
+              << " of this push's stored so far); what it accepted runs on and is stored on the node"
+              << (checked.sets ? ", and the stream is shown as incomplete" : "") << "\n";
+    // The same connection options (CURVE keys, a client config) as this command.
+    const std::string same_keys =
+        target.connect.public_key.empty() ? "" : " (with this command's key options)";
     if (checked.sets)
       std::cerr << "tessera: push the other "
                 << grouped(checked.sets - std::min(checked.sets, stream.pushed())) << ": "
-                << resume_command(target, options, stream.id()) << "\n";
+                << resume_command(target, options, stream.id()) << same_keys << "\n";
     std::cerr << "tessera: or stop what runs: tessera --scheduler " << shell_word(target.scheduler)
-              << " stream cancel --stream " << stream.id() << "\n";
+              << " stream cancel --stream " << stream.id() << same_keys << "\n";
     return 128 + (signal != 0 ? signal : SIGINT);
   }
   if (lost.empty()) {

@@ -1,6 +1,7 @@
 #include "tessera/stream.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <mutex>
 
@@ -18,6 +19,9 @@ struct Stream::State {
   std::uint64_t id = 0;
   std::mutex mutex;
   std::uint64_t next_id = 0;  // the id the next push gets
+  // next_id for readers on other threads: a push waiting for credit holds the mutex (a progress
+  // watcher must still read it, and see Ctrl-C).
+  std::atomic<std::uint64_t> pushed{0};
   std::uint64_t sent = 0;     // ids below this have been sent
   std::vector<Value> buffer;  // pushed, not yet sent
   // Aligned with buffer once one of its sets has a priority; empty while all are 0.
@@ -98,6 +102,7 @@ Stream::Stream(std::shared_ptr<ClusterBackend> backend, std::string simulation, 
   if (resume) {
     st.simulation = opened.simulation;
     st.next_id = st.sent = opened.resume_from;
+    st.pushed.store(st.next_id);
     if (opened.max_in_flight) st.max_in_flight = static_cast<std::size_t>(opened.max_in_flight);
   }
   st.shape.name = st.simulation;
@@ -139,8 +144,7 @@ const std::string& Stream::error() const {
 }
 
 std::uint64_t Stream::pushed() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->next_id;
+  return state_->pushed.load();
 }
 
 std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
@@ -175,6 +179,7 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
   if (st.sink->failed())
     throw SubmissionError("stream " + std::to_string(st.id) + ": " + st.sink->stream_error());
   const std::uint64_t id = st.next_id++;
+  st.pushed.store(st.next_id);
   if (options.priority != 0 || !st.priorities.empty()) {
     st.priorities.resize(st.buffer.size(), 0.0);  // the sets buffered before it had priority 0
     st.priorities.push_back(options.priority);

@@ -98,7 +98,9 @@ std::string metrics_text(const Snapshot& snapshot, const monitor::ClusterMonitor
   w.family("tessera_tasks_per_second", "gauge", "Tasks run per second, over the last 10 whole seconds.");
   w.sample("tessera_tasks_per_second", "", monitor.tasks.recent_rate(now));
   w.family("tessera_sets_total", "counter", "Streams' parameter sets the workers ran, since start.");
-  w.sample("tessera_sets_total", label("state", "done"), static_cast<double>(s.sets_done));
+  // sets_done counts every set run, failed ones too.
+  w.sample("tessera_sets_total", label("state", "done"),
+           static_cast<double>(s.sets_done - std::min(s.sets_done, s.sets_failed)));
   w.sample("tessera_sets_total", label("state", "failed"), static_cast<double>(s.sets_failed));
   w.family("tessera_sets_per_second", "gauge",
            "Streams' parameter sets run per second, over the last 10 whole seconds.");

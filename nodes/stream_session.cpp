@@ -123,6 +123,15 @@ void StreamSession::resume(const Peer& peer, GatewayClient& client, wire::Stream
                        "this client has " + std::to_string(client.streams.size()) +
                            " streams open, the most one client may have (limits.max_streams_per_client)",
                        0);
+  // A stream of Python code a client sent is not run again once the node runs none (as at a restart).
+  if (!g_.options.limits.client_code_refused.empty() && g_.options.store)
+    if (const auto stored = g_.options.store()->stream(id);
+        stored && (stored->settings.simulation == kClientClassSimulation ||
+                   stored->settings.generator == kClientGenerator))
+      return answer_open(peer, request, 0,
+                         "stream " + std::to_string(id) +
+                             " runs Python code a client sent: " + g_.options.limits.client_code_refused,
+                         0);
   const StreamInput input{open.getInputSets(), open.getInputName(), open.getInputDigest()};
   auto sink = std::make_shared<RemoteStreamSink>(g_.server, peer.id);
   sink->set_stream(id);

@@ -56,7 +56,8 @@ struct SchedulerStatus {
   std::uint64_t checkpoints_corrupt = 0;
   std::string checkpoint_error{};
   std::uint64_t checkpoints_stored = 0;  // records in the store now
-  // Streams' parameter sets the workers ran (simulation jobs, counted beside tasks), since start.
+  // Streams' parameter sets the workers ran (simulation jobs, counted beside tasks), since start; failed
+  // ones included in sets_done and counted again in sets_failed.
   std::uint64_t sets_done = 0;
   std::uint64_t sets_failed = 0;
   std::vector<WorkerMemory> memory{};  // one per live worker that has reported

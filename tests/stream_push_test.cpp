@@ -108,7 +108,7 @@ TEST(StreamPush, AnInterruptedPushIsIncompleteAndItsResumePushesEveryRowOnce) {
   ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20)));
   EXPECT_EQ(push->exit_code(), 130) << push->err();
   const std::string said = push->err();
-  EXPECT_NE(said.find("interrupted: stream 1 has 8 of the 200 rows of " + f.input.string()),
+  EXPECT_NE(said.find("interrupted: stream 1: pushed 8 of the 200 rows of " + f.input.string()),
             std::string::npos)
       << said;
   EXPECT_NE(said.find("stream push --resume 1 --input " + f.input.string()), std::string::npos) << said;
@@ -153,7 +153,8 @@ TEST(StreamPush, ATerminatedPushResumesFromTheStoreOnceWhatItAcceptedHasFinished
   push->signal(SIGTERM);
   ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20)));
   EXPECT_EQ(push->exit_code(), 128 + SIGTERM) << push->err();
-  EXPECT_NE(push->err().find("terminated: stream 1 has 8 of the 50 rows"), std::string::npos) << push->err();
+  EXPECT_NE(push->err().find("terminated: stream 1: pushed 8 of the 50 rows"), std::string::npos)
+      << push->err();
   // Its accepted sets finish; it stays incomplete.
   fs::remove(f.gate);
   ASSERT_TRUE(eventually([&] { return f.listing(1).value("stored", 0) == 8; }, std::chrono::seconds(30)));
@@ -212,6 +213,34 @@ TEST(StreamPush, AKilledPushersStreamIsIncompleteOnceTheNodeFindsItsClientGone) 
   EXPECT_EQ(resumed.out,
             "stream 1: 32 parameter sets (after the 8 accepted before), 32 results stored (0 failed)\n");
   expect_every_row_once(f.stored(1), 40);
+}
+
+TEST(StreamPush, AResumeWhileAClientStillPushesTakesTheStreamAndStopsThatClient) {
+  Fixture f;
+  f.write_input(60);
+  auto first = f.start(f.push_args(), "first");
+  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto second = f.start("stream push --quiet --resume 1 --input " + f.input.string(), "second");
+  ASSERT_TRUE(first->wait_exit(std::chrono::seconds(20)));
+  EXPECT_EQ(first->exit_code(), 1) << first->err();
+  EXPECT_NE(first->err().find("stream 1 was resumed by another client"), std::string::npos) << first->err();
+  fs::remove(f.gate);
+  ASSERT_TRUE(second->wait_exit(std::chrono::seconds(60)));
+  EXPECT_EQ(second->exit_code(), 0) << second->err();
+  expect_every_row_once(f.stored(1), 60);
+}
+
+TEST(StreamPush, CtrlCStopsAnUncheckedPushWaitingForRoom) {
+  Fixture f;
+  f.write_input(100);
+  auto push = f.start(f.push_args("--no-check"), "first");
+  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  push->signal(SIGINT);
+  ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20))) << "a push waiting for room heard Ctrl-C";
+  EXPECT_EQ(push->exit_code(), 130) << push->err();
+  // Its input's length was never read: closed, not shown as incomplete, and no resume is offered.
+  EXPECT_EQ(push->err().find("--resume"), std::string::npos) << push->err();
+  fs::remove(f.gate);
 }
 
 TEST(StreamPush, CancellingAStreamWhileItIsPushedStopsThePusher) {

@@ -104,7 +104,7 @@ async function renderStatus() {
     ["tasks_cancelled", "tasks cancelled", integer(s.tasks_cancelled)],
     ["tasks_per_second", "tasks/s (last 10 s)", integer(Math.round(s.tasks_per_second))],
     // A stream's parameter sets are work too: counted apart from tasks.
-    ["sets_done", "sets done", integer(s.sets_done)],
+    ["sets_done", "sets run", integer(s.sets_done)],
     ["sets_per_second", "sets/s (last 10 s)", integer(Math.round(s.sets_per_second))],
     ["streams_running", "streams running", integer(s.streams_running)],
     ["results_held", "results held", integer(s.results_held)],

@@ -1,6 +1,7 @@
 """LocalCluster and Client with Dask's shape: a cluster in this process or a scheduler node's address,
 futures by registered name, streams, ensembles and result queries."""
 
+import collections.abc
 import json
 import os
 import sys
@@ -244,8 +245,14 @@ class Client:
                 return x.result(timeout)
             if isinstance(x, dict):
                 return {key: results_of(value) for key, value in x.items()}
+            if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple
+                return type(x)(*(results_of(item) for item in x))
             if isinstance(x, (list, tuple)):
                 return type(x)(results_of(item) for item in x)
+            # Sets, generators and dict views: their results in a list, in their order.
+            if isinstance(x, (set, frozenset, collections.abc.Iterator, collections.abc.KeysView,
+                              collections.abc.ValuesView)):
+                return [results_of(item) for item in x]
             return x
         return results_of(futures)
 

@@ -194,6 +194,12 @@ def test_gather_keeps_the_shape_it_is_given(client):
     assert client.gather({"a": a, "rest": [b, (c, 7)], "none": None}) == {"a": 4, "rest": [9, (16, 7)], "none": None}
     assert client.gather((a, [b, [c]])) == (4, [9, [16]])
     assert client.gather([]) == []
+    assert client.gather(f for f in (a, b)) == [4, 9]  # any iterable of futures, as before
+    assert sorted(client.gather({a, b})) == [4, 9]
+    assert client.gather({"x": a}.values()) == [4]
+    import collections
+    Pair = collections.namedtuple("Pair", "left right")
+    assert client.gather(Pair(a, b)) == Pair(4, 9)
 
 
 def _progress_lines(text):
