@@ -78,8 +78,10 @@ class StreamSink {
   // each), and nothing is acquired.
   void set_generated() { generated_ = true; }
 
-  // Client side. Waits for room for one more parameter set, the one with `id` (ids come in order).
-  void acquire(std::uint64_t id) {
+  // Client side. Waits for room for one more parameter set, the one with `id` (ids come in order); false,
+  // acquiring nothing, when the stream has ended (stream_error() says why). Throws StreamInterrupted after
+  // interrupt(), ConnectionLost once the connection is gone.
+  bool acquire(std::uint64_t id) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] {
       return in_flight_ + 1 <= max_in_flight_ || failed_stream_ || !lost_.empty() || interrupted_;
@@ -88,9 +90,10 @@ class StreamSink {
     if (interrupted_)
       throw StreamInterrupted("pushing was interrupted while parameter set " + std::to_string(id) +
                               " waited for room (max_in_flight sets unanswered)");
-    if (failed_stream_) return;  // the stream ended: the caller says so, acquiring nothing
+    if (failed_stream_) return false;
     in_flight_ += 1;
     unanswered_.add(id);
+    return true;
   }
   // A resumed stream's client takes over the sets it had accepted and not answered (their results come
   // here, and give credit back) and its max_in_flight (what the stream itself takes). Called before any
@@ -109,10 +112,6 @@ class StreamSink {
       interrupted_ = true;
     }
     changed_.notify_all();
-  }
-  bool interrupted() const {
-    std::lock_guard lock(mutex_);
-    return interrupted_;
   }
   // Parameter sets the stream has accepted (written ahead where it runs): ids below this.
   std::uint64_t accepted() const {
@@ -206,11 +205,6 @@ class StreamSink {
   std::uint64_t delivered() const {
     std::lock_guard lock(mutex_);
     return delivered_;
-  }
-  // Read stream_error() only once this is true: it is written before, never after.
-  bool failed() const {
-    std::lock_guard lock(mutex_);
-    return failed_stream_;
   }
   const std::string& stream_error() const { return stream_error_; }
 

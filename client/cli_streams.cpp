@@ -24,6 +24,7 @@
 
 #include "cli_interrupt.hpp"
 #include "cli_options.hpp"
+#include "graph/file_digest.hpp"
 #include "storage/result_query.hpp"
 
 namespace tessera::cli {
@@ -184,23 +185,11 @@ bool write_results(Client& client, std::uint64_t stream, const std::string& outp
 
 namespace {
 
-// FNV-1a over the file's bytes, with its size: enough to tell a resume it was given another file (not a
-// defence against one crafted to collide).
-std::string file_digest(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CsvError(path + ": cannot be read");
-  std::uint64_t hash = 1469598103934665603ull, bytes = 0;
-  std::vector<char> buffer(1 << 16);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    for (std::size_t i = 0; i < got; ++i)
-      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
-    bytes += got;
-  }
-  std::ostringstream text;
-  text << "fnv1a64:" << std::hex << std::setw(16) << std::setfill('0') << hash << ":" << std::dec << bytes;
-  return text.str();
+// The file's digest as a stream's input records it: a resume must be given the same bytes.
+std::string file_digest_text(const std::string& path) {
+  const auto digest = file_digest(path);
+  if (!digest) throw CsvError(path + ": cannot be read");
+  return "fnv1a64:" + digest->hex() + ":" + std::to_string(digest->bytes);
 }
 
 // A word the shell reads as itself: quoted when it holds anything but letters, digits and -_./:=@,+%.
@@ -274,7 +263,7 @@ int stream_push(const Target& target, const PushOptions& options) {
       checked.sets = 1;
       while (reader->next()) checked.sets += 1;
       checked.name = input;
-      checked.digest = file_digest(input);
+      checked.digest = file_digest_text(input);
       open_input();  // from the top again, for the push
     }
   } catch (const CsvError& e) {

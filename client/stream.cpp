@@ -154,12 +154,6 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
     throw std::logic_error("stream " + std::to_string(st.id) + " is an ensemble: generator '" + st.generator +
                            "' proposes its parameter sets");
   if (st.closed) throw SubmissionError("stream " + std::to_string(st.id) + " is closed: no more pushes");
-  if (st.sink->interrupted())
-    throw StreamInterrupted("stream " + std::to_string(st.id) + ": pushing was interrupted at set " +
-                            std::to_string(st.next_id));
-  // A stream that ended (a client cancelled it whole, its store failed) takes no more sets.
-  if (st.sink->failed())
-    throw SubmissionError("stream " + std::to_string(st.id) + ": " + st.sink->stream_error());
   if (!std::isfinite(options.priority))
     throw std::invalid_argument("parameter set " + std::to_string(st.next_id) + " of stream " +
                                 std::to_string(st.id) + ": priority " + std::to_string(options.priority) +
@@ -175,8 +169,9 @@ std::uint64_t Stream::push_value(Value parameters, SetOptions options) {
                           std::to_string(st.id) + ": " + why);
   // Before waiting for credit, send what is buffered: its answers are the credit.
   if (st.sink->in_flight() + 1 > st.max_in_flight) st.flush_locked();
-  st.sink->acquire(st.next_id);
-  if (st.sink->failed())
+  // A stream that ended (a client cancelled it whole, its store failed) takes no more sets; an
+  // interrupted push throws from here.
+  if (!st.sink->acquire(st.next_id))
     throw SubmissionError("stream " + std::to_string(st.id) + ": " + st.sink->stream_error());
   const std::uint64_t id = st.next_id++;
   st.pushed.store(st.next_id);

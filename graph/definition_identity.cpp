@@ -10,6 +10,8 @@
 #include <map>
 #include <mutex>
 
+#include "graph/file_digest.hpp"
+
 namespace tessera {
 namespace {
 
@@ -73,18 +75,8 @@ int find_module(dl_phdr_info* info, std::size_t, void* data) {
 
 // FNV-1a over the file, for an object linked without a build id.
 std::string file_hash(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::uint64_t hash = 1469598103934665603ull;
-  char buffer[65536];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    for (std::streamsize i = 0; i < in.gcount(); ++i)
-      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
+  const auto digest = file_digest(path);
+  return digest ? digest->hex() : std::string();
 }
 
 std::string executable_path() {

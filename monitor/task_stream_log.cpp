@@ -58,9 +58,7 @@ std::vector<std::uint64_t> TaskStreamLog::sets_per_second(double now, std::size_
 }
 
 double TaskStreamLog::recent_set_rate(double now) const {
-  std::uint64_t total = 0;
-  for (auto n : sets_per_second(now - 1, 10)) total += n;
-  return static_cast<double>(total) / 10;
+  return recent(now, &Second::sets);
 }
 
 SetTotals TaskStreamLog::set_totals() const {
@@ -109,8 +107,12 @@ std::vector<std::uint64_t> TaskStreamLog::series(double now, std::size_t count,
 }
 
 double TaskStreamLog::recent_rate(double now) const {
+  return recent(now, &Second::tasks);
+}
+
+double TaskStreamLog::recent(double now, std::uint64_t Second::*field) const {
   std::uint64_t total = 0;
-  for (auto n : per_second(now - 1, 10)) total += n;
+  for (auto n : series(now - 1, 10, field)) total += n;
   return static_cast<double>(total) / 10;
 }
 

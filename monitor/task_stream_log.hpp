@@ -103,6 +103,7 @@ class TaskStreamLog {
   std::uint32_t index_of(std::string_view function);
   Second& bucket_of(double finished_at);
   std::vector<std::uint64_t> series(double now, std::size_t count, std::uint64_t Second::*field) const;
+  double recent(double now, std::uint64_t Second::*field) const;  // over the 10 whole seconds before now
 };
 
 }  // namespace tessera::monitor

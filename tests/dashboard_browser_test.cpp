@@ -67,6 +67,14 @@ class DashboardBrowser : public ::testing::Test {
   }
 };
 
+// The dashboard's http://127.0.0.1:PORT, from the line the node prints after its endpoint; empty if none.
+std::string dashboard_link(NodeProcess& node) {
+  const auto line = node.next_line();
+  std::smatch match;
+  if (!std::regex_search(line, match, std::regex(R"(http://127\.0\.0\.1:\d+)"))) return {};
+  return match[0];
+}
+
 // Waits for `updates` more successful polls than now: figures read after it are newer than what the CLI
 // said just before (the dashboard samples twice a second, the page polls once).
 void wait_for_fresh_figures(WebDriver& browser, const std::string& page) {
@@ -80,10 +88,8 @@ TEST_F(DashboardBrowser, EachPageShowsWhatTheCliSaysWhileAWorkloadRuns) {
       "[node]\nname = \"browser-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[worker]\nworkers = 2\nthreads_per_worker = 2\nmemory_limit = \"1GiB\"\n"
       "[dashboard]\nlisten = \"127.0.0.1:0\"\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n"};
-  const auto link_line = node.next_line();
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(link_line, match, std::regex(R"(http://127\.0\.0\.1:\d+)"))) << link_line;
-  const std::string base = match[0];
+  const std::string base = dashboard_link(node);
+  ASSERT_FALSE(base.empty()) << "the node printed no dashboard link";
   const std::string scheduler = node.endpoint();
 
   tessera::Client client(scheduler);
@@ -203,10 +209,8 @@ TEST_F(DashboardBrowser, EveryPageShowsARunningStreamAsWork) {
       "[node]\nname = \"stream-node\"\nrole = \"both\"\n[scheduler]\nlisten = \"tcp://127.0.0.1:0\"\n"
       "[worker]\nworkers = 2\nthreads_per_worker = 2\n"
       "[dashboard]\nlisten = \"127.0.0.1:0\"\n[plugins]\npaths = [\"" TESSERA_TEST_PLUGIN "\"]\n"};
-  const auto link_line = node.next_line();
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(link_line, match, std::regex(R"(http://127\.0\.0\.1:\d+)"))) << link_line;
-  const std::string base = match[0];
+  const std::string base = dashboard_link(node);
+  ASSERT_FALSE(base.empty()) << "the node printed no dashboard link";
   const std::string scheduler = node.endpoint();
   WebDriver browser;
   // Opened first, so the task stream records the simulation jobs from the stream's start.

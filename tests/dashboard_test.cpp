@@ -303,6 +303,30 @@ TEST(DashboardHttp, AStreamsSetsAreWorkOnEveryPanel) {
   EXPECT_EQ(history, 400u) << "a finished stream keeps its rate history";
 }
 
+// A stream closed before its client's input ended is shown as incomplete, with why and of how many.
+TEST(DashboardHttp, AStreamClosedBeforeItsInputEndedIsIncompleteNotFinished) {
+  tessera::LocalCluster cluster{with_dashboard()};
+  const int port = port_of(cluster.dashboard_link());
+  tessera::Client client{cluster};
+  tessera::StreamOptions options;
+  options.input.sets = 100;  // what `tessera stream push` says of its CSV
+  auto stream = client.stream("pause_square", options);
+  for (int i = 0; i < 10; ++i) stream.push(double(100 + i));
+  stream.close();
+  ASSERT_TRUE(stream.wait(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  Json streams;
+  ASSERT_TRUE(eventually([&] {
+    streams = get_json(port, "/api/streams.json");
+    return !streams["streams"].empty() && streams["streams"][0]["finished"] == true;
+  })) << streams.dump();
+  EXPECT_EQ(streams["streams"][0]["ended_early"], "closed by the client before its input ended");
+  EXPECT_EQ(streams["streams"][0]["input_sets"], 100);
+  EXPECT_EQ(streams["streams"][0]["accepted"], 10);
+  const auto listed = client.streams();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_STREQ(tessera::stream_state(listed[0]), "incomplete");
+}
+
 TEST(DashboardHttp, FailedAndCancelledTasksShowInProgress) {
   tessera::LocalCluster cluster{with_dashboard()};
   const int port = port_of(cluster.dashboard_link());

@@ -139,3 +139,21 @@ TEST_F(FailureTest, ReleasingAFutureCancelsWorkNobodyWants) {
 }
 
 }  // namespace
+
+namespace {
+
+// Failures Tessera names with a stand-in function read as what happened, not "task  ((submission))".
+TEST(FailureText, StandInNamesReadPlainly) {
+  EXPECT_STREQ(tessera::TaskFailed(tessera::kRefusedSubmissionFunction, "", "too many slots", false).what(),
+               "the scheduler refused the submission: too many slots");
+  EXPECT_STREQ(tessera::TaskFailed(tessera::kLostConnectionFunction, "", "no answer for 30 s", false).what(),
+               "the connection to the scheduler was lost: no answer for 30 s");
+  EXPECT_STREQ(tessera::TaskFailed(tessera::kSimulationFunction, "7", "13 is refused", false).what(),
+               "parameter set 7 failed: 13 is refused");
+  EXPECT_STREQ(tessera::TaskFailed("square", "3f2a", "boom", false).what(),
+               "task 3f2a (square) failed: boom");
+  EXPECT_STREQ(tessera::TaskFailed("square", "", "boom", true).what(),
+               "a task of square was cancelled: boom");
+}
+
+}  // namespace

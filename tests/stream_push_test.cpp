@@ -72,6 +72,14 @@ struct Fixture {
     return tessera::testing::run(std::string(TESSERA_CLI_BINARY) + " --scheduler " + node.endpoint() + " " +
                                  args);
   }
+  // The push of the input, started in the background, once it holds its eight sets in flight (the first
+  // at the gate) and waits for room; null if it never did.
+  std::unique_ptr<NodeRun> start_held_push(const std::string& extra = "") {
+    auto push = start(push_args(extra), "first");
+    if (!eventually([&] { return listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)))
+      return nullptr;
+    return push;
+  }
   json listing(std::uint64_t stream) {
     for (const auto& s : json::parse(cli(node.endpoint(), "stream list --json")))
       if (s["id"] == stream) return s;
@@ -101,9 +109,9 @@ void expect_every_row_once(const std::map<std::uint64_t, double>& stored, int ro
 TEST(StreamPush, AnInterruptedPushIsIncompleteAndItsResumePushesEveryRowOnce) {
   Fixture f;
   f.write_input(200);
-  auto push = f.start(f.push_args(), "first");
   // Eight sets are in flight behind the held one: the push waits for room until Ctrl-C.
-  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto push = f.start_held_push();
+  ASSERT_NE(push, nullptr) << "the push never filled its eight sets in flight";
   push->signal(SIGINT);
   ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20)));
   EXPECT_EQ(push->exit_code(), 130) << push->err();
@@ -148,8 +156,8 @@ TEST(StreamPush, AnInterruptedPushIsIncompleteAndItsResumePushesEveryRowOnce) {
 TEST(StreamPush, ATerminatedPushResumesFromTheStoreOnceWhatItAcceptedHasFinished) {
   Fixture f;
   f.write_input(50);
-  auto push = f.start(f.push_args(), "first");
-  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto push = f.start_held_push();
+  ASSERT_NE(push, nullptr) << "the push never filled its eight sets in flight";
   push->signal(SIGTERM);
   ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20)));
   EXPECT_EQ(push->exit_code(), 128 + SIGTERM) << push->err();
@@ -199,8 +207,8 @@ TEST(StreamPush, ATerminatedPushResumesFromTheStoreOnceWhatItAcceptedHasFinished
 TEST(StreamPush, AKilledPushersStreamIsIncompleteOnceTheNodeFindsItsClientGone) {
   Fixture f;
   f.write_input(40);
-  auto push = f.start(f.push_args(), "first");
-  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto push = f.start_held_push();
+  ASSERT_NE(push, nullptr) << "the push never filled its eight sets in flight";
   push->signal(SIGKILL);
   ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20)));
   // client_grace is three seconds here.
@@ -218,8 +226,8 @@ TEST(StreamPush, AKilledPushersStreamIsIncompleteOnceTheNodeFindsItsClientGone) 
 TEST(StreamPush, AResumeWhileAClientStillPushesTakesTheStreamAndStopsThatClient) {
   Fixture f;
   f.write_input(60);
-  auto first = f.start(f.push_args(), "first");
-  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto first = f.start_held_push();
+  ASSERT_NE(first, nullptr) << "the push never filled its eight sets in flight";
   auto second = f.start("stream push --quiet --resume 1 --input " + f.input.string(), "second");
   ASSERT_TRUE(first->wait_exit(std::chrono::seconds(20)));
   EXPECT_EQ(first->exit_code(), 1) << first->err();
@@ -233,8 +241,8 @@ TEST(StreamPush, AResumeWhileAClientStillPushesTakesTheStreamAndStopsThatClient)
 TEST(StreamPush, CtrlCStopsAnUncheckedPushWaitingForRoom) {
   Fixture f;
   f.write_input(100);
-  auto push = f.start(f.push_args("--no-check"), "first");
-  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto push = f.start_held_push("--no-check");
+  ASSERT_NE(push, nullptr) << "the push never filled its eight sets in flight";
   push->signal(SIGINT);
   ASSERT_TRUE(push->wait_exit(std::chrono::seconds(20))) << "a push waiting for room heard Ctrl-C";
   EXPECT_EQ(push->exit_code(), 130) << push->err();
@@ -246,8 +254,8 @@ TEST(StreamPush, CtrlCStopsAnUncheckedPushWaitingForRoom) {
 TEST(StreamPush, CancellingAStreamWhileItIsPushedStopsThePusher) {
   Fixture f;
   f.write_input(100);
-  auto push = f.start(f.push_args(), "first");
-  ASSERT_TRUE(eventually([&] { return f.listing(1).value("pushed", 0) == 8; }, std::chrono::seconds(30)));
+  auto push = f.start_held_push();
+  ASSERT_NE(push, nullptr) << "the push never filled its eight sets in flight";
   // The held set runs (with as many as the worker took with it); the rest wait: all eight are cancelled.
   const auto said = cli(f.node.endpoint(), "stream cancel --stream 1");
   unsigned queued = 0, running = 0;
